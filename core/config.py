@@ -1,0 +1,256 @@
+"""ModelConfig: every architectural choice of the lab's Transformer as one frozen dataclass.
+
+Every variant the app can show is a field here, not a subclass of the model: the GUI edits these
+fields, the CLI prints them, sessions store them as JSON.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
+
+Norm = Literal["layernorm", "rmsnorm"]
+NormPlacement = Literal["pre", "post"]
+Activation = Literal["relu", "gelu", "swiglu"]
+Positional = Literal["none", "sinusoidal", "learned", "rope", "alibi"]
+AttentionKind = Literal["causal", "bidirectional"]
+Architecture = Literal["decoder", "encoder", "encoder-decoder"]
+
+
+class ConfigError(ValueError):
+    """An impossible configuration: names the offending field and how to fix it."""
+
+    def __init__(self, field_name: str, message: str) -> None:
+        super().__init__(f"{field_name}: {message}")
+        self.field = field_name
+        self.message = message
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    name: str = "custom"  # shown in the title bar and status bar; not part of the architecture
+    vocab_size: int = 65  # number of distinct token ids the embedding table holds
+    context_length: int = 256  # longest sequence the model accepts (size of a learned position table)
+    d_model: int = 64  # width of the residual stream
+    n_heads: int = 4  # query heads per attention layer; d_head = d_model / n_heads
+    n_kv_heads: int | None = None  # key/value heads (grouped-query attention); None means n_heads
+    n_layers: int = 2  # blocks in the decoder-only / encoder-only stack, or in each tower
+    n_encoder_layers: int | None = None  # encoder tower depth of an encoder-decoder; None means n_layers
+    d_ff: int = 256  # hidden width of the feed-forward network (per expert for mixture-of-experts)
+    norm: Norm = "layernorm"  # LayerNorm (centre + scale) or RMSNorm (scale only)
+    norm_placement: NormPlacement = "pre"  # pre: x + f(norm(x)); post: norm(x + f(x)) as in 2017
+    norm_eps: float = 1e-5  # added to the variance before the square root
+    activation: Activation = "gelu"  # FFN non-linearity; swiglu adds a third (gate) matrix
+    positional: Positional = "learned"  # how order enters: added table, rotated q/k, or score bias
+    rope_base: float = 10000.0  # RoPE: wavelengths grow geometrically from 2*pi to base*2*pi
+    rope_scale: float = 1.0  # RoPE position interpolation: positions are divided by this factor
+    attention: AttentionKind = "causal"  # self-attention of a decoder: causal mask or none
+    architecture: Architecture = "decoder"  # decoder-only, encoder-only, or two towers with cross-attention
+    bias: bool = True  # bias vectors on linear layers and LayerNorm shifts
+    tie_embeddings: bool = True  # the output head reuses the token embedding matrix
+    n_experts: int = 0  # mixture-of-experts FFN: experts per block; 0 means one dense FFN
+    top_k: int = 2  # mixture-of-experts: experts each token is routed to
+    final_norm: bool = True  # a norm before the head (pre-norm stacks need it; 2017 post-norm has none)
+
+    # ---- derived sizes -------------------------------------------------------------------------
+    @property
+    def kv_heads(self) -> int:
+        return self.n_heads if self.n_kv_heads is None else self.n_kv_heads
+
+    @property
+    def d_head(self) -> int:
+        return self.d_model // self.n_heads
+
+    @property
+    def encoder_layers(self) -> int:
+        """Blocks in the encoder tower (0 for a decoder-only model)."""
+        if self.architecture == "decoder":
+            return 0
+        if self.architecture == "encoder":
+            return self.n_layers
+        return self.n_layers if self.n_encoder_layers is None else self.n_encoder_layers
+
+    @property
+    def decoder_layers(self) -> int:
+        """Blocks in the decoder tower (0 for an encoder-only model)."""
+        return 0 if self.architecture == "encoder" else self.n_layers
+
+    @property
+    def is_moe(self) -> bool:
+        return self.n_experts > 0
+
+    @property
+    def self_attention_causal(self) -> bool:
+        """Whether the self-attention of the token stream (the decoder, or the only stack) is causal."""
+        return self.architecture != "encoder" and self.attention == "causal"
+
+    # ---- construction helpers -----------------------------------------------------------------
+    def replace(self, **changes: Any) -> ModelConfig:
+        """A validated copy with some fields changed."""
+        return dataclasses.replace(self, **changes).validated()
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Any) -> ModelConfig:
+        """Build and validate a config from untrusted JSON-like data."""
+        if not isinstance(data, dict):
+            raise ConfigError("config", "expected a JSON object of config fields")
+        known = {f.name: f for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - set(known))
+        if unknown:
+            raise ConfigError(unknown[0], f"unknown config field; known fields are {', '.join(known)}")
+        values: dict[str, Any] = {}
+        for name, value in data.items():
+            values[name] = _coerce_field(name, known[name], value)
+        return cls(**values).validated()
+
+    def validated(self) -> ModelConfig:
+        validate(self)
+        return self
+
+    @classmethod
+    def field_names(cls) -> list[str]:
+        return [f.name for f in dataclasses.fields(cls)]
+
+    @classmethod
+    def choices(cls, field_name: str) -> tuple[str, ...]:
+        """The allowed values of a Literal-typed field (empty for numeric fields)."""
+        return _LITERAL_CHOICES.get(field_name, ())
+
+
+_LITERAL_CHOICES: dict[str, tuple[str, ...]] = {
+    "norm": get_args(Norm),
+    "norm_placement": get_args(NormPlacement),
+    "activation": get_args(Activation),
+    "positional": get_args(Positional),
+    "attention": get_args(AttentionKind),
+    "architecture": get_args(Architecture),
+}
+_INT_FIELDS = {"vocab_size", "context_length", "d_model", "n_heads", "n_layers", "d_ff", "n_experts", "top_k"}
+_OPTIONAL_INT_FIELDS = {"n_kv_heads", "n_encoder_layers"}
+_FLOAT_FIELDS = {"norm_eps", "rope_base", "rope_scale"}
+_BOOL_FIELDS = {"bias", "tie_embeddings", "final_norm"}
+
+# Beyond these sizes a single dimension is a typo, not a model (Llama-3 405B has d_model 16384).
+_MAX_DIM = 1 << 20
+_MAX_VOCAB = 1 << 22
+
+
+def _coerce_field(name: str, spec: dataclasses.Field, value: Any) -> Any:
+    """Check the JSON type of one field value; numbers stay numbers, strings stay strings."""
+    if name in _BOOL_FIELDS:
+        if not isinstance(value, bool):
+            raise ConfigError(name, f"expected true or false, got {value!r}")
+        return value
+    if name in _INT_FIELDS or name in _OPTIONAL_INT_FIELDS:
+        if value is None and name in _OPTIONAL_INT_FIELDS:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(name, f"expected a whole number, got {value!r}")
+        return value
+    if name in _FLOAT_FIELDS:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(name, f"expected a number, got {value!r}")
+        return float(value)
+    if not isinstance(value, str):
+        raise ConfigError(name, f"expected text, got {value!r}")
+    return value
+
+
+def validate(config: ModelConfig) -> None:
+    """Raise ConfigError for the first impossible setting, naming the field and the fix."""
+    c = config
+    for name in _LITERAL_CHOICES:
+        value = getattr(c, name)
+        if value not in _LITERAL_CHOICES[name]:
+            raise ConfigError(name, f"{value!r} is not one of {', '.join(_LITERAL_CHOICES[name])}")
+    for name in ("vocab_size", "context_length", "d_model", "n_heads", "n_layers", "d_ff"):
+        value = getattr(c, name)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ConfigError(name, f"must be a positive whole number, got {value!r}")
+    if c.vocab_size > _MAX_VOCAB:
+        raise ConfigError("vocab_size", f"{c.vocab_size:,} is beyond any real tokenizer; use at most {_MAX_VOCAB:,}")
+    for name in ("context_length", "d_model", "d_ff"):
+        if getattr(c, name) > _MAX_DIM:
+            raise ConfigError(name, f"{getattr(c, name):,} is too large; use at most {_MAX_DIM:,}")
+    if c.n_layers > 1024:
+        raise ConfigError("n_layers", "use at most 1024 blocks")
+    if c.d_model % c.n_heads:
+        raise ConfigError(
+            "n_heads",
+            f"d_model {c.d_model} is not divisible by n_heads {c.n_heads}; pick n_heads among "
+            f"{_divisors_hint(c.d_model)} or change d_model",
+        )
+    if c.n_kv_heads is not None:
+        if isinstance(c.n_kv_heads, bool) or not isinstance(c.n_kv_heads, int) or c.n_kv_heads < 1:
+            raise ConfigError("n_kv_heads", f"must be a positive whole number or empty, got {c.n_kv_heads!r}")
+        if c.n_heads % c.n_kv_heads:
+            raise ConfigError(
+                "n_kv_heads",
+                f"n_heads {c.n_heads} is not a multiple of n_kv_heads {c.n_kv_heads}; each key/value head "
+                f"must serve the same number of query heads (try {_divisors_hint(c.n_heads)})",
+            )
+    if c.n_encoder_layers is not None:
+        if isinstance(c.n_encoder_layers, bool) or not isinstance(c.n_encoder_layers, int) or c.n_encoder_layers < 1:
+            raise ConfigError("n_encoder_layers", f"must be a positive whole number or empty, got {c.n_encoder_layers!r}")
+        if c.n_encoder_layers > 1024:
+            raise ConfigError("n_encoder_layers", "use at most 1024 blocks")
+    if c.positional == "rope" and c.d_head % 2:
+        raise ConfigError(
+            "positional",
+            f"RoPE rotates (even, odd) pairs, but d_head = {c.d_model}/{c.n_heads} = {c.d_head} is odd; "
+            "make d_model / n_heads even or pick another encoding",
+        )
+    if c.positional == "sinusoidal" and c.d_model % 2:
+        raise ConfigError("d_model", f"sinusoidal encodings pair sin and cos, so d_model must be even (got {c.d_model})")
+    for name in ("rope_base", "rope_scale", "norm_eps"):
+        value = getattr(c, name)
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value) or value <= 0:
+            raise ConfigError(name, f"must be a positive finite number, got {value!r}")
+    if c.rope_base <= 1:
+        raise ConfigError("rope_base", f"must be greater than 1 so that wavelengths grow, got {c.rope_base}")
+    if isinstance(c.n_experts, bool) or not isinstance(c.n_experts, int) or c.n_experts < 0:
+        raise ConfigError("n_experts", f"must be 0 (dense FFN) or a positive number of experts, got {c.n_experts!r}")
+    if c.n_experts > 1024:
+        raise ConfigError("n_experts", "use at most 1024 experts")
+    if c.n_experts:
+        if isinstance(c.top_k, bool) or not isinstance(c.top_k, int) or not 1 <= c.top_k <= c.n_experts:
+            raise ConfigError("top_k", f"must be between 1 and n_experts ({c.n_experts}), got {c.top_k!r}")
+    if c.architecture == "encoder" and c.attention == "causal":
+        raise ConfigError(
+            "attention",
+            "an encoder-only model attends in both directions; set attention to bidirectional "
+            "or architecture to decoder",
+        )
+    if not isinstance(c.name, str) or not c.name.strip():
+        raise ConfigError("name", "give the model a non-empty name")
+
+
+def _divisors_hint(n: int) -> str:
+    divisors = [d for d in range(1, min(n, 128) + 1) if n % d == 0]
+    return ", ".join(str(d) for d in divisors[-6:])
+
+
+def config_field_docs() -> dict[str, str]:
+    """The trailing comment of each field, for tooltips and `--help` texts."""
+    import inspect
+
+    try:
+        source = inspect.getsource(ModelConfig)
+    except (OSError, TypeError):  # frozen bundles ship bytecode only
+        return {}
+    docs: dict[str, str] = {}
+    for line in source.splitlines():
+        stripped = line.strip()
+        if ":" in stripped and "#" in stripped and not stripped.startswith(("#", "def", "@", "class")):
+            name = stripped.split(":", 1)[0].strip()
+            if name in ModelConfig.field_names():
+                docs[name] = stripped.split("#", 1)[1].strip()
+    return docs
+
+
+__all__ = ["ConfigError", "ModelConfig", "validate", "config_field_docs"]

@@ -1,0 +1,197 @@
+"""Device choice (CUDA, then MPS, then CPU, overridable) and memory estimates that refuse runs
+which will not fit before they are attempted."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+import torch
+
+from core.config import ModelConfig
+
+DEVICE_ENV = "TRANSFORMER_EXPLORER_DEVICE"
+KNOWN_DEVICES = ("cpu", "cuda", "mps")
+
+T = TypeVar("T")
+
+
+class DeviceError(ValueError):
+    """A device name that is not cpu, cuda, cuda:N or mps."""
+
+
+class MemoryBudgetError(MemoryError):
+    """A run whose estimated memory exceeds what the device has; carries the estimate."""
+
+    def __init__(self, estimate: MemoryEstimate, available: int, device: str) -> None:
+        self.estimate = estimate
+        self.available = available
+        self.device = device
+        super().__init__(
+            f"this run needs about {format_bytes(estimate.total)} ({estimate.describe()}) but {device} has "
+            f"about {format_bytes(available)} free; use a shorter sequence, a smaller batch or a smaller model"
+        )
+
+
+@dataclass(frozen=True)
+class DeviceChoice:
+    device: torch.device
+    message: str | None = None  # set when the request could not be honoured, e.g. a fallback to the CPU
+
+
+def available_devices() -> list[str]:
+    """Devices this machine can run on, best first (always ends with cpu)."""
+    names = []
+    if torch.cuda.is_available():
+        names.extend(f"cuda:{i}" if torch.cuda.device_count() > 1 else "cuda" for i in range(torch.cuda.device_count()))
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        names.append("mps")
+    names.append("cpu")
+    return names
+
+
+def _parse(name: str) -> torch.device:
+    name = name.strip().lower()
+    kind = name.split(":", 1)[0]
+    if kind not in KNOWN_DEVICES:
+        raise DeviceError(f"unknown device {name!r}; use cpu, cuda, cuda:N or mps")
+    try:
+        return torch.device(name)
+    except RuntimeError:
+        raise DeviceError(f"cannot read device {name!r}; use cpu, cuda, cuda:N or mps") from None
+
+
+def choose_device(requested: str | None = None) -> DeviceChoice:
+    """The asked device (argument, then the environment variable), or the best one present.
+
+    An asked device that is missing falls back to the CPU with a message instead of failing.
+    """
+    requested = requested or os.environ.get(DEVICE_ENV) or None
+    if requested is None or requested.strip().lower() == "auto":
+        return DeviceChoice(torch.device(available_devices()[0]))
+    device = _parse(requested)
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            return DeviceChoice(torch.device("cpu"), "CUDA is not available on this machine; using the CPU")
+        if device.index is not None and device.index >= torch.cuda.device_count():
+            return DeviceChoice(
+                torch.device("cpu"), f"there is no {device} (found {torch.cuda.device_count()} GPUs); using the CPU"
+            )
+    if device.type == "mps" and str(torch.device("mps")) not in available_devices():
+        return DeviceChoice(torch.device("cpu"), "Apple MPS is not available on this machine; using the CPU")
+    return DeviceChoice(device)
+
+
+def is_out_of_memory(error: BaseException) -> bool:
+    oom_type = getattr(torch, "OutOfMemoryError", None) or getattr(torch.cuda, "OutOfMemoryError", None)
+    if oom_type is not None and isinstance(error, oom_type):
+        return True
+    return isinstance(error, RuntimeError) and "out of memory" in str(error).lower()
+
+
+def run_with_cpu_fallback(run: Callable[[torch.device], T], device: torch.device) -> tuple[T, str | None]:
+    """Run on the device; if an accelerator runs out of memory, free its cache and rerun on the CPU."""
+    try:
+        return run(device), None
+    except Exception as error:
+        if device.type == "cpu" or not is_out_of_memory(error):
+            raise
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+    return run(torch.device("cpu")), f"{device} ran out of memory; this result was computed on the CPU"
+
+
+# ---- memory -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    weights: int  # bytes of parameters
+    activations: int  # bytes of the largest live activations of a forward pass without gradients
+    attention_maps: int  # bytes of (B, H, T, T) score and weight tensors that are materialised or captured
+
+    @property
+    def total(self) -> int:
+        return self.weights + self.activations + self.attention_maps
+
+    def describe(self) -> str:
+        return (
+            f"weights {format_bytes(self.weights)}, activations {format_bytes(self.activations)}, "
+            f"attention maps {format_bytes(self.attention_maps)}"
+        )
+
+
+def estimate_memory(
+    config: ModelConfig,
+    batch: int,
+    seq: int,
+    bytes_per_value: int = 4,
+    captured_attention_layers: int = 0,
+    captured_residual_layers: int = 0,
+) -> MemoryEstimate:
+    """Bytes a no-grad forward pass needs: weights, the largest transient activations, attention maps.
+
+    Transient activations are bounded by one block at a time: the residual stream, Q/K/V, one
+    layer's scores and weights on the explicit path, the FFN hidden layer (every expert's, since
+    the lab's MoE runs each expert densely) and the logits. Captured tensors are held for the
+    whole pass and are added on top.
+    """
+    from core.params import parameter_breakdown
+
+    b = parameter_breakdown(config)
+    heads, d, v = config.n_heads, config.d_model, config.vocab_size
+    tokens = batch * seq
+    ffn_hidden = tokens * config.d_ff * max(config.n_experts, 1) * (2 if config.activation == "swiglu" else 1)
+    one_layer_maps = 2 * batch * heads * seq * seq  # scores and weights of one explicit-path layer
+    per_pass = 4 * tokens * d + 3 * tokens * d + ffn_hidden + tokens * v
+    captured_maps = 2 * captured_attention_layers * batch * heads * seq * seq
+    captured_residual = captured_residual_layers * tokens * d
+    return MemoryEstimate(
+        weights=b.total * bytes_per_value,
+        activations=(per_pass + captured_residual) * bytes_per_value,
+        attention_maps=(one_layer_maps + captured_maps) * bytes_per_value,
+    )
+
+
+def available_memory(device: torch.device) -> int:
+    """Free bytes on the device (for the CPU: available physical memory)."""
+    if device.type == "cuda":
+        free, _total = torch.cuda.mem_get_info(device)
+        return int(free)
+    if device.type == "mps":
+        recommended = getattr(torch.mps, "recommended_max_memory", None)
+        if recommended is not None:
+            return int(recommended() - torch.mps.current_allocated_memory())
+    return _cpu_available_bytes()
+
+
+def _cpu_available_bytes() -> int:
+    try:
+        with open("/proc/meminfo", encoding="ascii") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return 8 << 30  # no way to ask (e.g. Windows without /proc): assume a modest laptop
+
+
+def check_fits(estimate: MemoryEstimate, device: torch.device, headroom: float = 0.8) -> None:
+    """Refuse a run whose estimate exceeds a safe fraction of the device's free memory."""
+    available = available_memory(device)
+    if estimate.total > headroom * available:
+        raise MemoryBudgetError(estimate, available, str(device))
+
+
+def format_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    raise AssertionError("unreachable")

@@ -1,0 +1,389 @@
+"""One Transformer built from a ModelConfig: every variant is a field of the config, not a subclass.
+
+Attention has two paths. With nothing observing its scores or weights and a standard mask, it
+calls `scaled_dot_product_attention`; when a hook asks for the weights, or an experiment asks for
+one of the reading's mask pitfalls, it computes q @ k^T, the mask and the softmax explicitly.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal, get_args
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from core.config import ModelConfig
+from core.hooks import HookPoint
+from core.positional import alibi_bias, apply_rope, rope_angles, sinusoidal_table
+
+MaskMode = Literal["causal", "none", "off-by-one", "after-softmax"]
+MASK_MODES: tuple[str, ...] = get_args(MaskMode)
+
+INIT_STD = 0.02  # GPT-2's initialisation scale for every weight matrix and embedding
+
+
+class SequenceError(ValueError):
+    """Token ids that a model cannot take: too long, out of vocabulary, or the wrong shape."""
+
+
+def make_norm(config: ModelConfig) -> nn.Module:
+    if config.norm == "rmsnorm":
+        return nn.RMSNorm(config.d_model, eps=config.norm_eps)
+    return nn.LayerNorm(config.d_model, eps=config.norm_eps, bias=config.bias)
+
+
+def future_mask(n_queries: int, n_keys: int, diagonal: int, device: torch.device) -> torch.Tensor:
+    """True where a query may NOT look: keys more than `diagonal - 1` steps ahead of the query."""
+    return torch.ones(n_queries, n_keys, dtype=torch.bool, device=device).triu(diagonal=diagonal)  # (T, S)
+
+
+class Attention(nn.Module):
+    """Multi-head attention with grouped-query key/value heads; self- or cross-attention."""
+
+    def __init__(self, config: ModelConfig, cross: bool = False) -> None:
+        super().__init__()
+        self.n_heads = config.n_heads
+        self.n_kv_heads = config.kv_heads
+        self.d_head = config.d_head
+        self.cross = cross
+        q_width = self.n_heads * self.d_head
+        kv_width = self.n_kv_heads * self.d_head
+        if cross:
+            self.q_proj = nn.Linear(config.d_model, q_width, bias=config.bias)
+            self.kv_proj = nn.Linear(config.d_model, 2 * kv_width, bias=config.bias)
+        else:
+            # Q, K and V in one matmul, as in GPT-2's c_attn and the reading's block.
+            self.qkv = nn.Linear(config.d_model, q_width + 2 * kv_width, bias=config.bias)
+        self.out_proj = nn.Linear(q_width, config.d_model, bias=config.bias)
+        self.hook_q = HookPoint()
+        self.hook_k = HookPoint()
+        self.hook_v = HookPoint()
+        self.hook_scores = HookPoint()
+        self.hook_pattern = HookPoint()
+        self.hook_out = HookPoint()
+
+    def _split_heads(self, x: torch.Tensor, n_heads: int) -> torch.Tensor:
+        batch, seq, _ = x.shape
+        # view(B, T, H, d) then transpose: a single view to (B, H, T, d) would mix heads and time.
+        return x.view(batch, seq, n_heads, self.d_head).transpose(1, 2)  # (B, H, T, d_head)
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        memory: torch.Tensor | None = None,
+        mask_mode: MaskMode = "causal",
+        rope: tuple[torch.Tensor, torch.Tensor] | None = None,
+        score_bias: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        batch, seq, _ = x.shape  # x: (B, T, D)
+        q_width = self.n_heads * self.d_head
+        kv_width = self.n_kv_heads * self.d_head
+        if self.cross:
+            assert memory is not None, "cross-attention needs the encoder output"
+            q = self.q_proj(x)  # (B, T, H*d)
+            k, v = self.kv_proj(memory).split(kv_width, dim=-1)  # (B, S, Hkv*d) each
+        else:
+            q, k, v = self.qkv(x).split((q_width, kv_width, kv_width), dim=-1)  # (B, T, *) each
+        q = self._split_heads(q, self.n_heads)  # (B, H, T, d)
+        k = self._split_heads(k, self.n_kv_heads)  # (B, Hkv, S, d)
+        v = self._split_heads(v, self.n_kv_heads)  # (B, Hkv, S, d)
+        if rope is not None:
+            cos, sin = rope
+            q = apply_rope(q, cos, sin)  # (B, H, T, d)
+            k = apply_rope(k, cos, sin)  # (B, Hkv, S, d)
+        q, k, v = self.hook_q(q), self.hook_k(k), self.hook_v(v)
+        if self.n_kv_heads != self.n_heads:
+            group = self.n_heads // self.n_kv_heads
+            k = k.repeat_interleave(group, dim=1)  # (B, H, S, d)
+            v = v.repeat_interleave(group, dim=1)  # (B, H, S, d)
+
+        explicit = (
+            self.hook_scores.is_observed
+            or self.hook_pattern.is_observed
+            or mask_mode in ("off-by-one", "after-softmax")
+        )
+        if explicit:
+            out = self._explicit_attention(q, k, v, mask_mode, score_bias)  # (B, H, T, d)
+        else:
+            out = self._fused_attention(q, k, v, mask_mode, score_bias)  # (B, H, T, d)
+        out = out.transpose(1, 2).reshape(batch, seq, q_width)  # (B, T, H*d)
+        return self.hook_out(self.out_proj(out))  # (B, T, D)
+
+    def _fused_attention(self, q, k, v, mask_mode: MaskMode, score_bias: torch.Tensor | None) -> torch.Tensor:
+        causal = mask_mode == "causal"
+        if score_bias is None:
+            return F.scaled_dot_product_attention(q, k, v, is_causal=causal)  # (B, H, T, d)
+        bias = score_bias.to(q.dtype)  # (H, T, S)
+        if causal:
+            blocked = future_mask(q.shape[-2], k.shape[-2], 1, q.device)  # (T, S)
+            bias = bias.masked_fill(blocked, float("-inf"))  # (H, T, S)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=bias)  # (B, H, T, d)
+
+    def _explicit_attention(self, q, k, v, mask_mode: MaskMode, score_bias: torch.Tensor | None) -> torch.Tensor:
+        n_queries, n_keys = q.shape[-2], k.shape[-2]
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_head)  # (B, H, T, S)
+        if score_bias is not None:
+            scores = scores + score_bias.to(scores.dtype)  # (B, H, T, S)
+        if mask_mode == "causal":
+            scores = scores.masked_fill(future_mask(n_queries, n_keys, 1, q.device), float("-inf"))  # (B, H, T, S)
+        elif mask_mode == "off-by-one":
+            # The reading's pitfall: triu(diagonal=0) also hides each token from itself.
+            scores = scores.masked_fill(future_mask(n_queries, n_keys, 0, q.device), float("-inf"))  # (B, H, T, S)
+        scores = self.hook_scores(scores)
+        weights = F.softmax(scores, dim=-1)  # (B, H, T, S)
+        if mask_mode == "after-softmax":
+            # The other pitfall: future scores already shaped the softmax denominator.
+            weights = weights.masked_fill(future_mask(n_queries, n_keys, 1, q.device), 0.0)  # (B, H, T, S)
+        weights = self.hook_pattern(weights)
+        return weights @ v  # (B, H, T, d)
+
+
+class FeedForward(nn.Module):
+    """Position-wise MLP: up, non-linearity, down; SwiGLU multiplies in a gated branch."""
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        self.activation = config.activation
+        self.up = nn.Linear(config.d_model, config.d_ff, bias=config.bias)
+        if config.activation == "swiglu":
+            self.gate = nn.Linear(config.d_model, config.d_ff, bias=config.bias)
+        self.down = nn.Linear(config.d_ff, config.d_model, bias=config.bias)
+        self.hook_hidden = HookPoint()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.activation == "swiglu":
+            hidden = F.silu(self.gate(x)) * self.up(x)  # (B, T, d_ff)
+        elif self.activation == "relu":
+            hidden = F.relu(self.up(x))  # (B, T, d_ff)
+        else:
+            hidden = F.gelu(self.up(x))  # (B, T, d_ff)
+        return self.down(self.hook_hidden(hidden))  # (B, T, D)
+
+
+class MixtureOfExperts(nn.Module):
+    """A router sends each token to top_k of n_experts FFNs and mixes their outputs.
+
+    Every expert runs on every token and the router's weights zero out the unchosen ones. That
+    costs n_experts / top_k times the routed FLOPs, which a lab-sized model can afford, and keeps
+    each token's result independent of how many other tokens an expert received, so edits to one
+    token cannot move another through batch-size-dependent kernels.
+    """
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        self.top_k = config.top_k
+        self.router = nn.Linear(config.d_model, config.n_experts, bias=False)
+        self.experts = nn.ModuleList(FeedForward(config) for _ in range(config.n_experts))
+        self.hook_routing = HookPoint()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        logits = self.router(x)  # (B, T, E)
+        top_logits, top_index = logits.topk(self.top_k, dim=-1)  # (B, T, k) each
+        top_weights = F.softmax(top_logits, dim=-1)  # (B, T, k)
+        routing = torch.zeros_like(logits).scatter(-1, top_index, top_weights)  # (B, T, E)
+        routing = self.hook_routing(routing)
+        out = torch.zeros_like(x)  # (B, T, D)
+        for index, expert in enumerate(self.experts):
+            out = out + routing[..., index : index + 1] * expert(x)  # (B, T, D)
+        return out
+
+
+class Block(nn.Module):
+    """Attention then FFN, each wrapped in a residual connection and a norm (pre or post)."""
+
+    def __init__(self, config: ModelConfig, cross_attention: bool = False) -> None:
+        super().__init__()
+        self.pre_norm = config.norm_placement == "pre"
+        self.hook_resid_pre = HookPoint()
+        self.norm1 = make_norm(config)
+        self.attn = Attention(config)
+        self.hook_resid_mid = HookPoint()
+        if cross_attention:
+            self.norm_cross = make_norm(config)
+            self.cross_attn = Attention(config, cross=True)
+            self.hook_resid_cross = HookPoint()
+        self.norm2 = make_norm(config)
+        self.ffn: nn.Module = MixtureOfExperts(config) if config.is_moe else FeedForward(config)
+        self.hook_ffn_out = HookPoint()
+        self.hook_resid_post = HookPoint()
+
+    def _sublayer(self, x: torch.Tensor, norm: nn.Module, sublayer, hook: HookPoint | None = None) -> torch.Tensor:
+        if self.pre_norm:
+            update = sublayer(norm(x))  # (B, T, D)
+            return x + (hook(update) if hook else update)  # (B, T, D)
+        update = sublayer(x)  # (B, T, D)
+        return norm(x + (hook(update) if hook else update))  # (B, T, D)
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        memory: torch.Tensor | None = None,
+        mask_mode: MaskMode = "causal",
+        rope: tuple[torch.Tensor, torch.Tensor] | None = None,
+        score_bias: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        x = self.hook_resid_pre(x)  # (B, T, D)
+        x = self._sublayer(x, self.norm1, lambda h: self.attn(h, mask_mode=mask_mode, rope=rope, score_bias=score_bias))
+        x = self.hook_resid_mid(x)  # (B, T, D)
+        if hasattr(self, "cross_attn"):
+            x = self._sublayer(x, self.norm_cross, lambda h: self.cross_attn(h, memory=memory, mask_mode="none"))
+            x = self.hook_resid_cross(x)  # (B, T, D)
+        x = self._sublayer(x, self.norm2, self.ffn, self.hook_ffn_out)  # (B, T, D)
+        return self.hook_resid_post(x)  # (B, T, D)
+
+
+class Transformer(nn.Module):
+    """Embeddings, positions, a stack of blocks (or two towers), a final norm and a vocabulary head."""
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        config.validated()
+        self.config = config
+        self.tok_emb = nn.Embedding(config.vocab_size, config.d_model)
+        if config.positional == "learned":
+            self.pos_emb = nn.Embedding(config.context_length, config.d_model)
+        self.hook_embed = HookPoint()
+        if config.encoder_layers and config.decoder_layers:
+            self.encoder_blocks = nn.ModuleList(Block(config) for _ in range(config.encoder_layers))
+            self.encoder_norm = make_norm(config) if config.final_norm else nn.Identity()
+            self.hook_encoder_out = HookPoint()
+        cross = config.architecture == "encoder-decoder"
+        self.blocks = nn.ModuleList(Block(config, cross_attention=cross) for _ in range(config.n_layers))
+        self.final_norm = make_norm(config) if config.final_norm else nn.Identity()
+        self.hook_final = HookPoint()
+        self.head = nn.Linear(config.d_model, config.vocab_size, bias=False)
+        self.tie_weights()
+
+    # ---- construction --------------------------------------------------------------------------
+    @classmethod
+    def from_seed(
+        cls,
+        config: ModelConfig,
+        seed: int = 0,
+        device: torch.device | str = "cpu",
+        dtype: torch.dtype = torch.float32,
+        residual_scaling: bool = False,
+    ) -> Transformer:
+        """Same config and seed give bit-identical weights, whatever the device or global RNG state."""
+        with torch.device("meta"):
+            model = cls(config)
+        model.to_empty(device="cpu")
+        model.tie_weights()
+        model.init_weights(seed, residual_scaling=residual_scaling)
+        return model.to(device=device, dtype=dtype).eval()
+
+    @classmethod
+    def on_meta(cls, config: ModelConfig) -> Transformer:
+        """The model's structure with no storage: counts parameters of 47B-parameter presets for free."""
+        with torch.device("meta"):
+            return cls(config)
+
+    def tie_weights(self) -> None:
+        if self.config.tie_embeddings:
+            self.head.weight = self.tok_emb.weight
+
+    def init_weights(self, seed: int, residual_scaling: bool = False) -> None:
+        """GPT-2's scheme: N(0, 0.02) weights, zero biases, unit norm scales.
+
+        residual_scaling divides the std of each projection that writes into the residual stream
+        by sqrt(2 * n_layers), the deep-stack recipe of GPT-2 (two writes per block).
+        """
+        generator = torch.Generator().manual_seed(seed)
+        n_writes = 2 * max(1, self.config.n_layers + self.config.encoder_layers)
+        seen: set[int] = set()
+        with torch.no_grad():
+            for name, param in self.named_parameters():
+                if id(param) in seen:
+                    continue
+                seen.add(id(param))
+                leaf = name.rsplit(".", 1)[-1]
+                if isinstance(self.get_submodule(name.rsplit(".", 1)[0]), (nn.LayerNorm, nn.RMSNorm)):
+                    param.fill_(1.0 if leaf == "weight" else 0.0)
+                elif leaf == "bias":
+                    param.zero_()
+                else:
+                    std = INIT_STD
+                    if residual_scaling and (name.endswith("out_proj.weight") or name.endswith("down.weight")):
+                        std = INIT_STD / math.sqrt(n_writes)
+                    param.copy_(torch.randn(param.shape, generator=generator) * std)
+
+    # ---- forward -------------------------------------------------------------------------------
+    def _positional_inputs(self, seq: int, device: torch.device, dtype: torch.dtype, causal: bool):
+        config = self.config
+        rope = None
+        score_bias = None
+        if config.positional == "rope":
+            positions = torch.arange(seq, device=device, dtype=torch.float64 if dtype == torch.float64 else torch.float32)
+            cos, sin = rope_angles(positions, config.d_head, config.rope_base, config.rope_scale)  # (T, d/2) each
+            rope = (cos.to(dtype), sin.to(dtype))
+        elif config.positional == "alibi":
+            score_bias = alibi_bias(config.n_heads, seq, causal=causal).to(device)  # (H, T, T)
+        return rope, score_bias
+
+    def embed(self, tokens: torch.Tensor) -> torch.Tensor:
+        seq = tokens.shape[1]
+        x = self.tok_emb(tokens)  # (B, T, D)
+        if self.config.positional == "learned":
+            x = x + self.pos_emb(torch.arange(seq, device=tokens.device))  # (B, T, D)
+        elif self.config.positional == "sinusoidal":
+            x = x + sinusoidal_table(seq, self.config.d_model, dtype=x.dtype).to(x.device)  # (B, T, D)
+        return self.hook_embed(x)
+
+    def check_tokens(self, tokens: torch.Tensor) -> None:
+        if tokens.dim() != 2:
+            raise SequenceError(f"token ids must be a (batch, sequence) array, got shape {tuple(tokens.shape)}")
+        if tokens.shape[1] == 0:
+            raise SequenceError("the sequence is empty; give at least one token")
+        if tokens.shape[1] > self.config.context_length:
+            raise SequenceError(
+                f"{tokens.shape[1]} tokens exceed the model's context length of {self.config.context_length}"
+            )
+        if tokens.is_floating_point():
+            raise SequenceError("token ids must be whole numbers")
+        low, high = int(tokens.min()), int(tokens.max())
+        if low < 0 or high >= self.config.vocab_size:
+            bad = low if low < 0 else high
+            raise SequenceError(f"token id {bad} is outside the vocabulary (0..{self.config.vocab_size - 1})")
+
+    def encode(self, source: torch.Tensor, mask_mode: MaskMode | None = None) -> torch.Tensor:
+        """Run the encoder tower of an encoder-decoder model: bidirectional self-attention."""
+        self.check_tokens(source)
+        x = self.embed(source)  # (B, S, D)
+        rope, score_bias = self._positional_inputs(source.shape[1], source.device, x.dtype, causal=False)
+        for block in self.encoder_blocks:
+            x = block(x, mask_mode=mask_mode or "none", rope=rope, score_bias=score_bias)  # (B, S, D)
+        return self.hook_encoder_out(self.encoder_norm(x))  # (B, S, D)
+
+    def forward(
+        self,
+        tokens: torch.Tensor,
+        source: torch.Tensor | None = None,
+        mask_mode: MaskMode | None = None,
+        n_blocks: int | None = None,
+    ) -> torch.Tensor:
+        """Logits (B, T, V) for token ids (B, T).
+
+        mask_mode overrides the config's self-attention mask (the experiments' pitfalls);
+        n_blocks runs only the first blocks (a depth slider over one set of weights); an
+        encoder-decoder model reads `source` through its encoder (the tokens themselves if omitted).
+        """
+        self.check_tokens(tokens)
+        causal = self.config.self_attention_causal
+        mode: MaskMode = mask_mode or ("causal" if causal else "none")
+        memory = None
+        if self.config.architecture == "encoder-decoder":
+            memory = self.encode(tokens if source is None else source)  # (B, S, D)
+        x = self.embed(tokens)  # (B, T, D)
+        rope, score_bias = self._positional_inputs(tokens.shape[1], tokens.device, x.dtype, causal=mode != "none")
+        blocks = self.blocks if n_blocks is None else self.blocks[:n_blocks]
+        for block in blocks:
+            x = block(x, memory=memory, mask_mode=mode, rope=rope, score_bias=score_bias)  # (B, T, D)
+        x = self.hook_final(self.final_norm(x))  # (B, T, D)
+        return self.head(x)  # (B, T, V)
+
+
+def count_parameters(model: nn.Module) -> int:
+    """Unique parameters (a tied head is counted once)."""
+    return sum(p.numel() for p in model.parameters())

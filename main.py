@@ -1,0 +1,20 @@
+"""Transformer Explorer. No arguments (or `gui`) opens the desktop app; a subcommand runs headless."""
+
+from __future__ import annotations
+
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv or argv[0] == "gui" or argv[0].startswith("--self-test"):
+        from gui.app import main as gui_main
+
+        return gui_main(argv[1:] if argv and argv[0] == "gui" else argv)
+    from core.cli import main as cli_main
+
+    return cli_main(argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
