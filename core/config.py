@@ -13,7 +13,7 @@ from typing import Any, Literal, get_args
 
 Norm = Literal["layernorm", "rmsnorm"]
 NormPlacement = Literal["pre", "post"]
-Activation = Literal["relu", "gelu", "swiglu"]
+Activation = Literal["relu", "gelu", "gelu-tanh", "swiglu"]
 Positional = Literal["none", "sinusoidal", "learned", "rope", "alibi"]
 AttentionKind = Literal["causal", "bidirectional"]
 Architecture = Literal["decoder", "encoder", "encoder-decoder"]
@@ -42,7 +42,7 @@ class ModelConfig:
     norm: Norm = "layernorm"  # LayerNorm (centre + scale) or RMSNorm (scale only)
     norm_placement: NormPlacement = "pre"  # pre: x + f(norm(x)); post: norm(x + f(x)) as in 2017
     norm_eps: float = 1e-5  # added to the variance before the square root
-    activation: Activation = "gelu"  # FFN non-linearity; swiglu adds a third (gate) matrix
+    activation: Activation = "gelu"  # FFN non-linearity (gelu-tanh is GPT-2's approximation); swiglu adds a gate matrix
     positional: Positional = "learned"  # how order enters: added table, rotated q/k, or score bias
     rope_base: float = 10000.0  # RoPE: wavelengths grow geometrically from 2*pi to base*2*pi
     rope_scale: float = 1.0  # RoPE position interpolation: positions are divided by this factor
@@ -183,7 +183,7 @@ def validate(config: ModelConfig) -> None:
         raise ConfigError(
             "n_heads",
             f"d_model {c.d_model} is not divisible by n_heads {c.n_heads}; pick n_heads among "
-            f"{_divisors_hint(c.d_model)} or change d_model",
+            f"{_divisors_hint(c.d_model, c.n_heads)} or change d_model",
         )
     if c.n_kv_heads is not None:
         if isinstance(c.n_kv_heads, bool) or not isinstance(c.n_kv_heads, int) or c.n_kv_heads < 1:
@@ -192,7 +192,7 @@ def validate(config: ModelConfig) -> None:
             raise ConfigError(
                 "n_kv_heads",
                 f"n_heads {c.n_heads} is not a multiple of n_kv_heads {c.n_kv_heads}; each key/value head "
-                f"must serve the same number of query heads (try {_divisors_hint(c.n_heads)})",
+                f"must serve the same number of query heads (try {_divisors_hint(c.n_heads, c.n_kv_heads)})",
             )
     if c.n_encoder_layers is not None:
         if isinstance(c.n_encoder_layers, bool) or not isinstance(c.n_encoder_layers, int) or c.n_encoder_layers < 1:
@@ -230,9 +230,14 @@ def validate(config: ModelConfig) -> None:
         raise ConfigError("name", "give the model a non-empty name")
 
 
-def _divisors_hint(n: int) -> str:
-    divisors = [d for d in range(1, min(n, 128) + 1) if n % d == 0]
-    return ", ".join(str(d) for d in divisors[-6:])
+def _divisors_hint(n: int, near: int | None = None) -> str:
+    """A few divisors of n, the ones closest to the value the user tried first."""
+    divisors = [d for d in range(1, n + 1) if n % d == 0]
+    if near is not None:
+        divisors = sorted(sorted(divisors, key=lambda d: abs(d - near))[:6])
+    else:
+        divisors = divisors[:6]
+    return ", ".join(str(d) for d in divisors)
 
 
 def config_field_docs() -> dict[str, str]:

@@ -157,6 +157,8 @@ class FeedForward(nn.Module):
             hidden = F.silu(self.gate(x)) * self.up(x)  # (B, T, d_ff)
         elif self.activation == "relu":
             hidden = F.relu(self.up(x))  # (B, T, d_ff)
+        elif self.activation == "gelu-tanh":
+            hidden = F.gelu(self.up(x), approximate="tanh")  # (B, T, d_ff)
         else:
             hidden = F.gelu(self.up(x))  # (B, T, d_ff)
         return self.down(self.hook_hidden(hidden))  # (B, T, D)

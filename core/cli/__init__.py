@@ -18,6 +18,7 @@ PROG = "transformer-explorer"
 
 COMMAND_MODULES = [
     "core.cli.inspect",
+    "core.cli.shapes",
 ]
 
 

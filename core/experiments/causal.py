@@ -1,0 +1,771 @@
+"""Tokens and masks: edit one token and measure, layer by layer, which positions moved.
+
+The reading's hard claim is that under a causal mask an edit at position t leaves every position
+before t *bit-for-bit* unchanged, in every layer. The functions here measure that claim instead of
+asserting it: the original and the edited sequence run through the same model as one batch of two
+(same kernels, same shapes), the residual stream is captured after the embedding and after every
+block, and "unchanged" means `torch.equal`, never "smaller than a threshold".
+
+Everything returns frozen dataclasses of numpy arrays plus labels, so a panel only indexes them.
+Nothing here imports Qt.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal, get_args
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from core.config import ConfigError, ModelConfig
+from core.hooks import capture
+from core.model import MASK_MODES, Attention, Block, MaskMode, SequenceError, Transformer, count_parameters
+from core.presets import get_preset
+
+TEXTBOOK_PRESET = "textbook-block"
+TEXTBOOK_SEED = 0
+TEXTBOOK_BATCH = 2
+TEXTBOOK_EDIT_POSITION = 5
+
+MaskGridKind = Literal["decoder-self", "encoder-self", "cross"]
+MASK_GRID_KINDS: tuple[str, ...] = get_args(MaskGridKind)
+
+# What each mask mode is, in one sentence, for legends and tooltips.
+MASK_MODE_DESCRIPTIONS: dict[str, str] = {
+    "causal": "each token sees itself and the tokens before it (triu diagonal=1 masked before the softmax)",
+    "none": "no mask: every token sees every token, the future included",
+    "off-by-one": "pitfall: triu diagonal=0 also hides each token from itself; token 0 sees nothing (NaN)",
+    "after-softmax": "pitfall: the future is zeroed after the softmax, so it already shaped the denominator",
+}
+
+
+# ---- labels ------------------------------------------------------------------------------------
+def display_token(text: str) -> str:
+    """A token's text made visible on a chip: spaces and control characters get a glyph."""
+    replacements = {" ": "␣", "\n": "⏎", "\t": "⇥", "\r": "␍"}
+    if text in replacements:
+        return replacements[text]
+    if text == "":
+        return "∅"
+    return "".join(replacements.get(c, c if c.isprintable() else f"\\x{ord(c):02x}") for c in text)
+
+
+def token_labels(ids: Sequence[int], tokenizer_or_labels=None) -> tuple[str, ...]:
+    """Labels for token ids from a tokenizer (anything with `token_text`), a list of labels, or the ids."""
+    if tokenizer_or_labels is None:
+        return tuple(str(int(i)) for i in ids)
+    if hasattr(tokenizer_or_labels, "token_text"):
+        return tuple(display_token(tokenizer_or_labels.token_text(int(i))) for i in ids)
+    labels = list(tokenizer_or_labels)
+    for i in ids:
+        if not 0 <= int(i) < len(labels):
+            raise SequenceError(f"token id {int(i)} has no label (the label list has {len(labels)} entries)")
+    return tuple(str(labels[int(i)]) for i in ids)
+
+
+def _layer_labels(n_blocks: int, first: str = "embedding") -> tuple[str, ...]:
+    return (first,) + tuple(f"block {i}" for i in range(n_blocks))
+
+
+def _model_device(model: torch.nn.Module) -> torch.device:
+    return next(model.parameters()).device
+
+
+def _as_token_list(tokens) -> list[int]:
+    if isinstance(tokens, torch.Tensor):
+        if tokens.is_floating_point():
+            raise SequenceError("token ids must be whole numbers")
+        tokens = tokens.reshape(-1).tolist()
+    ids = [int(t) for t in tokens]
+    if not ids:
+        raise SequenceError("the sequence is empty; give at least one token")
+    return ids
+
+
+# ---- the reading's table -----------------------------------------------------------------------
+@dataclass(frozen=True)
+class TextbookCausalTable:
+    """The reading's "minimal block, verified" run, reproduced from the same seed and RNG stream."""
+
+    input_shape: tuple[int, ...]  # (B, T, d_model) = (2, 8, 64)
+    output_shape: tuple[int, ...]  # the block preserves the shape
+    n_parameters: int  # 49,984 for the reading's block
+    edit_position: int  # the position whose input vector was replaced (5)
+    max_change: np.ndarray  # (T,) float64 max |change| per position with the causal mask
+    exactly_unchanged: np.ndarray  # (T,) bool, torch.equal of the two outputs at each position
+    max_change_no_mask: np.ndarray  # (T,) float64 the same edit without a mask
+    no_mask_past_max_change: float  # max over positions before the edit, no mask
+
+    def lines(self) -> list[str]:
+        """The table exactly as the reading's script prints it."""
+        out = [
+            f"input shape  {self.input_shape}",
+            f"output shape {self.output_shape}",
+            f"parameters   {self.n_parameters}",
+        ]
+        out += [f"position {t}: max |change| = {float(v):.6f}" for t, v in enumerate(self.max_change)]
+        last_past = self.edit_position - 1
+        out.append(f"no mask, positions 0-{last_past} max |change| = {self.no_mask_past_max_change:.6f}")
+        return out
+
+
+def _per_position_max_change(a: torch.Tensor, b: torch.Tensor) -> np.ndarray:
+    """max |a - b| over batch and features, per position; a, b: (B, T, D)."""
+    return (b.double() - a.double()).abs().amax(dim=(0, 2)).numpy()  # (T,)
+
+
+def textbook_causal_table() -> TextbookCausalTable:
+    """Run the reading's verification script on the lab's Block and return its printed figures.
+
+    The reading seeds the global RNG with 0, creates LayerNorm, the fused QKV Linear(64, 192), the
+    output projection, LayerNorm and the two FFN Linears in that order with PyTorch's default
+    initialisation, then draws x = randn(2, 8, 64) and the replacement vectors. core.model.Block
+    creates the same modules in the same order, so building it right after the same seed draws
+    the same weights. The reading computes attention explicitly (q @ k^T, mask, softmax);
+    observing the attention pattern sends the Block down that explicit path too, so the figures
+    agree with the reading's script bit for bit, not only to the printed six decimals. The global
+    RNG state of the caller is restored afterwards.
+    """
+    config = get_preset(TEXTBOOK_PRESET)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(TEXTBOOK_SEED)
+        block = Block(config).eval()  # default PyTorch init, the reading's RNG order
+        x = torch.randn(TEXTBOOK_BATCH, config.context_length, config.d_model)  # (B, T, D)
+        with torch.no_grad(), capture(block, ["attn.hook_pattern"]):
+            y = block(x, mask_mode="causal")  # (B, T, D)
+            x_edited = x.clone()  # (B, T, D)
+            x_edited[:, TEXTBOOK_EDIT_POSITION, :] = torch.randn(TEXTBOOK_BATCH, config.d_model)  # (B, D)
+            y_edited = block(x_edited, mask_mode="causal")  # (B, T, D)
+            y_open = block(x, mask_mode="none")  # (B, T, D)
+            y_open_edited = block(x_edited, mask_mode="none")  # (B, T, D)
+    exactly = np.array([torch.equal(y[:, t], y_edited[:, t]) for t in range(y.shape[1])])
+    open_change = _per_position_max_change(y_open, y_open_edited)
+    return TextbookCausalTable(
+        input_shape=tuple(x.shape),
+        output_shape=tuple(y.shape),
+        n_parameters=count_parameters(block),
+        edit_position=TEXTBOOK_EDIT_POSITION,
+        max_change=_per_position_max_change(y, y_edited),
+        exactly_unchanged=exactly,
+        max_change_no_mask=open_change,
+        no_mask_past_max_change=float(open_change[:TEXTBOOK_EDIT_POSITION].max()),
+    )
+
+
+# ---- edit diffs ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class CausalDiffResult:
+    """Which (layer, position) of the residual stream moved when one token was edited.
+
+    Row 0 of the (L+1, T) arrays is the stream after the embedding (and positions), row i the
+    stream after block i-1. Entries that are NaN in either run (the off-by-one mask's fully masked
+    row) have max_change NaN and are flagged in `nan_entries`; they are never "unchanged".
+    """
+
+    max_change: np.ndarray  # (L+1, T) float64 max |edited - original| over d_model
+    exactly_unchanged: np.ndarray  # (L+1, T) bool, torch.equal of the two runs' vectors
+    nan_entries: np.ndarray  # (L+1, T) bool, a NaN in either run (the comparison is undefined there)
+    logits_change: np.ndarray | None  # (T,) float64 max |change| of the logits; None for a bare block
+    logits_exactly_unchanged: np.ndarray | None  # (T,) bool, torch.equal of the logits per position
+    layer_labels: tuple[str, ...]  # L+1 row labels: "embedding", "block 0", ...
+    token_labels: tuple[str, ...]  # T labels of the original sequence
+    edited_token_labels: tuple[str, ...]  # T labels of the edited sequence
+    edit_position: int  # the edited position t
+    mask_mode: str  # the self-attention mask both runs used
+    leaks_into_past: bool  # measured: some comparable position < t changed in some layer
+    past_moved_by_layer: np.ndarray  # (L+1,) bool, some comparable position < t changed in that row
+    first_leaking_layer: int | None  # the first row index where the past moved, None if never
+    past_exactly_unchanged: bool  # every position < t in every row passed torch.equal (no NaN either)
+    note: str  # what was measured, in words (the NaN pitfall, the encoder's fixed source, ...)
+
+    @property
+    def n_layers(self) -> int:
+        return self.max_change.shape[0] - 1
+
+    @property
+    def n_tokens(self) -> int:
+        return self.max_change.shape[1]
+
+    def to_dict(self) -> dict:
+        """JSON-safe: NaN becomes None."""
+
+        def clean(array: np.ndarray | None):
+            if array is None:
+                return None
+            if array.dtype == bool:
+                return array.tolist()
+            return [[None if math.isnan(v) else v for v in row] if isinstance(row, list) else (None if math.isnan(row) else row) for row in array.tolist()]
+
+        return {
+            "mask_mode": self.mask_mode,
+            "edit_position": self.edit_position,
+            "layer_labels": list(self.layer_labels),
+            "token_labels": list(self.token_labels),
+            "edited_token_labels": list(self.edited_token_labels),
+            "max_change": clean(self.max_change),
+            "exactly_unchanged": self.exactly_unchanged.tolist(),
+            "nan_entries": self.nan_entries.tolist(),
+            "logits_change": clean(self.logits_change),
+            "logits_exactly_unchanged": None if self.logits_exactly_unchanged is None else self.logits_exactly_unchanged.tolist(),
+            "leaks_into_past": self.leaks_into_past,
+            "past_moved_by_layer": self.past_moved_by_layer.tolist(),
+            "first_leaking_layer": self.first_leaking_layer,
+            "past_exactly_unchanged": self.past_exactly_unchanged,
+            "note": self.note,
+        }
+
+
+def _compare_runs(streams: Sequence[torch.Tensor]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per (row, position): max |change|, torch.equal, NaN in either run. Each stream: (2, T, D)."""
+    n_tokens = streams[0].shape[1]
+    max_change = np.empty((len(streams), n_tokens), dtype=np.float64)
+    exactly = np.empty((len(streams), n_tokens), dtype=bool)
+    nan_entries = np.empty((len(streams), n_tokens), dtype=bool)
+    for row, stream in enumerate(streams):
+        original, edited = stream[0], stream[1]  # (T, D) each
+        # float64 so that a difference of one float32 ulp is shown as such, never rounded to zero.
+        max_change[row] = (edited.double() - original.double()).abs().amax(dim=-1).cpu().numpy()  # (T,)
+        nan_entries[row] = (original.isnan() | edited.isnan()).any(dim=-1).cpu().numpy()  # (T,)
+        exactly[row] = [torch.equal(original[t], edited[t]) for t in range(n_tokens)]
+    return max_change, exactly, nan_entries
+
+
+def _measure_past(
+    exactly: np.ndarray, nan_entries: np.ndarray, position: int
+) -> tuple[bool, np.ndarray, int | None, bool]:
+    past_exact = exactly[:, :position]  # (L+1, t)
+    past_comparable = ~nan_entries[:, :position]  # (L+1, t)
+    past_moved = (past_comparable & ~past_exact).any(axis=1)  # (L+1,)
+    leaking_rows = np.flatnonzero(past_moved)
+    first = int(leaking_rows[0]) if leaking_rows.size else None
+    return bool(past_moved.any()), past_moved, first, bool(past_exact.all())
+
+
+def _describe(
+    mask_mode: str,
+    position: int,
+    leaks: bool,
+    first_leaking_layer: int | None,
+    past_exact: bool,
+    nan_entries: np.ndarray,
+    layer_labels: Sequence[str],
+    identical_edit: bool,
+    extra: str = "",
+) -> str:
+    parts = []
+    if identical_edit:
+        parts.append("The edit replaces a token by itself, so nothing can change.")
+    if position == 0:
+        parts.append("The edit is at position 0: there is no past to protect.")
+    elif past_exact:
+        parts.append(
+            f"Positions 0-{position - 1} are bitwise unchanged (torch.equal) in every layer under the "
+            f"{mask_mode!r} mask: nothing before position {position} can see it."
+        )
+    elif leaks:
+        parts.append(
+            f"The past moves: positions before {position} change from {layer_labels[first_leaking_layer]} on "
+            f"under the {mask_mode!r} mask."
+        )
+    if nan_entries.any():
+        nan_rows = np.flatnonzero(nan_entries.any(axis=1))
+        parts.append(
+            f"NaN appears from {layer_labels[int(nan_rows[0])]} on, in both runs: a query whose keys are all "
+            "masked gets softmax 0/0 (the reading's fully-masked-row pitfall; with diagonal=0 that is token 0, "
+            "which sees nothing), and a NaN value vector poisons every later query that can see it. NaN entries "
+            "are shown as NaN and count neither as unchanged nor as moved."
+        )
+        if not leaks and position > 0:
+            parts.append(f"Where the comparison is defined, the past did not move.")
+    if mask_mode == "off-by-one":
+        parts.append(
+            "Off-by-one hides each token from itself as well as from the future, so it cannot leak the "
+            "future into the past; it breaks the model instead (no token reads its own value)."
+        )
+    elif mask_mode == "after-softmax":
+        parts.append(
+            "After-softmax zeroes the future's weights only after the softmax, so the edited token's score "
+            "still sat in every earlier row's denominator: the past moves."
+        )
+    if extra:
+        parts.append(extra)
+    return " ".join(parts)
+
+
+def _check_position(position: int, n_tokens: int) -> None:
+    if not 0 <= position < n_tokens:
+        raise SequenceError(f"edit position {position} is outside the sequence (0..{n_tokens - 1})")
+
+
+def causal_edit_diff(
+    model: Transformer,
+    tokens,
+    position: int,
+    new_token: int,
+    mask_mode: MaskMode | None = None,
+    n_blocks: int | None = None,
+    tokenizer_or_labels=None,
+    source=None,
+    edit_source: bool = False,
+) -> CausalDiffResult:
+    """Edit `tokens[position]` to `new_token` and measure the change at every (layer, position).
+
+    tokens: a sequence of ids (or a 1-D / (1, T) tensor). mask_mode None means the model's own
+    self-attention mask (causal for a decoder, none for an encoder). n_blocks runs only the first
+    blocks. For an encoder-decoder the rows are the decoder tower; its encoder reads `source`
+    (default: the original tokens) in both runs, so only the decoder input differs, unless
+    edit_source is set, in which case each run's encoder reads its own tokens.
+    """
+    ids = _as_token_list(tokens)
+    _check_position(position, len(ids))
+    config = model.config
+    if n_blocks is not None and not 0 <= n_blocks <= len(model.blocks):
+        raise SequenceError(f"n_blocks must be between 0 and {len(model.blocks)}, got {n_blocks}")
+    if mask_mode is not None and mask_mode not in MASK_MODES:
+        raise SequenceError(f"unknown mask mode {mask_mode!r}; choose one of {', '.join(MASK_MODES)}")
+    edited = list(ids)
+    edited[position] = int(new_token)
+    device = _model_device(model)
+    # One batch of two: both sequences go through the same kernels with the same shapes, so the
+    # comparison is bitwise meaningful.
+    batch = torch.tensor([ids, edited], dtype=torch.long, device=device)  # (2, T)
+    source_batch = None
+    extra = ""
+    if config.architecture == "encoder-decoder":
+        if edit_source:
+            source_batch = batch  # (2, S)
+            extra = "Each run's encoder read its own tokens, so cross-attention carries the edit to every position."
+        else:
+            source_ids = ids if source is None else _as_token_list(source)
+            source_batch = torch.tensor([source_ids, source_ids], dtype=torch.long, device=device)  # (2, S)
+            extra = "Rows are the decoder tower; its encoder read the same unedited source in both runs."
+    n_run = len(model.blocks) if n_blocks is None else n_blocks
+    mode = mask_mode or ("causal" if config.self_attention_causal else "none")
+    hooks = ["hook_embed"] + [f"blocks.{i}.hook_resid_post" for i in range(n_run)]
+    with torch.inference_mode(), capture(model, hooks) as store:
+        logits = model(batch, source=source_batch, mask_mode=mode, n_blocks=n_run)  # (2, T, V)
+    # hook_embed fires for the encoder too; the decoder's embedding runs last, so it is the one kept.
+    streams = [store["hook_embed"]] + [store[f"blocks.{i}.hook_resid_post"] for i in range(n_run)]  # (2, T, D) each
+    max_change, exactly, nan_entries = _compare_runs(streams)
+    logits_change = (logits[1] - logits[0]).abs().amax(dim=-1).double().cpu().numpy()  # (T,)
+    logits_exact = np.array([torch.equal(logits[0, t], logits[1, t]) for t in range(len(ids))])
+    leaks, past_moved, first, past_exact = _measure_past(exactly, nan_entries, position)
+    layers = _layer_labels(n_run)
+    return CausalDiffResult(
+        max_change=max_change,
+        exactly_unchanged=exactly,
+        nan_entries=nan_entries,
+        logits_change=logits_change,
+        logits_exactly_unchanged=logits_exact,
+        layer_labels=layers,
+        token_labels=token_labels(ids, tokenizer_or_labels),
+        edited_token_labels=token_labels(edited, tokenizer_or_labels),
+        edit_position=position,
+        mask_mode=mode,
+        leaks_into_past=leaks,
+        past_moved_by_layer=past_moved,
+        first_leaking_layer=first,
+        past_exactly_unchanged=past_exact,
+        note=_describe(mode, position, leaks, first, past_exact, nan_entries, layers, ids == edited, extra),
+    )
+
+
+def block_edit_diff(
+    blocks: Block | Sequence[Block],
+    inputs: torch.Tensor,
+    position: int,
+    replacement: torch.Tensor,
+    mask_mode: MaskMode = "causal",
+) -> CausalDiffResult:
+    """The same measurement on bare blocks fed raw vectors (the reading's setup: no embedding).
+
+    inputs: (T, D) one sequence of input vectors; replacement: (D,) the new vector at `position`.
+    Row 0 is the input itself, row i the output of block i-1. Both sequences run as one batch.
+    """
+    chain = [blocks] if isinstance(blocks, Block) else list(blocks)
+    if inputs.dim() != 2:
+        raise SequenceError(f"inputs must be one (T, d_model) sequence, got shape {tuple(inputs.shape)}")
+    _check_position(position, inputs.shape[0])
+    if mask_mode not in MASK_MODES:
+        raise SequenceError(f"unknown mask mode {mask_mode!r}; choose one of {', '.join(MASK_MODES)}")
+    edited = inputs.clone()  # (T, D)
+    edited[position] = replacement.to(inputs)  # (D,)
+    x = torch.stack([inputs, edited])  # (2, T, D)
+    streams = [x]
+    with torch.inference_mode():
+        for block in chain:
+            x = block(x, mask_mode=mask_mode)  # (2, T, D)
+            streams.append(x)
+    max_change, exactly, nan_entries = _compare_runs(streams)
+    leaks, past_moved, first, past_exact = _measure_past(exactly, nan_entries, position)
+    layers = _layer_labels(len(chain), first="input")
+    labels = tuple(f"x{t}" for t in range(inputs.shape[0]))
+    edited_labels = tuple(f"x{t}'" if t == position else f"x{t}" for t in range(inputs.shape[0]))
+    return CausalDiffResult(
+        max_change=max_change,
+        exactly_unchanged=exactly,
+        nan_entries=nan_entries,
+        logits_change=None,
+        logits_exactly_unchanged=None,
+        layer_labels=layers,
+        token_labels=labels,
+        edited_token_labels=edited_labels,
+        edit_position=position,
+        mask_mode=mask_mode,
+        leaks_into_past=leaks,
+        past_moved_by_layer=past_moved,
+        first_leaking_layer=first,
+        past_exactly_unchanged=past_exact,
+        note=_describe(mask_mode, position, leaks, first, past_exact, nan_entries, layers, bool(torch.equal(inputs, edited))),
+    )
+
+
+def random_block_edit_diff(
+    config: ModelConfig | None = None,
+    seed: int = 0,
+    n_tokens: int | None = None,
+    position: int = TEXTBOOK_EDIT_POSITION,
+    mask_mode: MaskMode = "causal",
+    n_blocks: int = 1,
+) -> CausalDiffResult:
+    """Stacked bare blocks (default: the reading's textbook block) on random input vectors.
+
+    Weights use PyTorch's default init and the inputs are standard normal, all drawn from `seed`
+    without touching the caller's global RNG.
+    """
+    config = config or get_preset(TEXTBOOK_PRESET)
+    n_tokens = n_tokens or config.context_length
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        chain = [Block(config).eval() for _ in range(n_blocks)]
+        inputs = torch.randn(n_tokens, config.d_model)  # (T, D)
+        replacement = torch.randn(config.d_model)  # (D,)
+    return block_edit_diff(chain, inputs, position, replacement, mask_mode)
+
+
+# ---- mask grids ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class MaskGrid:
+    """Which key each query can read, as the model applies it (True = visible)."""
+
+    visible: np.ndarray  # (T, S) bool, keys whose values can be mixed into the query's output
+    in_denominator: np.ndarray  # (T, S) bool, keys whose scores enter the query's softmax
+    query_labels: tuple[str, ...]  # T row labels
+    key_labels: tuple[str, ...]  # S column labels
+    kind: str  # decoder-self, encoder-self or cross
+    mask_mode: str  # the mask the grid shows ("none" for cross-attention)
+    title: str  # e.g. "decoder self-attention, causal mask"
+    empty_rows: np.ndarray  # (T,) bool, queries that see no key at all (softmax 0/0 -> NaN)
+    note: str  # what the grid means
+
+
+def _self_attention_mode(config: ModelConfig, kind: str, mask_mode: str | None) -> str:
+    if kind == "decoder-self":
+        if config.decoder_layers == 0:
+            raise ConfigError("architecture", "an encoder-only model has no decoder self-attention")
+        return mask_mode or ("causal" if config.self_attention_causal else "none")
+    if config.encoder_layers == 0:
+        raise ConfigError("architecture", "a decoder-only model has no encoder self-attention")
+    if config.architecture == "encoder-decoder" and mask_mode not in (None, "none"):
+        raise ConfigError("architecture", "the encoder tower of an encoder-decoder always attends both ways")
+    return mask_mode or "none"
+
+
+def mask_grid(
+    config: ModelConfig,
+    n_tokens: int,
+    kind: MaskGridKind = "decoder-self",
+    mask_mode: MaskMode | None = None,
+    n_source: int | None = None,
+    query_labels: Sequence[str] | None = None,
+    key_labels: Sequence[str] | None = None,
+) -> MaskGrid:
+    """The (T, S) visibility grid of one kind of attention under one mask mode.
+
+    mask_mode None means what the model does by default. Cross-attention (an encoder-decoder's
+    decoder reading the encoder output) has no mask: every query sees all n_source keys.
+    """
+    if kind not in MASK_GRID_KINDS:
+        raise ValueError(f"unknown attention kind {kind!r}; choose one of {', '.join(MASK_GRID_KINDS)}")
+    if mask_mode is not None and mask_mode not in MASK_MODES:
+        raise ValueError(f"unknown mask mode {mask_mode!r}; choose one of {', '.join(MASK_MODES)}")
+    if n_tokens < 1:
+        raise SequenceError("a mask grid needs at least one token")
+    if kind == "cross":
+        if config.architecture != "encoder-decoder":
+            raise ConfigError("architecture", "only an encoder-decoder model has cross-attention")
+        if mask_mode not in (None, "none"):
+            raise ConfigError("attention", "cross-attention is never masked: the decoder reads the whole source")
+        n_keys = n_tokens if n_source is None else n_source
+        visible = np.ones((n_tokens, n_keys), dtype=bool)  # (T, S)
+        denominator = visible.copy()
+        mode = "none"
+        note = "Cross-attention: every decoder position reads every encoder position; the source is fully known."
+    else:
+        mode = _self_attention_mode(config, kind, mask_mode)
+        n_keys = n_tokens
+        # The same helper the model masks with, so the grid is the model's mask, not a redrawing of it.
+        from core.model import future_mask
+
+        later = future_mask(n_tokens, n_keys, 1, torch.device("cpu")).numpy()  # (T, S) True = future
+        self_and_later = future_mask(n_tokens, n_keys, 0, torch.device("cpu")).numpy()  # (T, S)
+        everything = np.ones((n_tokens, n_keys), dtype=bool)
+        if mode == "causal":
+            visible, denominator = ~later, ~later
+        elif mode == "off-by-one":
+            visible, denominator = ~self_and_later, ~self_and_later
+        elif mode == "after-softmax":
+            visible, denominator = ~later, everything
+        else:
+            visible, denominator = everything, everything.copy()
+        note = MASK_MODE_DESCRIPTIONS[mode]
+    empty = ~visible.any(axis=1)  # (T,)
+    where = {"decoder-self": "decoder self-attention", "encoder-self": "encoder self-attention", "cross": "cross-attention"}[kind]
+    if kind == "decoder-self" and config.architecture == "decoder":
+        where = "self-attention"
+    rows = tuple(query_labels) if query_labels is not None else tuple(str(t) for t in range(n_tokens))
+    cols = tuple(key_labels) if key_labels is not None else tuple(str(s) for s in range(n_keys))
+    if len(rows) != n_tokens or len(cols) != n_keys:
+        raise SequenceError(f"expected {n_tokens} query labels and {n_keys} key labels")
+    return MaskGrid(
+        visible=visible,
+        in_denominator=denominator,
+        query_labels=rows,
+        key_labels=cols,
+        kind=kind,
+        mask_mode=mode,
+        title=f"{where}, {'no' if mode == 'none' else mode} mask",
+        empty_rows=empty,
+        note=note,
+    )
+
+
+# ---- attention maps ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class AttentionMaps:
+    weights: np.ndarray  # (L, H, T, S) float32 attention weights of the chosen layers (one sequence)
+    layers: tuple[int, ...]  # block index of each of the L maps
+    layer_labels: tuple[str, ...]  # "block 0", ...
+    query_labels: tuple[str, ...]  # T labels
+    key_labels: tuple[str, ...]  # S labels (the source for cross-attention)
+    mask_mode: str  # the self-attention mask used
+    attention: str  # "self" or "cross"
+    has_nan: bool  # NaN in some weight (a fully masked row)
+
+
+def _chosen_layers(layer: int | Sequence[int] | None, n_blocks: int) -> tuple[int, ...]:
+    if layer is None:
+        chosen = tuple(range(n_blocks))
+    elif isinstance(layer, int):
+        chosen = (layer,)
+    else:
+        chosen = tuple(int(i) for i in layer)
+    if not chosen:
+        raise SequenceError("choose at least one layer")
+    for index in chosen:
+        if not 0 <= index < n_blocks:
+            raise SequenceError(f"layer {index} does not exist (the model has blocks 0..{n_blocks - 1})")
+    return chosen
+
+
+def attention_maps(
+    model: Transformer,
+    tokens,
+    layer: int | Sequence[int] | None = None,
+    mask_mode: MaskMode | None = None,
+    tokenizer_or_labels=None,
+    attention: Literal["self", "cross"] = "self",
+    source=None,
+) -> AttentionMaps:
+    """Attention weights of the chosen blocks (all if layer is None) for one sequence.
+
+    Only the chosen layers' hook_pattern is observed, so the other layers keep the fused kernel,
+    and the pass stops after the last chosen block.
+    """
+    ids = _as_token_list(tokens)
+    config = model.config
+    if attention == "cross" and config.architecture != "encoder-decoder":
+        raise ConfigError("architecture", "only an encoder-decoder model has cross-attention")
+    chosen = _chosen_layers(layer, len(model.blocks))
+    device = _model_device(model)
+    batch = torch.tensor([ids], dtype=torch.long, device=device)  # (1, T)
+    source_batch = None
+    source_ids = ids
+    if config.architecture == "encoder-decoder":
+        source_ids = ids if source is None else _as_token_list(source)
+        source_batch = torch.tensor([source_ids], dtype=torch.long, device=device)  # (1, S)
+    module = "attn" if attention == "self" else "cross_attn"
+    hooks = [f"blocks.{i}.{module}.hook_pattern" for i in chosen]
+    mode = mask_mode or ("causal" if config.self_attention_causal else "none")
+    with torch.inference_mode(), capture(model, hooks) as store:
+        model(batch, source=source_batch, mask_mode=mode, n_blocks=max(chosen) + 1)
+    weights = torch.stack([store[name][0] for name in hooks]).float().cpu().numpy()  # (L, H, T, S)
+    labels = token_labels(ids, tokenizer_or_labels)
+    return AttentionMaps(
+        weights=weights,
+        layers=chosen,
+        layer_labels=tuple(f"block {i}" for i in chosen),
+        query_labels=labels,
+        key_labels=labels if attention == "self" else token_labels(source_ids, tokenizer_or_labels),
+        mask_mode=mode,
+        attention=attention,
+        has_nan=bool(np.isnan(weights).any()),
+    )
+
+
+# ---- the head-split pitfall ------------------------------------------------------------------------
+@dataclass(frozen=True)
+class HeadSplitCheck:
+    """Head 0 of a multi-head layer against one head run alone on its d_head slice of q, k, v."""
+
+    single_head_weights: np.ndarray  # (T, T) the reference: one head on q, k, v[..., :d_head]
+    multi_head_weights: np.ndarray  # (T, T) head 0 of the lab's Attention (view(B,T,H,d) then transpose)
+    wrong_reshape_weights: np.ndarray  # (T, T) head 0 after a single view(B, H, T, d_head)
+    correct_difference: float  # max |multi-head head 0 - single head| over weights and head outputs
+    wrong_difference: float  # max |wrong-reshape head 0 - single head| over weights and head outputs
+    d_model: int
+    n_heads: int
+    d_head: int
+    n_tokens: int
+    seed: int
+    note: str
+
+
+def _single_head(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """Scaled dot-product attention of one head; q, k, v: (T, d_head). Returns weights and output."""
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (T, T)
+    if causal:
+        blocked = torch.ones(scores.shape, dtype=torch.bool).triu(diagonal=1)  # (T, T)
+        scores = scores.masked_fill(blocked, float("-inf"))  # (T, T)
+    weights = F.softmax(scores, dim=-1)  # (T, T)
+    return weights, weights @ v  # (T, T), (T, d_head)
+
+
+def head_split_check(seed: int, d_model: int = 64, n_heads: int = 4, T: int = 8, causal: bool = True) -> HeadSplitCheck:
+    """Run the reading's head-split unit test on the lab's Attention layer.
+
+    The layer is built with PyTorch's default init from `seed` (without touching the global RNG);
+    the input is standard normal. Head 0's pattern and output are compared with a single-head
+    attention on the first d_head columns of the fused q, k and v projections; the wrong reshape
+    (one .view(B, H, T, d_head) straight from (B, T, D)) is computed the same way for contrast.
+    """
+    if d_model % n_heads:
+        raise ConfigError("n_heads", f"d_model {d_model} is not divisible by n_heads {n_heads}")
+    config = ModelConfig(name="head-split", d_model=d_model, n_heads=n_heads, d_ff=4 * d_model, context_length=T, positional="none").validated()
+    d_head = config.d_head
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        layer = Attention(config).eval()
+        x = torch.randn(1, T, d_model)  # (1, T, D)
+    mode = "causal" if causal else "none"
+    with torch.no_grad():
+        with capture(layer, ["hook_pattern", "hook_v"]) as store:
+            layer(x, mask_mode=mode)
+        multi_weights = store["hook_pattern"][0, 0]  # (T, T)
+        multi_out = multi_weights @ store["hook_v"][0, 0]  # (T, d_head)
+        q, k, v = layer.qkv(x).split(d_model, dim=-1)  # (1, T, D) each
+        single_weights, single_out = _single_head(q[0, :, :d_head], k[0, :, :d_head], v[0, :, :d_head], causal)
+        # The pitfall: one view reinterprets the (T, D) memory as (H, T, d_head), mixing heads and time.
+        wrong_q, wrong_k, wrong_v = (t.view(1, n_heads, T, d_head)[0, 0] for t in (q, k, v))  # (T, d_head) each
+        wrong_weights, wrong_out = _single_head(wrong_q, wrong_k, wrong_v, causal)
+
+    def difference(weights: torch.Tensor, out: torch.Tensor) -> float:
+        return max(
+            (weights - single_weights).abs().max().item(),
+            (out - single_out).abs().max().item(),
+        )
+
+    correct = difference(multi_weights, multi_out)
+    wrong = difference(wrong_weights, wrong_out)
+    return HeadSplitCheck(
+        single_head_weights=single_weights.numpy(),
+        multi_head_weights=multi_weights.numpy(),
+        wrong_reshape_weights=wrong_weights.numpy(),
+        correct_difference=correct,
+        wrong_difference=wrong,
+        d_model=d_model,
+        n_heads=n_heads,
+        d_head=d_head,
+        n_tokens=T,
+        seed=seed,
+        note=(
+            f"view(B, T, H, d_head).transpose(1, 2): head 0 matches a lone head on its slice "
+            f"(max difference {correct:.1e}). A single view(B, H, T, d_head) gives head 0 the rows of "
+            f"other tokens' features: max difference {wrong:.3f}."
+        ),
+    )
+
+
+# ---- next-token predictions ------------------------------------------------------------------------
+@dataclass(frozen=True)
+class NextTokenPredictions:
+    ids: np.ndarray  # (k,) int64 the most probable next-token ids, most probable first
+    labels: tuple[str, ...]  # k labels
+    probabilities: np.ndarray  # (k,) float64 softmax(logits / temperature) of those ids
+    position: int  # the position whose logits predict token position + 1
+    temperature: float
+    context_labels: tuple[str, ...]  # labels of tokens 0..position (what the prediction may see)
+
+
+def next_token_predictions(
+    model: Transformer,
+    tokens,
+    position: int,
+    tokenizer_or_labels=None,
+    k: int = 10,
+    temperature: float = 1.0,
+    mask_mode: MaskMode | None = None,
+) -> NextTokenPredictions:
+    """Top-k next-token distribution read off the logits at `position`.
+
+    The whole sequence runs (an encoder's prediction may read later tokens; a causal model's does
+    not, which the edit diff demonstrates).
+    """
+    ids = _as_token_list(tokens)
+    _check_position(position, len(ids))
+    if not (isinstance(temperature, (int, float)) and math.isfinite(temperature) and temperature > 0):
+        raise SequenceError(f"temperature must be a positive number, got {temperature!r}")
+    if k < 1:
+        raise SequenceError(f"k must be at least 1, got {k}")
+    config = model.config
+    device = _model_device(model)
+    batch = torch.tensor([ids], dtype=torch.long, device=device)  # (1, T)
+    with torch.inference_mode():
+        logits = model(batch, mask_mode=mask_mode)  # (1, T, V)
+    probabilities = F.softmax(logits[0, position].double() / temperature, dim=-1)  # (V,)
+    top = probabilities.topk(min(k, config.vocab_size))
+    top_ids = top.indices.cpu().numpy().astype(np.int64)  # (k,)
+    return NextTokenPredictions(
+        ids=top_ids,
+        labels=token_labels(top_ids.tolist(), tokenizer_or_labels),
+        probabilities=top.values.cpu().numpy(),
+        position=position,
+        temperature=float(temperature),
+        context_labels=token_labels(ids[: position + 1], tokenizer_or_labels),
+    )
+
+
+__all__ = [
+    "MASK_GRID_KINDS",
+    "MASK_MODE_DESCRIPTIONS",
+    "AttentionMaps",
+    "CausalDiffResult",
+    "HeadSplitCheck",
+    "MaskGrid",
+    "NextTokenPredictions",
+    "TextbookCausalTable",
+    "attention_maps",
+    "block_edit_diff",
+    "causal_edit_diff",
+    "display_token",
+    "head_split_check",
+    "mask_grid",
+    "next_token_predictions",
+    "random_block_edit_diff",
+    "textbook_causal_table",
+    "token_labels",
+]

@@ -1,0 +1,158 @@
+"""Norms: how big the residual stream and its gradient get through a deep stack, pre- vs post-norm.
+
+The reading's exercise 3 compares the output norm of a 12-block stack in both placements. Here a
+stack of 1..96 random blocks (`Transformer.from_seed`, GPT-2 initialisation) reads random tokens;
+every block boundary is captured through the model's hook points with the autograd graph kept,
+and one backward pass of the next-token cross-entropy gives d loss / d residual at each boundary.
+
+Layer index l in the results: 0 is the stream entering block 0 (embeddings plus positions),
+l >= 1 is the output of block l - 1. The final norm and head sit after layer `depth`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from core.config import ModelConfig
+from core.hooks import capture
+from core.model import Transformer
+
+MAX_DEPTH = 96
+DEFAULT_VOCAB = 65  # the bundled character vocabulary: any small vocabulary works for random tokens
+
+
+class NormsError(ValueError):
+    """A norm-curve request outside what the experiment supports."""
+
+
+@dataclass(frozen=True)
+class NormCurves:
+    """Per block boundary: forward size of the residual stream and size of the loss gradient there."""
+
+    layers: np.ndarray  # (depth + 1,) 0 = embeddings, l = output of block l - 1
+    forward_norms: np.ndarray  # (depth + 1,) mean over (batch, position) of ||x_token||_2
+    gradient_norms: np.ndarray  # (depth + 1,) ||d loss / d x||: Frobenius norm over the whole (B, T, D) tensor
+    loss: float  # the cross-entropy the gradients come from (about ln(vocab) for random weights)
+    depth: int
+    placement: str  # "pre" or "post"
+    norm: str  # "layernorm" or "rmsnorm"
+    residual_scaling: bool
+    d_model: int
+    seed: int
+    label: str
+
+
+@dataclass(frozen=True)
+class PlacementComparison:
+    """Pre- and post-norm stacks with identical sizes, seed and tokens, for one pair of axes."""
+
+    pre: NormCurves
+    post: NormCurves
+
+
+def norm_curve_config(
+    depth: int,
+    placement: str = "pre",
+    norm: str = "layernorm",
+    d_model: int = 64,
+    n_heads: int = 4,
+    seq: int = 16,
+) -> ModelConfig:
+    """The stack the curves are measured on: the reading's block sizes, d_ff = 4 d, learned positions."""
+    if not 1 <= depth <= MAX_DEPTH:
+        raise NormsError(f"depth must be between 1 and {MAX_DEPTH} blocks, got {depth}")
+    if seq < 2:
+        raise NormsError(f"a next-token loss needs at least 2 positions, got seq = {seq}")
+    try:
+        return ModelConfig(
+            name=f"{depth}-block {placement}-{norm} stack",
+            vocab_size=DEFAULT_VOCAB,
+            context_length=seq,
+            d_model=d_model,
+            n_heads=n_heads,
+            n_layers=depth,
+            d_ff=4 * d_model,
+            norm=norm,  # type: ignore[arg-type]
+            norm_placement=placement,  # type: ignore[arg-type]
+        ).validated()
+    except ValueError as error:
+        raise NormsError(str(error)) from None
+
+
+def random_tokens(vocab_size: int, batch: int, seq: int, seed: int) -> torch.Tensor:
+    """seq + 1 random ids per row: inputs are the first seq, next-token targets the last seq."""
+    generator = torch.Generator().manual_seed(seed)
+    return torch.randint(0, vocab_size, (batch, seq + 1), generator=generator)  # (B, T+1)
+
+
+def next_token_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    return F.cross_entropy(logits.flatten(0, 1), targets.flatten())  # ()
+
+
+def norm_curves(
+    depth: int,
+    placement: str = "pre",
+    norm: str = "layernorm",
+    seed: int = 0,
+    d_model: int = 64,
+    n_heads: int = 4,
+    seq: int = 16,
+    batch: int = 4,
+    residual_scaling: bool = False,
+) -> NormCurves:
+    """Forward residual norms and loss-gradient norms at every block boundary of a random stack.
+
+    The weights come from `seed` (Transformer.from_seed); the tokens from `seed` too, through a
+    separate generator, so pre and post stacks with one seed see the same tokens.
+    """
+    if batch < 1:
+        raise NormsError(f"batch must be at least 1, got {batch}")
+    config = norm_curve_config(depth, placement, norm, d_model, n_heads, seq)
+    model = Transformer.from_seed(config, seed, residual_scaling=residual_scaling)
+    tokens = random_tokens(config.vocab_size, batch, seq, seed)  # (B, T+1)
+    inputs, targets = tokens[:, :-1], tokens[:, 1:]  # (B, T) each
+
+    names = ["blocks.0.hook_resid_pre"] + [f"blocks.{i}.hook_resid_post" for i in range(depth)]
+    with capture(model, names, keep_graph=True) as store:
+        loss = next_token_loss(model(inputs), targets)  # ()
+        boundaries = [store[name] for name in names]  # depth + 1 tensors of (B, T, D)
+        # Gradients for the captured activations only: no parameter .grad is filled or kept.
+        gradients = torch.autograd.grad(loss, boundaries)
+    forward = torch.stack([x.detach().norm(dim=-1).mean() for x in boundaries])  # (depth + 1,)
+    backward = torch.stack([g.norm() for g in gradients])  # (depth + 1,)
+    scaled = ", residual scaling" if residual_scaling else ""
+    return NormCurves(
+        layers=np.arange(depth + 1),
+        forward_norms=forward.double().numpy(),
+        gradient_norms=backward.double().numpy(),
+        loss=float(loss.detach()),
+        depth=depth,
+        placement=placement,
+        norm=norm,
+        residual_scaling=residual_scaling,
+        d_model=d_model,
+        seed=seed,
+        label=f"{placement}-norm, {norm}{scaled}, {depth} blocks",
+    )
+
+
+def compare_placements(
+    depth: int,
+    norm: str = "layernorm",
+    seed: int = 0,
+    d_model: int = 64,
+    n_heads: int = 4,
+    seq: int = 16,
+    batch: int = 4,
+    residual_scaling: bool = False,
+) -> PlacementComparison:
+    """The same stack twice, pre-norm and post-norm; from_seed draws identical weights for both."""
+    kwargs = dict(
+        depth=depth, norm=norm, seed=seed, d_model=d_model, n_heads=n_heads, seq=seq, batch=batch,
+        residual_scaling=residual_scaling,
+    )
+    return PlacementComparison(pre=norm_curves(placement="pre", **kwargs), post=norm_curves(placement="post", **kwargs))

@@ -1,0 +1,355 @@
+"""A small, seeded trainer for character-level models, plus loss evaluation and sampling.
+
+Pure torch: no Qt, no threads of its own. The GUI runs `train` in a worker and watches it through
+`on_progress`; the CLI prints the same callback as a progress bar.
+
+Reproducibility: the weights come from `Transformer.from_seed(config, seed)` and the batch offsets
+from a generator seeded with the same seed, so one seed on one device and thread count gives the
+same run step for step. The validation split is the last 10% of the corpus and is never trained on.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from core.config import ModelConfig
+from core.device import choose_device
+from core.model import Transformer
+from core.tokenizers import CharTokenizer
+
+VALIDATION_FRACTION = 0.1  # the last tenth of the corpus is held out
+
+ProgressCallback = Callable[[int, float, float, float, "float | None"], None]
+SampleCallback = Callable[[int, str], None]
+
+
+class TrainingError(ValueError):
+    """Settings or a corpus that cannot make a training run (too short, non-positive sizes, ...)."""
+
+
+@dataclass(frozen=True)
+class TrainSettings:
+    """Everything that shapes a run besides the model config and the corpus; stored with the checkpoint."""
+
+    steps: int = 3000
+    batch_size: int = 32
+    seq_len: int = 256
+    lr: float = 3e-3  # peak learning rate, reached at the end of the warm-up
+    seed: int = 0
+    warmup_steps: int = 100
+    min_lr_ratio: float = 0.1  # the cosine decays to this fraction of the peak
+    weight_decay: float = 0.1  # on matrices and embeddings only; norms and biases are not decayed
+    betas: tuple[float, float] = (0.9, 0.99)
+    grad_clip: float = 1.0  # maximum global gradient norm
+    eval_every: int = 250  # steps between validation estimates during the run (0: only at the end)
+    eval_windows: int = 16  # windows of the validation split used for the estimates during the run
+
+    def validated(self) -> TrainSettings:
+        for name in ("steps", "batch_size", "seq_len"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise TrainingError(f"{name} must be a positive whole number, got {value!r}")
+        if not (isinstance(self.lr, (int, float)) and math.isfinite(self.lr) and self.lr > 0):
+            raise TrainingError(f"the learning rate must be a positive number, got {self.lr!r}")
+        if self.warmup_steps < 0 or self.eval_every < 0 or self.eval_windows < 1:
+            raise TrainingError("warmup_steps and eval_every must be >= 0 and eval_windows >= 1")
+        if not 0 <= self.min_lr_ratio <= 1:
+            raise TrainingError(f"min_lr_ratio must lie between 0 and 1, got {self.min_lr_ratio}")
+        if self.grad_clip <= 0:
+            raise TrainingError(f"grad_clip must be positive, got {self.grad_clip}")
+        return self
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["betas"] = list(self.betas)
+        return data
+
+
+@dataclass
+class TrainResult:
+    model: Transformer
+    tokenizer: CharTokenizer
+    config: ModelConfig
+    settings: TrainSettings
+    loss_history: list[tuple[int, float]] = field(default_factory=list)  # (step, training loss of that batch)
+    val_history: list[tuple[int, float]] = field(default_factory=list)  # (step, estimate on eval_windows windows)
+    final_val_loss: float = float("nan")  # nats/char over the WHOLE validation split (see evaluate_loss)
+    steps_done: int = 0
+    wall_time_s: float = 0.0
+    tokens_per_s: float = 0.0
+    stopped: bool = False  # should_stop ended the run early
+
+    def metadata(self) -> dict[str, Any]:
+        """A JSON-ready record of how the model was made and how well it does."""
+        return {
+            "settings": self.settings.to_dict(),
+            "steps_done": self.steps_done,
+            "stopped_early": self.stopped,
+            "wall_time_s": round(self.wall_time_s, 1),
+            "tokens_per_s": round(self.tokens_per_s),
+            "final_train_loss": self.loss_history[-1][1] if self.loss_history else None,
+            "val_loss_nats_per_char": self.final_val_loss,
+            "val_loss_method": "mean next-character loss over the whole validation split (last 10% of the "
+            "corpus), non-overlapping windows of the context length",
+            "val_history": [[step, loss] for step, loss in self.val_history],
+            "torch_version": torch.__version__,
+        }
+
+
+def split_corpus(ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(train, validation): validation is the last VALIDATION_FRACTION of the token ids."""
+    split = int(len(ids) * (1 - VALIDATION_FRACTION))
+    return ids[:split], ids[split:]
+
+
+def learning_rate(step: int, settings: TrainSettings) -> float:
+    """Linear warm-up to the peak, then a cosine down to min_lr_ratio * peak at the last step."""
+    peak = settings.lr
+    if step < settings.warmup_steps:
+        return peak * (step + 1) / settings.warmup_steps
+    decay_steps = max(1, settings.steps - settings.warmup_steps)
+    progress = min(1.0, (step - settings.warmup_steps) / decay_steps)
+    floor = peak * settings.min_lr_ratio
+    return floor + 0.5 * (peak - floor) * (1 + math.cos(math.pi * progress))
+
+
+def random_windows(
+    ids: torch.Tensor, batch_size: int, seq_len: int, generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Inputs and next-token targets of batch_size random windows of the 1-D id tensor."""
+    starts = torch.randint(0, len(ids) - seq_len, (batch_size,), generator=generator)  # (B,)
+    offsets = starts.unsqueeze(1) + torch.arange(seq_len + 1)  # (B, T+1)
+    windows = ids[offsets]  # (B, T+1)
+    return windows[:, :-1], windows[:, 1:]  # (B, T) each
+
+
+def _optimizer(model: Transformer, settings: TrainSettings, fused_ok: bool) -> torch.optim.AdamW:
+    # Decaying norm gains and biases toward zero fights their job, so only matrices and tables decay.
+    decayed = [p for p in model.parameters() if p.dim() >= 2]
+    kept = [p for p in model.parameters() if p.dim() < 2]
+    groups = [
+        {"params": decayed, "weight_decay": settings.weight_decay},
+        {"params": kept, "weight_decay": 0.0},
+    ]
+    return torch.optim.AdamW(groups, lr=settings.lr, betas=settings.betas, foreach=fused_ok)
+
+
+def train(
+    config: ModelConfig,
+    text: str,
+    steps: int = 3000,
+    batch_size: int = 32,
+    seq_len: int = 256,
+    lr: float = 3e-3,
+    seed: int = 0,
+    device: str | torch.device | None = "cpu",
+    on_progress: ProgressCallback | None = None,
+    should_stop: Callable[[], bool] | None = None,
+    sample_every: int = 0,
+    on_sample: SampleCallback | None = None,
+    **options: Any,
+) -> TrainResult:
+    """Train a character-level decoder on `text` and return the model with its history.
+
+    on_progress(step, loss, tokens_per_s, eta_s, val_loss) is called after every step (step counts
+    from 1); val_loss is an estimate on `eval_windows` validation windows every `eval_every`
+    steps and None otherwise. should_stop() is polled before every step. Every `sample_every`
+    steps on_sample(step, text) receives a short greedy-free sample. `options` sets the other
+    TrainSettings fields (warmup_steps, weight_decay, grad_clip, ...).
+    """
+    settings = TrainSettings(
+        steps=steps, batch_size=batch_size, seq_len=seq_len, lr=lr, seed=seed, **options
+    ).validated()
+    if config.architecture != "decoder" or not config.self_attention_causal:
+        raise TrainingError("the trainer makes next-character models: use a causal decoder config")
+    if settings.seq_len > config.context_length:
+        raise TrainingError(
+            f"seq_len {settings.seq_len} exceeds the model's context length {config.context_length}"
+        )
+    tokenizer = CharTokenizer.from_text(text)
+    if tokenizer.vocab_size != config.vocab_size:
+        config = config.replace(vocab_size=tokenizer.vocab_size)
+    ids = torch.tensor(tokenizer.encode(text), dtype=torch.long)  # (N,)
+    train_ids, val_ids = split_corpus(ids)
+    if len(train_ids) <= settings.seq_len + 1 or len(val_ids) < 2:
+        raise TrainingError(
+            f"the corpus has {len(ids):,} characters; it needs more than {int((settings.seq_len + 2) / 0.9):,} "
+            f"for windows of {settings.seq_len} and a validation split"
+        )
+
+    target = choose_device(device).device if not isinstance(device, torch.device) else device
+    model = Transformer.from_seed(config, seed=settings.seed, device=target).train()
+    optimizer = _optimizer(model, settings, fused_ok=True)
+    generator = torch.Generator().manual_seed(settings.seed)
+    eval_windows = _fixed_windows(val_ids, min(settings.seq_len, len(val_ids) - 1), settings.eval_windows)
+
+    result = TrainResult(model=model, tokenizer=tokenizer, config=config, settings=settings)
+    tokens_per_step = settings.batch_size * settings.seq_len
+    started = time.perf_counter()
+    train_time = 0.0  # excludes evaluation and sampling, so tokens/s measures the training itself
+    for step in range(settings.steps):
+        if should_stop is not None and should_stop():
+            result.stopped = True
+            break
+        step_started = time.perf_counter()
+        for group in optimizer.param_groups:
+            group["lr"] = learning_rate(step, settings)
+        inputs, targets = random_windows(train_ids, settings.batch_size, settings.seq_len, generator)  # (B, T) each
+        logits = model(inputs.to(target))  # (B, T, V)
+        loss = F.cross_entropy(logits.flatten(0, 1), targets.to(target).flatten())  # scalar
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), settings.grad_clip)
+        optimizer.step()
+        loss_value = float(loss.detach())
+        train_time += time.perf_counter() - step_started
+
+        done = step + 1
+        result.loss_history.append((done, loss_value))
+        result.steps_done = done
+        val_estimate = None
+        if settings.eval_every and done % settings.eval_every == 0 and done < settings.steps:
+            val_estimate = _windows_loss(model, eval_windows)
+            result.val_history.append((done, val_estimate))
+        if sample_every and on_sample is not None and done % sample_every == 0:
+            prompt = ids[:1]  # the corpus's first character: a fixed, always-valid prompt
+            sample_ids = generate(model, prompt.tolist(), max_new=200, temperature=0.8, top_k=None, seed=settings.seed)
+            on_sample(done, tokenizer.decode(sample_ids))
+            model.train()
+        tokens_per_s = done * tokens_per_step / max(train_time, 1e-9)
+        if on_progress is not None:
+            elapsed = time.perf_counter() - started
+            eta = elapsed / done * (settings.steps - done)
+            on_progress(done, loss_value, tokens_per_s, eta, val_estimate)
+
+    result.wall_time_s = time.perf_counter() - started
+    result.tokens_per_s = result.steps_done * tokens_per_step / max(train_time, 1e-9)
+    model.eval()
+    result.final_val_loss = evaluate_loss(model, val_ids)
+    result.val_history.append((result.steps_done, result.final_val_loss))
+    return result
+
+
+def _fixed_windows(ids: torch.Tensor, seq_len: int, count: int) -> torch.Tensor:
+    """`count` evenly spaced windows of seq_len + 1 ids: the same validation sample at every estimate."""
+    last_start = len(ids) - seq_len - 1
+    starts = torch.linspace(0, max(last_start, 0), count).long()  # (count,)
+    return ids[starts.unsqueeze(1) + torch.arange(seq_len + 1)]  # (count, T+1)
+
+
+@torch.no_grad()
+def _windows_loss(model: Transformer, windows: torch.Tensor) -> float:
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    windows = windows.to(device)  # (N, T+1)
+    logits = model(windows[:, :-1])  # (N, T, V)
+    loss = F.cross_entropy(logits.flatten(0, 1).float(), windows[:, 1:].flatten())  # scalar
+    model.train(was_training)
+    return float(loss)
+
+
+@torch.no_grad()
+def evaluate_loss(
+    model: Transformer, ids: torch.Tensor | list[int], window: int | None = None, batch_size: int = 32
+) -> float:
+    """Mean next-token loss in nats per token over every predictable token of `ids`.
+
+    The ids are cut into non-overlapping windows of `window` (default: the model's context
+    length) and every token after the first is predicted exactly once, from the tokens before it in
+    its own window. Windows are chained with a one-token overlap, so the first token of each window
+    is the last target of the previous one and no prediction is skipped.
+    """
+    ids = torch.as_tensor(ids, dtype=torch.long).flatten()  # (N,)
+    if len(ids) < 2:
+        raise TrainingError("evaluating a loss needs at least two tokens")
+    window = min(window or model.config.context_length, model.config.context_length)
+    device = next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    total = 0.0
+    count = 0
+    starts = list(range(0, len(ids) - 1, window))
+    for first in range(0, len(starts), batch_size):
+        batch_starts = starts[first : first + batch_size]
+        full = [s for s in batch_starts if s + window + 1 <= len(ids)]
+        if full:
+            offsets = torch.tensor(full).unsqueeze(1) + torch.arange(window + 1)  # (b, T+1)
+            windows = ids[offsets].to(device)  # (b, T+1)
+            logits = model(windows[:, :-1])  # (b, T, V)
+            total += float(F.cross_entropy(logits.flatten(0, 1).float(), windows[:, 1:].flatten(), reduction="sum"))
+            count += windows[:, 1:].numel()
+        for start in batch_starts:
+            if start + window + 1 > len(ids):  # the ragged tail, run on its own
+                tail = ids[start:].to(device).unsqueeze(0)  # (1, t+1)
+                logits = model(tail[:, :-1])  # (1, t, V)
+                total += float(F.cross_entropy(logits.flatten(0, 1).float(), tail[:, 1:].flatten(), reduction="sum"))
+                count += tail.shape[1] - 1
+    model.train(was_training)
+    return total / count
+
+
+@torch.no_grad()
+def generate(
+    model: Transformer,
+    ids: list[int] | torch.Tensor,
+    max_new: int,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    seed: int = 0,
+) -> list[int]:
+    """The prompt ids followed by max_new sampled ids.
+
+    temperature 0 picks the most likely token (greedy); top_k keeps only the k most likely tokens.
+    The model only ever sees its last context_length tokens, so generation can run past it.
+    """
+    prompt = torch.as_tensor(ids, dtype=torch.long).flatten()  # (T0,)
+    if len(prompt) == 0:
+        raise TrainingError("generation needs a prompt of at least one token")
+    if max_new < 0:
+        raise TrainingError(f"max_new must be zero or more, got {max_new}")
+    if temperature < 0 or not math.isfinite(temperature):
+        raise TrainingError(f"temperature must be zero or a positive number, got {temperature}")
+    if top_k is not None and top_k < 1:
+        raise TrainingError(f"top_k must be at least 1, got {top_k}")
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    generator = torch.Generator().manual_seed(seed)
+    tokens = prompt.tolist()
+    context = model.config.context_length
+    for _ in range(max_new):
+        window = torch.tensor(tokens[-context:], device=device).unsqueeze(0)  # (1, T)
+        logits = model(window)[0, -1].float().cpu()  # (V,)
+        if temperature == 0:
+            tokens.append(int(logits.argmax()))
+            continue
+        logits = logits / temperature  # (V,)
+        if top_k is not None and top_k < logits.numel():
+            threshold = logits.topk(top_k).values[-1]
+            logits = logits.masked_fill(logits < threshold, float("-inf"))  # (V,)
+        probs = F.softmax(logits, dim=-1)  # (V,)
+        tokens.append(int(torch.multinomial(probs, 1, generator=generator)))
+    model.train(was_training)
+    return tokens
+
+
+__all__ = [
+    "TrainResult",
+    "TrainSettings",
+    "TrainingError",
+    "VALIDATION_FRACTION",
+    "evaluate_loss",
+    "generate",
+    "learning_rate",
+    "random_windows",
+    "split_corpus",
+    "train",
+]

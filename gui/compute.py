@@ -1,0 +1,289 @@
+"""The one serial compute worker: all torch work of the app runs on its thread.
+
+Hooks are not re-entrant and two threads would make two OpenMP pools, so there is exactly one
+worker. Requests are posted per channel (usually a panel's name); while a job runs only the newest
+pending request of each channel is kept, and a result whose request is no longer the newest of its
+channel is dropped when it reaches the GUI thread. Exceptions come back as one-line messages.
+
+A job is a callable taking no argument, or one argument: a `CancelToken` with `.cancelled`,
+`.check()` (raises `JobCancelled`) and `.report(fraction, text)` for a progress bar.
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import logging
+import threading
+import time
+import traceback
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from PySide6.QtCore import QObject, QThread, Signal, Slot
+
+log = logging.getLogger("transformer_explorer.compute")
+
+
+class JobCancelled(Exception):
+    """Raised inside a job by `CancelToken.check()` once the job was cancelled or superseded."""
+
+
+class CancelToken:
+    """Cooperative cancellation and progress for one job; safe to use from the worker thread."""
+
+    def __init__(self, controller: ComputeController, request_id: int, name: str) -> None:
+        self._event = threading.Event()
+        self._controller = controller
+        self._request_id = request_id
+        self._name = name
+
+    @property
+    def cancelled(self) -> bool:
+        return self._event.is_set()
+
+    def cancel(self) -> None:
+        self._event.set()
+
+    def check(self) -> None:
+        if self._event.is_set():
+            raise JobCancelled(self._name)
+
+    def report(self, fraction: float, text: str = "") -> None:
+        """Progress in [0, 1] with a short text; also a cancellation point."""
+        self._controller._progress_from_worker.emit(self._request_id, float(min(1.0, max(0.0, fraction))), text)
+        self.check()
+
+
+@dataclass(frozen=True)
+class ComputeRequest:
+    request_id: int
+    channel: str
+    name: str
+    fn: Callable[..., Any]
+    on_result: Callable[[Any], None]
+    on_error: Callable[[str], None] | None
+    takes_token: bool
+    token: CancelToken = field(compare=False)
+
+
+def _takes_token(fn: Callable[..., Any]) -> bool:
+    try:
+        parameters = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    positional = [
+        p
+        for p in parameters
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
+    ]
+    return len(positional) >= 1
+
+
+def describe_error(error: BaseException) -> str:
+    """A one-line message for the user: the error's own text, with its type when that adds meaning."""
+    text = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    expected = ("ConfigError", "SequenceError", "MemoryBudgetError", "DeviceError", "UnknownTokenError", "UnknownPresetError")
+    if type(error).__name__ in expected and text:
+        return text
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+class _Worker(QThread):
+    """Runs requests one at a time, oldest channel first, until asked to stop."""
+
+    def __init__(self, controller: ComputeController) -> None:
+        super().__init__()
+        self.setObjectName("compute-worker")
+        self._controller = controller
+
+    def run(self) -> None:
+        self._controller._configure_worker_thread()
+        while True:
+            request = self._controller._take_next()
+            if request is None:
+                return
+            self._controller._started_on_worker.emit(request.request_id, request.name)
+            result = payload = None
+            started = time.perf_counter()
+            try:
+                if request.token.cancelled:
+                    raise JobCancelled(request.name)
+                result = request.fn(request.token) if request.takes_token else request.fn()
+                outcome, payload = "ok", result
+                log.debug("job %r took %.3f s", request.name, time.perf_counter() - started)
+            except JobCancelled:
+                outcome, payload = "cancelled", None
+            except BaseException as error:  # any failure becomes a message; the worker keeps running
+                log.error("job %r failed:\n%s", request.name, traceback.format_exc())
+                outcome, payload = "error", describe_error(error)
+            # Mark the worker free before the GUI thread hears of the result, so it sees the true idle state.
+            self._controller._done_on_worker(request)
+            self._controller._finished_on_worker.emit(request.request_id, outcome, payload)
+            del result, payload
+
+
+class ComputeController(QObject):
+    """Owns the one worker thread. Use `submit`; results arrive on the GUI thread."""
+
+    busy_changed = Signal(bool, str)  # busy, name of the running job ("" when idle)
+    progress = Signal(float, str)  # fraction in [0, 1] (or -1 for no progress known), text
+    error = Signal(str)  # a job's failure as a one-line message
+    result_delivered = Signal(str)  # the channel whose newest result was just delivered
+
+    # Signals emitted from the worker thread; Qt queues them to the GUI thread.
+    _started_on_worker = Signal(int, str)
+    _finished_on_worker = Signal(int, str, object)
+    _progress_from_worker = Signal(int, float, str)
+
+    def __init__(self, parent: QObject | None = None, torch_threads: int | None = None) -> None:
+        super().__init__(parent)
+        self._ids = itertools.count(1)
+        self._lock = threading.Condition()
+        self._pending: OrderedDict[str, ComputeRequest] = OrderedDict()
+        self._latest: dict[str, int] = {}
+        self._requests: dict[int, ComputeRequest] = {}
+        self._running: ComputeRequest | None = None
+        self._stopping = False
+        self._torch_threads = torch_threads
+        self._busy_name = ""
+        self._started_on_worker.connect(self._on_started)
+        self._finished_on_worker.connect(self._on_finished)
+        self._progress_from_worker.connect(self._on_progress)
+        self._worker = _Worker(self)
+        self._worker.start()
+
+    # ---- public API ----------------------------------------------------------------------------
+    def submit(
+        self,
+        channel: str,
+        fn: Callable[..., Any],
+        on_result: Callable[[Any], None],
+        name: str = "",
+        on_error: Callable[[str], None] | None = None,
+    ) -> int:
+        """Queue fn() (or fn(token)) on the worker; on_result(value) runs on the GUI thread if still newest.
+
+        Returns the request id. A pending request of the same channel is dropped; a running one
+        of the same channel is asked to cancel (it stops at its next token check).
+        """
+        request_id = next(self._ids)
+        token = CancelToken(self, request_id, name or channel)
+        request = ComputeRequest(request_id, channel, name or channel, fn, on_result, on_error, _takes_token(fn), token)
+        with self._lock:
+            if self._stopping:
+                return request_id
+            self._latest[channel] = request_id
+            dropped = self._pending.pop(channel, None)
+            if dropped is not None:
+                self._requests.pop(dropped.request_id, None)
+            if self._running is not None and self._running.channel == channel:
+                self._running.token.cancel()
+            self._pending[channel] = request
+            self._requests[request_id] = request
+            self._lock.notify()
+        return request_id
+
+    def cancel(self, channel: str | None = None) -> None:
+        """Cancel the running job and drop pending ones (of one channel, or all)."""
+        with self._lock:
+            channels = [channel] if channel is not None else list(self._pending) + list(self._latest)
+            for name in channels:
+                dropped = self._pending.pop(name, None)
+                if dropped is not None:
+                    self._requests.pop(dropped.request_id, None)
+                # Anything already on its way back for this channel is now stale.
+                self._latest[name] = -1
+            if self._running is not None and (channel is None or self._running.channel == channel):
+                self._running.token.cancel()
+
+    @property
+    def busy(self) -> bool:
+        with self._lock:
+            return self._running is not None or bool(self._pending)
+
+    @property
+    def running_name(self) -> str:
+        return self._busy_name
+
+    def is_worker_thread(self) -> bool:
+        return QThread.currentThread() is self._worker
+
+    def shutdown(self, timeout_ms: int = 5000) -> None:
+        """Cancel everything and stop the worker thread (called when the window closes)."""
+        with self._lock:
+            self._stopping = True
+            self._pending.clear()
+            if self._running is not None:
+                self._running.token.cancel()
+            self._lock.notify_all()
+        self._worker.wait(timeout_ms)
+
+    # ---- worker side ---------------------------------------------------------------------------
+    def _configure_worker_thread(self) -> None:
+        if self._torch_threads is None:
+            return
+        import torch
+
+        torch.set_num_threads(self._torch_threads)
+
+    def _take_next(self) -> ComputeRequest | None:
+        with self._lock:
+            while not self._pending and not self._stopping:
+                self._lock.wait()
+            if self._stopping:
+                return None
+            _, request = self._pending.popitem(last=False)
+            self._running = request
+            return request
+
+    def _done_on_worker(self, request: ComputeRequest) -> None:
+        with self._lock:
+            self._running = None
+
+    # ---- GUI side ------------------------------------------------------------------------------
+    @Slot(int, str)
+    def _on_started(self, request_id: int, name: str) -> None:
+        self._busy_name = name
+        self.busy_changed.emit(True, name)
+
+    @Slot(int, str, object)
+    def _on_finished(self, request_id: int, outcome: str, payload: object) -> None:
+        with self._lock:
+            request = self._requests.pop(request_id, None)
+            fresh = request is not None and self._latest.get(request.channel) == request_id
+            idle = self._running is None and not self._pending
+        if request is not None and fresh:
+            if outcome == "ok":
+                try:
+                    request.on_result(payload)
+                except Exception as error:  # a panel's display bug must not stop the others
+                    log.error("showing the result of %r failed:\n%s", request.name, traceback.format_exc())
+                    self._report_error(request, describe_error(error))
+                self.result_delivered.emit(request.channel)
+            elif outcome == "error":
+                self._report_error(request, str(payload))
+        if idle:
+            self._busy_name = ""
+            self.busy_changed.emit(False, "")
+
+    def _report_error(self, request: ComputeRequest, message: str) -> None:
+        text = f"{request.name}: {message}"
+        if request.on_error is not None:
+            try:
+                request.on_error(message)
+            except Exception:
+                log.error("error callback of %r failed:\n%s", request.name, traceback.format_exc())
+        self.error.emit(text)
+
+    @Slot(int, float, str)
+    def _on_progress(self, request_id: int, fraction: float, text: str) -> None:
+        with self._lock:
+            request = self._requests.get(request_id)
+        if request is not None and self._latest.get(request.channel) == request_id:
+            self.progress.emit(fraction, text)
+
+
+__all__ = ["ComputeController", "CancelToken", "JobCancelled", "ComputeRequest", "describe_error"]

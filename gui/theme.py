@@ -1,0 +1,234 @@
+"""Light, dark and projector palettes, the run-time font scale, pens and colormaps for plots.
+
+Panels never pick colours themselves: they call `pen(role)`, `brush(role)`, `series_color(i)`,
+`colormap()` and `font()`, and the base Panel re-styles its plots through `style_plot` whenever the
+theme or the font scale changes. Categorical colours are the Okabe-Ito set and the default
+colormaps are viridis / cividis, so every plot reads for colour-blind viewers too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyqtgraph as pg
+from PySide6.QtGui import QColor, QFont, QPalette
+from PySide6.QtWidgets import QApplication
+
+# Okabe & Ito (2008): distinguishable under the common colour-vision deficiencies.
+OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
+
+
+@dataclass(frozen=True)
+class Theme:
+    name: str
+    label: str
+    window: str
+    base: str  # background of text fields, tables and plots
+    alternate: str
+    text: str
+    muted: str  # secondary text, grid lines
+    accent: str  # selection, highlighted items
+    warning: str  # the attention-matrix call-out, error text
+    line_width: float  # pixels for data lines
+    axis_width: float
+    font_boost: float  # multiplies the user's font scale (the projector reads from the back row)
+    colormap_name: str
+    roles: tuple[tuple[str, str], ...]  # pen role -> colour
+
+    def role_color(self, role: str) -> str:
+        return dict(self.roles).get(role, self.text)
+
+
+THEMES: dict[str, Theme] = {
+    theme.name: theme
+    for theme in (
+        Theme(
+            name="light",
+            label="Light",
+            window="#f5f6f8",
+            base="#ffffff",
+            alternate="#eef1f5",
+            text="#1f2328",
+            muted="#8a929b",
+            accent="#0072B2",
+            warning="#c2410c",
+            line_width=1.6,
+            axis_width=1.0,
+            font_boost=1.0,
+            colormap_name="viridis",
+            roles=(("primary", "#0072B2"), ("secondary", "#E69F00"), ("tertiary", "#009E73"), ("highlight", "#D55E00"), ("grid", "#d0d7de")),
+        ),
+        Theme(
+            name="dark",
+            label="Dark",
+            window="#1e2024",
+            base="#16181b",
+            alternate="#24272c",
+            text="#e6e8eb",
+            muted="#8b949e",
+            accent="#56B4E9",
+            warning="#ff9f5a",
+            line_width=1.6,
+            axis_width=1.0,
+            font_boost=1.0,
+            colormap_name="viridis",
+            roles=(("primary", "#56B4E9"), ("secondary", "#E69F00"), ("tertiary", "#2fc08f"), ("highlight", "#ff7f3f"), ("grid", "#3a3f46")),
+        ),
+        Theme(
+            name="projector",
+            label="Projector",
+            window="#ffffff",
+            base="#ffffff",
+            alternate="#f0f0f0",
+            text="#000000",
+            muted="#333333",
+            accent="#0050a0",
+            warning="#b00000",
+            line_width=4.0,
+            axis_width=2.5,
+            font_boost=1.35,
+            colormap_name="cividis",
+            roles=(("primary", "#0050a0"), ("secondary", "#c06000"), ("tertiary", "#006a4e"), ("highlight", "#b00000"), ("grid", "#777777")),
+        ),
+    )
+}
+THEME_NAMES = tuple(THEMES)
+DEFAULT_THEME = "light"
+
+_current = THEMES[DEFAULT_THEME]
+_font_scale = 1.0
+_base_point_size: float | None = None
+
+
+def current() -> Theme:
+    return _current
+
+
+def font_scale() -> float:
+    """The user's scale times the theme's boost: what every text size is multiplied by."""
+    return _font_scale * _current.font_boost
+
+
+def apply_theme(app: QApplication, name: str, scale: float = 1.0) -> Theme:
+    """Set the application palette, font size and pyqtgraph defaults; returns the theme applied."""
+    global _current, _font_scale, _base_point_size
+    theme = THEMES.get(name, THEMES[DEFAULT_THEME])
+    _current = theme
+    _font_scale = scale
+    if _base_point_size is None:
+        size = app.font().pointSizeF()
+        _base_point_size = size if size > 0 else 10.0
+    app.setStyle("Fusion")
+    app.setPalette(_palette(theme))
+    font = QFont(app.font())
+    font.setPointSizeF(_base_point_size * font_scale())
+    app.setFont(font)
+    pg.setConfigOptions(background=theme.base, foreground=theme.text, antialias=True)
+    return theme
+
+
+def _palette(theme: Theme) -> QPalette:
+    palette = QPalette()
+    colors = {
+        QPalette.ColorRole.Window: theme.window,
+        QPalette.ColorRole.WindowText: theme.text,
+        QPalette.ColorRole.Base: theme.base,
+        QPalette.ColorRole.AlternateBase: theme.alternate,
+        QPalette.ColorRole.Text: theme.text,
+        QPalette.ColorRole.Button: theme.alternate,
+        QPalette.ColorRole.ButtonText: theme.text,
+        QPalette.ColorRole.ToolTipBase: theme.base,
+        QPalette.ColorRole.ToolTipText: theme.text,
+        QPalette.ColorRole.PlaceholderText: theme.muted,
+        QPalette.ColorRole.Highlight: theme.accent,
+        QPalette.ColorRole.HighlightedText: "#ffffff",
+        QPalette.ColorRole.Link: theme.accent,
+        QPalette.ColorRole.BrightText: theme.warning,
+    }
+    for role, color in colors.items():
+        palette.setColor(role, QColor(color))
+    for role in (QPalette.ColorRole.Text, QPalette.ColorRole.WindowText, QPalette.ColorRole.ButtonText):
+        palette.setColor(QPalette.ColorGroup.Disabled, role, QColor(theme.muted))
+    return palette
+
+
+def color(role: str) -> QColor:
+    """A named colour of the current theme: primary, secondary, tertiary, highlight, grid, text, muted, warning, accent."""
+    theme = _current
+    direct = {"text": theme.text, "muted": theme.muted, "warning": theme.warning, "accent": theme.accent, "base": theme.base}
+    return QColor(direct.get(role) or theme.role_color(role))
+
+
+def pen(role: str = "primary", width: float | None = None, **kwargs) -> object:
+    """A pyqtgraph pen in the theme's colour and line width (thick on the projector)."""
+    return pg.mkPen(color(role), width=width if width is not None else _current.line_width, **kwargs)
+
+
+def brush(role: str = "primary", alpha: int = 255) -> object:
+    c = color(role)
+    c.setAlpha(alpha)
+    return pg.mkBrush(c)
+
+
+def series_color(index: int) -> QColor:
+    """The index-th categorical colour (Okabe-Ito; black is replaced by the text colour)."""
+    value = OKABE_ITO[index % (len(OKABE_ITO) - 1)]
+    return QColor(value)
+
+
+def colormap(name: str | None = None) -> pg.ColorMap:
+    """The theme's perceptually uniform colormap (viridis, or cividis on the projector)."""
+    return pg.colormap.get(name or _current.colormap_name)
+
+
+def font(relative: float = 1.0, bold: bool = False) -> QFont:
+    """The application font at the current scale, times `relative`."""
+    base = _base_point_size or 10.0
+    result = QFont()
+    result.setPointSizeF(base * font_scale() * relative)
+    result.setBold(bold)
+    return result
+
+
+def style_plot(target: pg.PlotWidget | pg.PlotItem) -> None:
+    """Apply the theme and font scale to an existing plot: background, axes, tick and label fonts."""
+    theme = _current
+    if isinstance(target, pg.PlotWidget):
+        target.setBackground(theme.base)
+        item = target.getPlotItem()
+    else:
+        item = target
+    tick_font = font(0.9)
+    label_px = max(8, round(tick_font.pointSizeF() * 1.35))
+    for name in ("left", "bottom", "right", "top"):
+        axis = item.getAxis(name)
+        axis.setPen(pg.mkPen(theme.text, width=theme.axis_width))
+        axis.setTextPen(pg.mkPen(theme.text))
+        axis.setStyle(tickFont=tick_font, tickLength=-6)
+        if axis.labelText:
+            axis.setLabel(axis.labelText, units=axis.labelUnits or None, **{"color": theme.text, "font-size": f"{label_px}px"})
+    if item.titleLabel is not None and item.titleLabel.text:
+        item.setTitle(item.titleLabel.text, color=theme.text, size=f"{round(label_px * 1.1)}px")
+    legend = item.legend
+    if legend is not None:
+        legend.setLabelTextColor(theme.text)
+        legend.setLabelTextSize(f"{label_px}px")
+
+
+__all__ = [
+    "Theme",
+    "THEMES",
+    "THEME_NAMES",
+    "DEFAULT_THEME",
+    "OKABE_ITO",
+    "apply_theme",
+    "current",
+    "font_scale",
+    "color",
+    "pen",
+    "brush",
+    "series_color",
+    "colormap",
+    "font",
+    "style_plot",
+]
