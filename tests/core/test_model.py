@@ -146,3 +146,26 @@ def test_residual_scaling_shrinks_output_projections():
     ratio = (scaled.blocks[0].attn.out_proj.weight.std() / plain.blocks[0].attn.out_proj.weight.std()).item()
     assert ratio == pytest.approx(1 / (2 * config.n_layers) ** 0.5, rel=1e-5)
     assert torch.equal(scaled.blocks[0].attn.qkv.weight, plain.blocks[0].attn.qkv.weight)
+
+
+def test_fast_path_is_used_unless_attention_weights_are_captured(monkeypatch):
+    import torch.nn.functional as F
+
+    calls = []
+    fused = F.scaled_dot_product_attention
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return fused(*args, **kwargs)
+
+    monkeypatch.setattr(F, "scaled_dot_product_attention", counting)
+    model = Transformer.from_seed(get_preset("tiny-gpt"), seed=0)
+    tokens = _tokens(model.config)
+    model(tokens)
+    assert len(calls) == model.config.n_layers
+    calls.clear()
+    with capture(model, ["blocks.2.attn.hook_pattern"]) as seen:
+        model(tokens)
+    # Only the observed layer takes the explicit path, and only its map is held.
+    assert len(calls) == model.config.n_layers - 1
+    assert list(seen) == ["blocks.2.attn.hook_pattern"]
