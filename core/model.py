@@ -249,6 +249,7 @@ class Transformer(nn.Module):
         self.hook_embed = HookPoint()
         if config.encoder_layers and config.decoder_layers:
             self.encoder_blocks = nn.ModuleList(Block(config) for _ in range(config.encoder_layers))
+            self.hook_encoder_embed = HookPoint()
             self.encoder_norm = make_norm(config) if config.final_norm else nn.Identity()
             self.hook_encoder_out = HookPoint()
         cross = config.architecture == "encoder-decoder"
@@ -293,7 +294,9 @@ class Transformer(nn.Module):
         by sqrt(2 * n_layers), the deep-stack recipe of GPT-2 (two writes per block).
         """
         generator = torch.Generator().manual_seed(seed)
-        n_writes = 2 * max(1, self.config.n_layers + self.config.encoder_layers)
+        # Each encoder block writes twice into its stream; decoder blocks with cross-attention thrice.
+        writes_per_block = 3 if self.config.architecture == "encoder-decoder" else 2
+        n_writes = max(1, writes_per_block * self.config.n_layers + 2 * self.config.encoder_layers)
         seen: set[int] = set()
         with torch.no_grad():
             for name, param in self.named_parameters():
@@ -324,14 +327,15 @@ class Transformer(nn.Module):
             score_bias = alibi_bias(config.n_heads, seq, causal=causal).to(device)  # (H, T, T)
         return rope, score_bias
 
-    def embed(self, tokens: torch.Tensor) -> torch.Tensor:
+    def embed(self, tokens: torch.Tensor, hook: HookPoint | None = None) -> torch.Tensor:
+        """Token embeddings plus additive positions, through `hook` (the decoder's hook_embed by default)."""
         seq = tokens.shape[1]
         x = self.tok_emb(tokens)  # (B, T, D)
         if self.config.positional == "learned":
             x = x + self.pos_emb(torch.arange(seq, device=tokens.device))  # (B, T, D)
         elif self.config.positional == "sinusoidal":
             x = x + sinusoidal_table(seq, self.config.d_model, dtype=x.dtype).to(x.device)  # (B, T, D)
-        return self.hook_embed(x)
+        return (hook or self.hook_embed)(x)
 
     def check_tokens(self, tokens: torch.Tensor) -> None:
         if tokens.dim() != 2:
@@ -352,7 +356,7 @@ class Transformer(nn.Module):
     def encode(self, source: torch.Tensor, mask_mode: MaskMode | None = None) -> torch.Tensor:
         """Run the encoder tower of an encoder-decoder model: bidirectional self-attention."""
         self.check_tokens(source)
-        x = self.embed(source)  # (B, S, D)
+        x = self.embed(source, self.hook_encoder_embed)  # (B, S, D)
         rope, score_bias = self._positional_inputs(source.shape[1], source.device, x.dtype, causal=False)
         for block in self.encoder_blocks:
             x = block(x, mask_mode=mask_mode or "none", rope=rope, score_bias=score_bias)  # (B, S, D)

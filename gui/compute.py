@@ -14,6 +14,7 @@ from __future__ import annotations
 import inspect
 import itertools
 import logging
+import sys
 import threading
 import time
 import traceback
@@ -25,6 +26,13 @@ from typing import Any
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
 log = logging.getLogger("transformer_explorer.compute")
+
+# PySide releases the GIL around every call into Qt, so a paint makes hundreds of GIL hand-overs;
+# with Python's default 5 ms switch interval each one can wait for the worker's next switch. A
+# short interval keeps the GUI thread responsive while the worker runs Python-heavy code.
+GIL_SWITCH_INTERVAL_S = 0.0005
+EXPECTED_ERRORS = ("ConfigError", "SequenceError", "MemoryBudgetError", "ModelTooLargeError", "DeviceError",
+                   "UnknownTokenError", "UnknownPresetError", "CheckpointError")
 
 
 class JobCancelled(Exception):
@@ -67,6 +75,7 @@ class ComputeRequest:
     on_error: Callable[[str], None] | None
     takes_token: bool
     token: CancelToken = field(compare=False)
+    cancellable: bool = True
 
 
 def _takes_token(fn: Callable[..., Any]) -> bool:
@@ -85,8 +94,7 @@ def _takes_token(fn: Callable[..., Any]) -> bool:
 def describe_error(error: BaseException) -> str:
     """A one-line message for the user: the error's own text, with its type when that adds meaning."""
     text = str(error).strip().splitlines()[0] if str(error).strip() else ""
-    expected = ("ConfigError", "SequenceError", "MemoryBudgetError", "DeviceError", "UnknownTokenError", "UnknownPresetError")
-    if type(error).__name__ in expected and text:
+    if type(error).__name__ in EXPECTED_ERRORS and text:
         return text
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
@@ -117,7 +125,10 @@ class _Worker(QThread):
             except JobCancelled:
                 outcome, payload = "cancelled", None
             except BaseException as error:  # any failure becomes a message; the worker keeps running
-                log.error("job %r failed:\n%s", request.name, traceback.format_exc())
+                if type(error).__name__ in EXPECTED_ERRORS:
+                    log.info("job %r refused: %s", request.name, error)
+                else:
+                    log.error("job %r failed:\n%s", request.name, traceback.format_exc())
                 outcome, payload = "error", describe_error(error)
             # Mark the worker free before the GUI thread hears of the result, so it sees the true idle state.
             self._controller._done_on_worker(request)
@@ -140,12 +151,14 @@ class ComputeController(QObject):
 
     def __init__(self, parent: QObject | None = None, torch_threads: int | None = None) -> None:
         super().__init__(parent)
+        sys.setswitchinterval(min(sys.getswitchinterval(), GIL_SWITCH_INTERVAL_S))
         self._ids = itertools.count(1)
         self._lock = threading.Condition()
         self._pending: OrderedDict[str, ComputeRequest] = OrderedDict()
         self._latest: dict[str, int] = {}
         self._requests: dict[int, ComputeRequest] = {}
         self._running: ComputeRequest | None = None
+        self._trash: list[Any] = []
         self._stopping = False
         self._torch_threads = torch_threads
         self._busy_name = ""
@@ -163,15 +176,19 @@ class ComputeController(QObject):
         on_result: Callable[[Any], None],
         name: str = "",
         on_error: Callable[[str], None] | None = None,
+        cancellable: bool = True,
     ) -> int:
         """Queue fn() (or fn(token)) on the worker; on_result(value) runs on the GUI thread if still newest.
 
         Returns the request id. A pending request of the same channel is dropped; a running one
-        of the same channel is asked to cancel (it stops at its next token check).
+        of the same channel is asked to cancel (it stops at its next token check). A request made
+        with cancellable=False (loading torch, building the model) is left alone by cancel().
         """
         request_id = next(self._ids)
         token = CancelToken(self, request_id, name or channel)
-        request = ComputeRequest(request_id, channel, name or channel, fn, on_result, on_error, _takes_token(fn), token)
+        request = ComputeRequest(
+            request_id, channel, name or channel, fn, on_result, on_error, _takes_token(fn), token, cancellable
+        )
         with self._lock:
             if self._stopping:
                 return request_id
@@ -186,17 +203,32 @@ class ComputeController(QObject):
             self._lock.notify()
         return request_id
 
-    def cancel(self, channel: str | None = None) -> None:
-        """Cancel the running job and drop pending ones (of one channel, or all)."""
+    def dispose(self, *objects: Any) -> None:
+        """Hand the last references to objects (an old model) to the worker, which drops them there.
+
+        Freeing hundreds of megabytes of tensors takes tens of milliseconds; on the GUI thread that is
+        a visible stall.
+        """
         with self._lock:
-            channels = [channel] if channel is not None else list(self._pending) + list(self._latest)
+            self._trash.extend(obj for obj in objects if obj is not None)
+            self._lock.notify()
+
+    def cancel(self, channel: str | None = None) -> None:
+        """Cancel the running job and drop pending ones: of one channel, or every cancellable one."""
+        with self._lock:
+            if channel is not None:
+                channels = [channel]
+            else:
+                channels = [name for name, request in self._pending.items() if request.cancellable]
+                if self._running is not None and self._running.cancellable:
+                    channels.append(self._running.channel)
             for name in channels:
                 dropped = self._pending.pop(name, None)
                 if dropped is not None:
                     self._requests.pop(dropped.request_id, None)
                 # Anything already on its way back for this channel is now stale.
                 self._latest[name] = -1
-            if self._running is not None and (channel is None or self._running.channel == channel):
+            if self._running is not None and self._running.channel in channels:
                 self._running.token.cancel()
 
     @property
@@ -230,14 +262,18 @@ class ComputeController(QObject):
         torch.set_num_threads(self._torch_threads)
 
     def _take_next(self) -> ComputeRequest | None:
-        with self._lock:
-            while not self._pending and not self._stopping:
-                self._lock.wait()
-            if self._stopping:
-                return None
-            _, request = self._pending.popitem(last=False)
-            self._running = request
-            return request
+        while True:
+            with self._lock:
+                while not self._pending and not self._trash and not self._stopping:
+                    self._lock.wait()
+                trash, self._trash = self._trash, []
+                if not trash:
+                    if self._stopping:
+                        return None
+                    _, request = self._pending.popitem(last=False)
+                    self._running = request
+                    return request
+            del trash  # outside the lock: the objects are freed here, on the worker
 
     def _done_on_worker(self, request: ComputeRequest) -> None:
         with self._lock:

@@ -8,11 +8,17 @@ colormaps are viridis / cividis, so every plot reads for colour-blind viewers to
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import pyqtgraph as pg
 from PySide6.QtGui import QColor, QFont, QPalette
 from PySide6.QtWidgets import QApplication
+
+if TYPE_CHECKING:
+    import pyqtgraph as pg
+
+# pyqtgraph is imported only when the first plot is made: the window shows before it loads.
 
 # Okabe & Ito (2008): distinguishable under the common colour-vision deficiencies.
 OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
@@ -123,8 +129,16 @@ def apply_theme(app: QApplication, name: str, scale: float = 1.0) -> Theme:
     font = QFont(app.font())
     font.setPointSizeF(_base_point_size * font_scale())
     app.setFont(font)
-    pg.setConfigOptions(background=theme.base, foreground=theme.text, antialias=True)
+    if "pyqtgraph" in sys.modules:
+        configure_pyqtgraph()
     return theme
+
+
+def configure_pyqtgraph() -> None:
+    """pyqtgraph's defaults for plots created from now on (existing ones go through style_plot)."""
+    import pyqtgraph as pg
+
+    pg.setConfigOptions(background=_current.base, foreground=_current.text, antialias=True)
 
 
 def _palette(theme: Theme) -> QPalette:
@@ -161,10 +175,14 @@ def color(role: str) -> QColor:
 
 def pen(role: str = "primary", width: float | None = None, **kwargs) -> object:
     """A pyqtgraph pen in the theme's colour and line width (thick on the projector)."""
+    import pyqtgraph as pg
+
     return pg.mkPen(color(role), width=width if width is not None else _current.line_width, **kwargs)
 
 
 def brush(role: str = "primary", alpha: int = 255) -> object:
+    import pyqtgraph as pg
+
     c = color(role)
     c.setAlpha(alpha)
     return pg.mkBrush(c)
@@ -178,6 +196,8 @@ def series_color(index: int) -> QColor:
 
 def colormap(name: str | None = None) -> pg.ColorMap:
     """The theme's perceptually uniform colormap (viridis, or cividis on the projector)."""
+    import pyqtgraph as pg
+
     return pg.colormap.get(name or _current.colormap_name)
 
 
@@ -192,6 +212,8 @@ def font(relative: float = 1.0, bold: bool = False) -> QFont:
 
 def style_plot(target: pg.PlotWidget | pg.PlotItem) -> None:
     """Apply the theme and font scale to an existing plot: background, axes, tick and label fonts."""
+    import pyqtgraph as pg
+
     theme = _current
     if isinstance(target, pg.PlotWidget):
         target.setBackground(theme.base)
@@ -213,6 +235,8 @@ def style_plot(target: pg.PlotWidget | pg.PlotItem) -> None:
     if legend is not None:
         legend.setLabelTextColor(theme.text)
         legend.setLabelTextSize(f"{label_px}px")
+        for _sample, label in legend.items:
+            label.setText(label.text)  # setAttr alone does not re-render the label
 
 
 __all__ = [
@@ -222,6 +246,7 @@ __all__ = [
     "DEFAULT_THEME",
     "OKABE_ITO",
     "apply_theme",
+    "configure_pyqtgraph",
     "current",
     "font_scale",
     "color",

@@ -19,6 +19,10 @@ PROG = "transformer-explorer"
 COMMAND_MODULES = [
     "core.cli.inspect",
     "core.cli.shapes",
+    "core.cli.causal",
+    "core.cli.positions",
+    "core.cli.norms",
+    "core.cli.models",
 ]
 
 
@@ -46,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _expected_errors() -> tuple[type[BaseException], ...]:
+    from core.checkpoints import CheckpointError
     from core.config import ConfigError
     from core.device import DeviceError, MemoryBudgetError
     from core.model import SequenceError
@@ -54,6 +59,7 @@ def _expected_errors() -> tuple[type[BaseException], ...]:
 
     return (
         CliError,
+        CheckpointError,
         ConfigError,
         DeviceError,
         MemoryBudgetError,

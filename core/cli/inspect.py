@@ -34,6 +34,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     tying.add_argument("--tied", dest="tied", action="store_const", const=True, help="tie the head to the embeddings")
     tying.add_argument("--untied", dest="tied", action="store_const", const=False, help="give the head its own matrix")
     params.add_argument("--textbook", action="store_true", help="print the reading's GPT-2 small accounting table")
+    params.add_argument("--compare", metavar="NAME", help="print this model beside preset NAME: embedding and FFN shares")
     params.add_argument("--json", action="store_true", help="print JSON (total, instantiated_total, groups, ...)")
     params.set_defaults(run=run_params)
 
@@ -86,6 +87,10 @@ def run_params(args: argparse.Namespace) -> int:
         config = config_from_args(args)
     if args.tied is not None:
         config = config.replace(tie_embeddings=args.tied)
+    if args.compare:
+        from core.cli.compare import print_comparison
+
+        return print_comparison(config, get_preset(args.compare), as_json=args.json)
     if args.textbook:
         return _print_textbook(config, as_json=args.json)
     b = parameter_breakdown(config)

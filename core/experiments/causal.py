@@ -23,7 +23,16 @@ import torch.nn.functional as F
 
 from core.config import ConfigError, ModelConfig
 from core.hooks import capture
-from core.model import MASK_MODES, Attention, Block, MaskMode, SequenceError, Transformer, count_parameters
+from core.model import (
+    MASK_MODES,
+    Attention,
+    Block,
+    MaskMode,
+    SequenceError,
+    Transformer,
+    count_parameters,
+    future_mask,
+)
 from core.presets import get_preset
 
 TEXTBOOK_PRESET = "textbook-block"
@@ -41,6 +50,15 @@ MASK_MODE_DESCRIPTIONS: dict[str, str] = {
     "off-by-one": "pitfall: triu diagonal=0 also hides each token from itself; token 0 sees nothing (NaN)",
     "after-softmax": "pitfall: the future is zeroed after the softmax, so it already shaped the denominator",
 }
+
+
+class _ReadOnlyArrays:
+    """Results cross from the compute worker to the GUI thread: make their arrays read-only too."""
+
+    def __post_init__(self) -> None:
+        for value in vars(self).values():
+            if isinstance(value, np.ndarray):
+                value.flags.writeable = False
 
 
 # ---- labels ------------------------------------------------------------------------------------
@@ -88,14 +106,15 @@ def _as_token_list(tokens) -> list[int]:
 
 # ---- the reading's table -----------------------------------------------------------------------
 @dataclass(frozen=True)
-class TextbookCausalTable:
+class TextbookCausalTable(_ReadOnlyArrays):
     """The reading's "minimal block, verified" run, reproduced from the same seed and RNG stream."""
 
     input_shape: tuple[int, ...]  # (B, T, d_model) = (2, 8, 64)
     output_shape: tuple[int, ...]  # the block preserves the shape
     n_parameters: int  # 49,984 for the reading's block
     edit_position: int  # the position whose input vector was replaced (5)
-    max_change: np.ndarray  # (T,) float64 max |change| per position with the causal mask
+    max_change: np.ndarray  # (T,) max |change| per position, causal mask, float32 subtraction as the script does
+    max_change_exact: np.ndarray  # (T,) float64 the same from the exact (float64) difference of the outputs
     exactly_unchanged: np.ndarray  # (T,) bool, torch.equal of the two outputs at each position
     max_change_no_mask: np.ndarray  # (T,) float64 the same edit without a mask
     no_mask_past_max_change: float  # max over positions before the edit, no mask
@@ -113,9 +132,9 @@ class TextbookCausalTable:
         return out
 
 
-def _per_position_max_change(a: torch.Tensor, b: torch.Tensor) -> np.ndarray:
-    """max |a - b| over batch and features, per position; a, b: (B, T, D)."""
-    return (b.double() - a.double()).abs().amax(dim=(0, 2)).numpy()  # (T,)
+def _script_max_change(a: torch.Tensor, b: torch.Tensor) -> np.ndarray:
+    """max |b - a| over batch and features, per position, in the script's own float32 arithmetic."""
+    return (b - a).abs().amax(dim=(0, 2)).double().numpy()  # (T,)
 
 
 def textbook_causal_table() -> TextbookCausalTable:
@@ -143,13 +162,14 @@ def textbook_causal_table() -> TextbookCausalTable:
             y_open = block(x, mask_mode="none")  # (B, T, D)
             y_open_edited = block(x_edited, mask_mode="none")  # (B, T, D)
     exactly = np.array([torch.equal(y[:, t], y_edited[:, t]) for t in range(y.shape[1])])
-    open_change = _per_position_max_change(y_open, y_open_edited)
+    open_change = _script_max_change(y_open, y_open_edited)
     return TextbookCausalTable(
         input_shape=tuple(x.shape),
         output_shape=tuple(y.shape),
         n_parameters=count_parameters(block),
         edit_position=TEXTBOOK_EDIT_POSITION,
-        max_change=_per_position_max_change(y, y_edited),
+        max_change=_script_max_change(y, y_edited),
+        max_change_exact=(y_edited.double() - y.double()).abs().amax(dim=(0, 2)).numpy(),
         exactly_unchanged=exactly,
         max_change_no_mask=open_change,
         no_mask_past_max_change=float(open_change[:TEXTBOOK_EDIT_POSITION].max()),
@@ -158,12 +178,13 @@ def textbook_causal_table() -> TextbookCausalTable:
 
 # ---- edit diffs ----------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class CausalDiffResult:
+class CausalDiffResult(_ReadOnlyArrays):
     """Which (layer, position) of the residual stream moved when one token was edited.
 
     Row 0 of the (L+1, T) arrays is the stream after the embedding (and positions), row i the
     stream after block i-1. Entries that are NaN in either run (the off-by-one mask's fully masked
-    row) have max_change NaN and are flagged in `nan_entries`; they are never "unchanged".
+    row) have max_change NaN and are flagged in `nan_entries`; they are never "exactly unchanged",
+    and they count as moved only where the NaN appears in one run and not the other.
     """
 
     max_change: np.ndarray  # (L+1, T) float64 max |edited - original| over d_model
@@ -176,8 +197,8 @@ class CausalDiffResult:
     edited_token_labels: tuple[str, ...]  # T labels of the edited sequence
     edit_position: int  # the edited position t
     mask_mode: str  # the self-attention mask both runs used
-    leaks_into_past: bool  # measured: some comparable position < t changed in some layer
-    past_moved_by_layer: np.ndarray  # (L+1,) bool, some comparable position < t changed in that row
+    leaks_into_past: bool  # measured: some position < t changed in some layer (NaN in both runs is no change)
+    past_moved_by_layer: np.ndarray  # (L+1,) bool, some position < t changed in that row
     first_leaking_layer: int | None  # the first row index where the past moved, None if never
     past_exactly_unchanged: bool  # every position < t in every row passed torch.equal (no NaN either)
     note: str  # what was measured, in words (the NaN pitfall, the encoder's fixed source, ...)
@@ -196,9 +217,7 @@ class CausalDiffResult:
         def clean(array: np.ndarray | None):
             if array is None:
                 return None
-            if array.dtype == bool:
-                return array.tolist()
-            return [[None if math.isnan(v) else v for v in row] if isinstance(row, list) else (None if math.isnan(row) else row) for row in array.tolist()]
+            return np.where(np.isnan(array), None, array.astype(object)).tolist()
 
         return {
             "mask_mode": self.mask_mode,
@@ -219,30 +238,46 @@ class CausalDiffResult:
         }
 
 
-def _compare_runs(streams: Sequence[torch.Tensor]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per (row, position): max |change|, torch.equal, NaN in either run. Each stream: (2, T, D)."""
+def _compare_runs(streams: Sequence[torch.Tensor]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per (row, position) of the two runs: max |change|, torch.equal, NaN in either run, and
+    equality that counts NaN == NaN (the past did not move even where both runs are NaN).
+    Each stream: (2, T, D)."""
     n_tokens = streams[0].shape[1]
     max_change = np.empty((len(streams), n_tokens), dtype=np.float64)
     exactly = np.empty((len(streams), n_tokens), dtype=bool)
     nan_entries = np.empty((len(streams), n_tokens), dtype=bool)
+    equal_nan = np.empty((len(streams), n_tokens), dtype=bool)
     for row, stream in enumerate(streams):
         original, edited = stream[0], stream[1]  # (T, D) each
         # float64 so that a difference of one float32 ulp is shown as such, never rounded to zero.
         max_change[row] = (edited.double() - original.double()).abs().amax(dim=-1).cpu().numpy()  # (T,)
-        nan_entries[row] = (original.isnan() | edited.isnan()).any(dim=-1).cpu().numpy()  # (T,)
-        exactly[row] = [torch.equal(original[t], edited[t]) for t in range(n_tokens)]
-    return max_change, exactly, nan_entries
+        original_nan, edited_nan = original.isnan(), edited.isnan()  # (T, D) each
+        nan_entries[row] = (original_nan | edited_nan).any(dim=-1).cpu().numpy()  # (T,)
+        equal_nan[row] = ((original == edited) | (original_nan & edited_nan)).all(dim=-1).cpu().numpy()  # (T,)
+        exactly[row] = _torch_equal_per_position(original, edited, max_change[row])
+    return max_change, exactly, nan_entries, equal_nan
+
+
+def _torch_equal_per_position(original: torch.Tensor, edited: torch.Tensor, max_change: np.ndarray) -> np.ndarray:
+    """torch.equal(original[t], edited[t]) for every t; original, edited: (T, D).
+
+    A position whose max |change| is already > 0 cannot be equal, so torch.equal is asked only
+    where the difference is 0 or NaN: the same answer, without a call per changed position.
+    """
+    exactly = np.zeros(len(max_change), dtype=bool)
+    for t in np.flatnonzero(~(max_change > 0)):
+        exactly[t] = torch.equal(original[t], edited[t])
+    return exactly
 
 
 def _measure_past(
-    exactly: np.ndarray, nan_entries: np.ndarray, position: int
+    exactly: np.ndarray, equal_nan: np.ndarray, position: int
 ) -> tuple[bool, np.ndarray, int | None, bool]:
-    past_exact = exactly[:, :position]  # (L+1, t)
-    past_comparable = ~nan_entries[:, :position]  # (L+1, t)
-    past_moved = (past_comparable & ~past_exact).any(axis=1)  # (L+1,)
+    """A past entry moved unless it is bitwise equal, NaN == NaN included (a NaN in one run only moved)."""
+    past_moved = (~equal_nan[:, :position]).any(axis=1)  # (L+1,)
     leaking_rows = np.flatnonzero(past_moved)
     first = int(leaking_rows[0]) if leaking_rows.size else None
-    return bool(past_moved.any()), past_moved, first, bool(past_exact.all())
+    return bool(past_moved.any()), past_moved, first, bool(exactly[:, :position].all())
 
 
 def _describe(
@@ -262,10 +297,16 @@ def _describe(
     if position == 0:
         parts.append("The edit is at position 0: there is no past to protect.")
     elif past_exact:
-        parts.append(
-            f"Positions 0-{position - 1} are bitwise unchanged (torch.equal) in every layer under the "
-            f"{mask_mode!r} mask: nothing before position {position} can see it."
-        )
+        verb = "is" if position == 1 else "are"
+        unchanged = f"{past_span(position).capitalize()} {verb} bitwise unchanged (torch.equal) in every layer"
+        if mask_mode in ("causal", "off-by-one") or identical_edit:
+            parts.append(f"{unchanged} under the {mask_mode!r} mask: none of them can see position {position}.")
+        else:
+            # Possible with tiny weights: the leak exists but is smaller than float32 can register.
+            parts.append(
+                f"{unchanged}, although the {mask_mode!r} mask lets position {position} reach them: the change "
+                "was below float32 resolution at these weights, not blocked."
+            )
     elif leaks:
         parts.append(
             f"The past moves: positions before {position} change from {layer_labels[first_leaking_layer]} on "
@@ -277,23 +318,29 @@ def _describe(
             f"NaN appears from {layer_labels[int(nan_rows[0])]} on, in both runs: a query whose keys are all "
             "masked gets softmax 0/0 (the reading's fully-masked-row pitfall; with diagonal=0 that is token 0, "
             "which sees nothing), and a NaN value vector poisons every later query that can see it. NaN entries "
-            "are shown as NaN and count neither as unchanged nor as moved."
+            "are shown as NaN, never as unchanged; NaN in both runs at the same place does not count as a move."
         )
         if not leaks and position > 0:
-            parts.append(f"Where the comparison is defined, the past did not move.")
+            parts.append("Apart from NaN that both runs share, the past did not move.")
     if mask_mode == "off-by-one":
         parts.append(
             "Off-by-one hides each token from itself as well as from the future, so it cannot leak the "
-            "future into the past; it breaks the model instead (no token reads its own value)."
+            "future into the past; it breaks the model instead (no token's attention reads its own value)."
         )
     elif mask_mode == "after-softmax":
         parts.append(
             "After-softmax zeroes the future's weights only after the softmax, so the edited token's score "
-            "still sat in every earlier row's denominator: the past moves."
+            "still sat in every earlier row's denominator"
+            + (": the past moves." if leaks else ", so the past can move.")
         )
     if extra:
         parts.append(extra)
     return " ".join(parts)
+
+
+def past_span(position: int) -> str:
+    """'position 0' or 'positions 0-4': the positions before an edit, in words."""
+    return "position 0" if position == 1 else f"positions 0-{position - 1}"
 
 
 def _check_position(position: int, n_tokens: int) -> None:
@@ -348,12 +395,11 @@ def causal_edit_diff(
     hooks = ["hook_embed"] + [f"blocks.{i}.hook_resid_post" for i in range(n_run)]
     with torch.inference_mode(), capture(model, hooks) as store:
         logits = model(batch, source=source_batch, mask_mode=mode, n_blocks=n_run)  # (2, T, V)
-    # hook_embed fires for the encoder too; the decoder's embedding runs last, so it is the one kept.
     streams = [store["hook_embed"]] + [store[f"blocks.{i}.hook_resid_post"] for i in range(n_run)]  # (2, T, D) each
-    max_change, exactly, nan_entries = _compare_runs(streams)
-    logits_change = (logits[1] - logits[0]).abs().amax(dim=-1).double().cpu().numpy()  # (T,)
-    logits_exact = np.array([torch.equal(logits[0, t], logits[1, t]) for t in range(len(ids))])
-    leaks, past_moved, first, past_exact = _measure_past(exactly, nan_entries, position)
+    max_change, exactly, nan_entries, equal_nan = _compare_runs(streams)
+    logits_change = (logits[1] - logits[0]).abs_().amax(dim=-1).double().cpu().numpy()  # (T,)
+    logits_exact = _torch_equal_per_position(logits[0], logits[1], logits_change)
+    leaks, past_moved, first, past_exact = _measure_past(exactly, equal_nan, position)
     layers = _layer_labels(n_run)
     return CausalDiffResult(
         max_change=max_change,
@@ -400,8 +446,8 @@ def block_edit_diff(
         for block in chain:
             x = block(x, mask_mode=mask_mode)  # (2, T, D)
             streams.append(x)
-    max_change, exactly, nan_entries = _compare_runs(streams)
-    leaks, past_moved, first, past_exact = _measure_past(exactly, nan_entries, position)
+    max_change, exactly, nan_entries, equal_nan = _compare_runs(streams)
+    leaks, past_moved, first, past_exact = _measure_past(exactly, equal_nan, position)
     layers = _layer_labels(len(chain), first="input")
     labels = tuple(f"x{t}" for t in range(inputs.shape[0]))
     edited_labels = tuple(f"x{t}'" if t == position else f"x{t}" for t in range(inputs.shape[0]))
@@ -449,7 +495,7 @@ def random_block_edit_diff(
 
 # ---- mask grids ----------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class MaskGrid:
+class MaskGrid(_ReadOnlyArrays):
     """Which key each query can read, as the model applies it (True = visible)."""
 
     visible: np.ndarray  # (T, S) bool, keys whose values can be mixed into the query's output
@@ -509,8 +555,6 @@ def mask_grid(
         mode = _self_attention_mode(config, kind, mask_mode)
         n_keys = n_tokens
         # The same helper the model masks with, so the grid is the model's mask, not a redrawing of it.
-        from core.model import future_mask
-
         later = future_mask(n_tokens, n_keys, 1, torch.device("cpu")).numpy()  # (T, S) True = future
         self_and_later = future_mask(n_tokens, n_keys, 0, torch.device("cpu")).numpy()  # (T, S)
         everything = np.ones((n_tokens, n_keys), dtype=bool)
@@ -546,7 +590,7 @@ def mask_grid(
 
 # ---- attention maps ------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class AttentionMaps:
+class AttentionMaps(_ReadOnlyArrays):
     weights: np.ndarray  # (L, H, T, S) float32 attention weights of the chosen layers (one sequence)
     layers: tuple[int, ...]  # block index of each of the L maps
     layer_labels: tuple[str, ...]  # "block 0", ...
@@ -619,7 +663,7 @@ def attention_maps(
 
 # ---- the head-split pitfall ------------------------------------------------------------------------
 @dataclass(frozen=True)
-class HeadSplitCheck:
+class HeadSplitCheck(_ReadOnlyArrays):
     """Head 0 of a multi-head layer against one head run alone on its d_head slice of q, k, v."""
 
     single_head_weights: np.ndarray  # (T, T) the reference: one head on q, k, v[..., :d_head]
@@ -670,7 +714,8 @@ def head_split_check(seed: int, d_model: int = 64, n_heads: int = 4, T: int = 8,
         q, k, v = layer.qkv(x).split(d_model, dim=-1)  # (1, T, D) each
         single_weights, single_out = _single_head(q[0, :, :d_head], k[0, :, :d_head], v[0, :, :d_head], causal)
         # The pitfall: one view reinterprets the (T, D) memory as (H, T, d_head), mixing heads and time.
-        wrong_q, wrong_k, wrong_v = (t.view(1, n_heads, T, d_head)[0, 0] for t in (q, k, v))  # (T, d_head) each
+        # (.contiguous() stands for separate q/k/v projections; a view of a fused slice would refuse.)
+        wrong_q, wrong_k, wrong_v = (t.contiguous().view(1, n_heads, T, d_head)[0, 0] for t in (q, k, v))  # (T, d_head) each
         wrong_weights, wrong_out = _single_head(wrong_q, wrong_k, wrong_v, causal)
 
     def difference(weights: torch.Tensor, out: torch.Tensor) -> float:
@@ -702,7 +747,7 @@ def head_split_check(seed: int, d_model: int = 64, n_heads: int = 4, T: int = 8,
 
 # ---- next-token predictions ------------------------------------------------------------------------
 @dataclass(frozen=True)
-class NextTokenPredictions:
+class NextTokenPredictions(_ReadOnlyArrays):
     ids: np.ndarray  # (k,) int64 the most probable next-token ids, most probable first
     labels: tuple[str, ...]  # k labels
     probabilities: np.ndarray  # (k,) float64 softmax(logits / temperature) of those ids
@@ -765,6 +810,7 @@ __all__ = [
     "head_split_check",
     "mask_grid",
     "next_token_predictions",
+    "past_span",
     "random_block_edit_diff",
     "textbook_causal_table",
     "token_labels",

@@ -2,8 +2,10 @@
 
 Everything here backs the "Positions" panel and the `rope` / `permutation` commands. Results are
 frozen dataclasses of numpy arrays. The RoPE scrubber functions (`rope_score`, `rope_score_grid`,
-`rotation_arrows`, ...) work on one q/k pair of a few dozen dimensions and run in tens of
-microseconds, so a drag can recompute them on every mouse move.
+`rope_score_row`, `rotation_arrows`, ...) work on one q/k pair and take well under a millisecond
+(bench/rope_drag.py), so a drag can recompute them on every mouse move. They take cos/sin and dot
+products in NumPy rather than torch for that reason (see `rope_cos_sin`); the textbook table and
+the model paths use core.positional's torch functions directly.
 
 Scores are raw dot products q . k, as in the reading's script (no 1/sqrt(d) factor): the point
 is the dependence on position, and scaling would only change the y axis.
@@ -33,6 +35,7 @@ from core.positional import (
     apply_rope,
     rope_angles,
     rope_frequencies,
+    rope_rotate,
     sinusoidal_table,
     sinusoidal_wavelengths,
 )
@@ -57,13 +60,15 @@ KNOWN_PERMUTATION_ENCODINGS = (*PERMUTATION_ENCODINGS, "alibi")
 
 _F64 = torch.float64
 
+Vector = np.ndarray | torch.Tensor | Sequence[float]  # one q or k: (d,), any float dtype, converted to float64
+
 
 class PositionsError(ValueError):
     """An impossible request to a positions experiment (odd RoPE width, a model without RoPE, ...)."""
 
 
 # ---- helpers -------------------------------------------------------------------------------------
-def _as_f64(vector: np.ndarray | torch.Tensor | Sequence[float]) -> torch.Tensor:
+def _as_f64(vector: Vector) -> torch.Tensor:
     return torch.as_tensor(np.asarray(vector, dtype=np.float64))
 
 
@@ -81,10 +86,45 @@ def _check_rope_settings(base: float, scale: float) -> None:
         raise PositionsError(f"the RoPE scale must be a positive finite number, got {scale}")
 
 
+# The scrubber takes cos and sin in NumPy, from the same angles core.positional.rope_angles forms
+# (positions / scale * rope_frequencies): torch's vectorised cos/sin split a few thousand elements
+# across threads and, on a busy machine, wait milliseconds for them; a drag has 33 ms in all.
+# tests/core/test_positions.py checks both routes agree to rounding.
+def rope_cos_sin(positions: torch.Tensor, d_head: int, base: float, scale: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """float64 cos and sin of every (position, pair) angle, (P, d/2) each, without thread hand-offs."""
+    freqs = rope_frequencies(d_head, base, dtype=_F64).numpy()  # (d/2,)
+    angles = (positions.to(_F64).numpy() / scale)[:, None] * freqs  # (P, d/2)
+    return torch.from_numpy(np.cos(angles)), torch.from_numpy(np.sin(angles))
+
+
+def sinusoid_rows(rows: np.ndarray, d_model: int, base: float = DEFAULT_BASE) -> torch.Tensor:
+    """Rows of core.positional.sinusoidal_table (float64) for just the positions asked for, (R, d)."""
+    pair_dims = torch.arange(0, d_model, 2, dtype=_F64)  # (d/2,)
+    denominators = (base ** (pair_dims / d_model)).numpy()  # (d/2,) the table's own expression
+    angles = np.asarray(rows, dtype=np.float64)[:, None] / denominators  # (R, d/2)
+    table = np.empty((angles.shape[0], d_model))  # (R, d)
+    table[:, 0::2] = np.sin(angles)
+    table[:, 1::2] = np.cos(angles)
+    return torch.from_numpy(table)
+
+
 def _rotate_all(x: torch.Tensor, positions: torch.Tensor, base: float, scale: float) -> torch.Tensor:
-    """One vector rotated to every position: (d,) and (P,) -> (P, d)."""
-    cos, sin = rope_angles(positions, x.shape[-1], base, scale)  # (P, d/2) each
+    """One vector (d,) rotated to every position (P,), or P vectors (P, d) each to its own: (P, d)."""
+    cos, sin = rope_cos_sin(positions, x.shape[-1], base, scale)  # (P, d/2) each
     return apply_rope(x.expand(positions.shape[0], -1), cos, sin)  # (P, d)
+
+
+# Dot products go through np.einsum's plain C loops, not BLAS: a threaded BLAS call on a 64 x 128
+# matrix can wait milliseconds for its worker threads on a busy machine, and a drag has a 33 ms budget.
+def _dot(a: torch.Tensor, b: torch.Tensor) -> np.ndarray:
+    """Row-wise dot products over the last dimension, broadcasting: (..., d) x (..., d) -> (...)."""
+    a_np, b_np = np.broadcast_arrays(a.numpy(), b.numpy())
+    return np.einsum("...d,...d->...", a_np, b_np)
+
+
+def _pairwise_dots(a: torch.Tensor, b: torch.Tensor) -> np.ndarray:
+    """(P, d) x (S, d) -> (P, S): every row of a against every row of b."""
+    return np.einsum("pd,sd->ps", a.numpy(), b.numpy())
 
 
 def _positions(values: Sequence[float] | np.ndarray | torch.Tensor) -> torch.Tensor:
@@ -103,7 +143,9 @@ class QueryKeyPair:
     label: str  # where the vectors came from, for a title
 
 
-def seeded_qk(seed: int = TEXTBOOK_ROPE_SEED, d: int = TEXTBOOK_ROPE_DIM, base: float = DEFAULT_BASE, scale: float = 1.0) -> QueryKeyPair:
+def seeded_qk(
+    seed: int = TEXTBOOK_ROPE_SEED, d: int = TEXTBOOK_ROPE_DIM, base: float = DEFAULT_BASE, scale: float = 1.0
+) -> QueryKeyPair:
     """Two standard-normal vectors drawn as the reading draws them: q = randn(d), then k = randn(d).
 
     A private RandomState seeded like `np.random.seed(seed)` gives the same stream without
@@ -171,12 +213,12 @@ def _unrotate(x: torch.Tensor, position: int, base: float, scale: float) -> torc
 
 
 # ---- RoPE scrubber ------------------------------------------------------------------------------------
-def rope_score(q, k, m: float, n: float, base: float = DEFAULT_BASE, scale: float = 1.0) -> float:
+def rope_score(q: Vector, k: Vector, m: float, n: float, base: float = DEFAULT_BASE, scale: float = 1.0) -> float:
     """R(m) q . R(n) k: the score of a query at position m against a key at position n."""
     q64, k64 = _as_f64(q), _as_f64(k)
     _check_pair(q64, k64)
     rotated = _rotate_all(torch.stack((q64, k64)), _positions([m, n]), base, scale)  # (2, d)
-    return float(rotated[0] @ rotated[1])
+    return float(_dot(rotated[0], rotated[1]))
 
 
 @dataclass(frozen=True)
@@ -188,7 +230,9 @@ class ScoreGrid:
     label: str
 
 
-def rope_score_grid(q, k, positions, base: float = DEFAULT_BASE, scale: float = 1.0) -> ScoreGrid:
+def rope_score_grid(
+    q: Vector, k: Vector, positions: Vector, base: float = DEFAULT_BASE, scale: float = 1.0
+) -> ScoreGrid:
     """All query/key position pairs at once; constant along each diagonal (fixed offset)."""
     q64, k64 = _as_f64(q), _as_f64(k)
     _check_pair(q64, k64)
@@ -196,11 +240,28 @@ def rope_score_grid(q, k, positions, base: float = DEFAULT_BASE, scale: float = 
     pos = _positions(positions)  # (P,)
     rotated_q = _rotate_all(q64, pos, base, scale)  # (P, d)
     rotated_k = _rotate_all(k64, pos, base, scale)  # (P, d)
-    scores = rotated_q @ rotated_k.T  # (P, P)
-    return ScoreGrid(positions=pos.numpy(), scores=scores.numpy(), label=f"RoPE (base {base:g}, scale {scale:g})")
+    scores = _pairwise_dots(rotated_q, rotated_k)  # (P, P)
+    return ScoreGrid(positions=pos.numpy(), scores=scores, label=f"RoPE (base {base:g}, scale {scale:g})")
 
 
-def additive_score_grid(q, k, pe_table, positions=None, label: str = "additive") -> ScoreGrid:
+def rope_score_row(
+    q: Vector, k: Vector, query_position: float, key_positions: Vector, base: float = DEFAULT_BASE, scale: float = 1.0
+) -> np.ndarray:
+    """One row of the grid: a query at query_position against keys at key_positions, (P,).
+
+    What a drag of the query position changes; the full grid only changes with q, k, base or scale.
+    """
+    q64, k64 = _as_f64(q), _as_f64(k)
+    _check_pair(q64, k64)
+    _check_rope_settings(base, scale)
+    rotated_q = _rotate_all(q64, _positions([query_position]), base, scale)[0]  # (d,)
+    rotated_k = _rotate_all(k64, _positions(key_positions), base, scale)  # (P, d)
+    return _dot(rotated_k, rotated_q)  # (P,)
+
+
+def additive_score_grid(
+    q: Vector, k: Vector, pe_table: Vector, positions: Vector | None = None, label: str = "additive"
+) -> ScoreGrid:
     """(q + PE[i]) . (k + PE[j]) for an added table (sinusoidal or learned): not a function of i - j.
 
     positions index rows of pe_table (all rows when omitted).
@@ -215,8 +276,8 @@ def additive_score_grid(q, k, pe_table, positions=None, label: str = "additive")
     if rows.numel() and (int(rows.min()) < 0 or int(rows.max()) >= table.shape[0]):
         raise PositionsError(f"positions must lie in 0..{table.shape[0] - 1} for this table")
     encoded = table[rows]  # (P, d)
-    scores = (q64 + encoded) @ (k64 + encoded).T  # (P, P)
-    return ScoreGrid(positions=rows.to(_F64).numpy(), scores=scores.numpy(), label=label)
+    scores = _pairwise_dots(q64 + encoded, k64 + encoded)  # (P, P)
+    return ScoreGrid(positions=rows.to(_F64).numpy(), scores=scores, label=label)
 
 
 def sinusoidal_pe_table(n_positions: int, d_model: int, base: float = DEFAULT_BASE) -> np.ndarray:
@@ -243,10 +304,10 @@ class OffsetScores:
 
 
 def score_vs_offset(
-    q,
-    k,
+    q: Vector,
+    k: Vector,
     query_position: int,
-    offsets=None,
+    offsets: Vector | None = None,
     base: float = DEFAULT_BASE,
     scale: float = 1.0,
     learned_table=None,
@@ -269,12 +330,12 @@ def score_vs_offset(
 
     rotated_q = _rotate_all(q64, _positions([query_position]), base, scale)[0]  # (d,)
     rotated_k = _rotate_all(k64, key_index.to(_F64), base, scale)  # (O, d)
-    rope = rotated_k @ rotated_q  # (O,)
+    rope = _dot(rotated_k, rotated_q)  # (O,)
 
-    def additive(table: torch.Tensor) -> torch.Tensor:
-        return (k64 + table[key_index]) @ (q64 + table[query_position])  # (O,)
+    def additive(table: torch.Tensor) -> np.ndarray:
+        return _dot(k64 + table[key_index], q64 + table[query_position])  # (O,)
 
-    sinusoidal = additive(sinusoidal_table(n_rows, d, base, dtype=_F64))  # (O,)
+    sinusoidal = additive(sinusoid_rows(np.arange(n_rows), d, base))  # (O,)
     if learned_table is None:
         learned_table = random_learned_table(n_rows, d, learned_seed)
     learned_rows = _as_f64(learned_table)  # (P, d)
@@ -285,9 +346,9 @@ def score_vs_offset(
         query_position=int(query_position),
         offsets=offs,
         key_positions=keys,
-        rope=rope.numpy(),
-        sinusoidal=sinusoidal.numpy(),
-        learned=learned.numpy(),
+        rope=rope,
+        sinusoidal=sinusoidal,
+        learned=learned,
     )
 
 
@@ -302,7 +363,9 @@ class LockedOffsetTrace:
     sinusoidal: np.ndarray  # (M,) drifts with absolute position
 
 
-def locked_offset_trace(q, k, offset: int, m_range, base: float = DEFAULT_BASE, scale: float = 1.0) -> LockedOffsetTrace:
+def locked_offset_trace(
+    q: Vector, k: Vector, offset: int, m_range: Vector, base: float = DEFAULT_BASE, scale: float = 1.0
+) -> LockedOffsetTrace:
     """RoPE vs additive sinusoids for query positions m in m_range and keys at m - offset."""
     q64, k64 = _as_f64(q), _as_f64(k)
     _check_pair(q64, k64)
@@ -315,11 +378,11 @@ def locked_offset_trace(q, k, offset: int, m_range, base: float = DEFAULT_BASE, 
         raise PositionsError(f"with offset {offset} the query positions must start at {offset} or later")
     rotated_q = _rotate_all(q64, torch.as_tensor(queries, dtype=_F64), base, scale)  # (M, d)
     rotated_k = _rotate_all(k64, torch.as_tensor(keys, dtype=_F64), base, scale)  # (M, d)
-    rope = (rotated_q * rotated_k).sum(-1)  # (M,)
-    table = sinusoidal_table(int(max(queries.max(), keys.max())) + 1, q64.shape[0], base, dtype=_F64)  # (P, d)
-    sinusoidal = ((q64 + table[queries]) * (k64 + table[keys])).sum(-1)  # (M,)
+    rope = _dot(rotated_q, rotated_k)  # (M,)
+    d = q64.shape[0]
+    sinusoidal = _dot(q64 + sinusoid_rows(queries, d, base), k64 + sinusoid_rows(keys, d, base))  # (M,)
     return LockedOffsetTrace(
-        offset=int(offset), query_positions=queries, key_positions=keys, rope=rope.numpy(), sinusoidal=sinusoidal.numpy()
+        offset=int(offset), query_positions=queries, key_positions=keys, rope=rope, sinusoidal=sinusoidal
     )
 
 
@@ -335,7 +398,7 @@ class RotationArrows:
     wavelengths: np.ndarray  # (d/2,) positions per full turn: 2*pi / frequency
 
 
-def rotation_arrows(q, m: float, base: float = DEFAULT_BASE, scale: float = 1.0) -> RotationArrows:
+def rotation_arrows(q: Vector, m: float, base: float = DEFAULT_BASE, scale: float = 1.0) -> RotationArrows:
     q64 = _as_f64(q)
     _check_pair(q64, q64)
     _check_rope_settings(base, scale)
@@ -359,7 +422,7 @@ class RopeNorms:
     original_norm: float  # ||q||: rotations are orthogonal, so every entry of norms equals this
 
 
-def rope_norms(q, positions, base: float = DEFAULT_BASE, scale: float = 1.0) -> RopeNorms:
+def rope_norms(q: Vector, positions: Vector, base: float = DEFAULT_BASE, scale: float = 1.0) -> RopeNorms:
     q64 = _as_f64(q)
     _check_pair(q64, q64)
     _check_rope_settings(base, scale)
@@ -387,7 +450,8 @@ def textbook_rope_table() -> TextbookRopeTable:
     pair = seeded_qk(TEXTBOOK_ROPE_SEED, TEXTBOOK_ROPE_DIM)
     rope_m = np.array([m for m, _ in TEXTBOOK_ROPE_PAIRS])
     rope_n = np.array([n for _, n in TEXTBOOK_ROPE_PAIRS])
-    rope_scores = np.array([rope_score(pair.q, pair.k, m, n) for m, n in TEXTBOOK_ROPE_PAIRS])
+    q, k = torch.from_numpy(pair.q), torch.from_numpy(pair.k)  # (8,) float64 each
+    rope_scores = np.array([float(rope_rotate(q, m) @ rope_rotate(k, n)) for m, n in TEXTBOOK_ROPE_PAIRS])
     add_m = np.array([m for m, _ in TEXTBOOK_ADDITIVE_PAIRS])
     add_n = np.array([n for _, n in TEXTBOOK_ADDITIVE_PAIRS])
     table = sinusoidal_pe_table(int(add_m.max()) + 1, TEXTBOOK_ROPE_DIM)  # (104, 8)
@@ -512,6 +576,18 @@ def alibi_matrix(n_heads: int, T: int, causal: bool = True) -> AlibiMatrices:
 
 
 # ---- permutation equivariance ------------------------------------------------------------------------
+def default_permutation(T: int, seed: int = 0) -> list[int]:
+    """The reading's shuffle for T = 6; otherwise a seeded random non-identity shuffle.
+
+    Not simply reversed order: reversal keeps every |i - j|, so a bidirectional ALiBi layer would
+    look order-blind under it (correctly, but uninformatively).
+    """
+    if T == TEXTBOOK_PERMUTATION_T:
+        return list(TEXTBOOK_PERMUTATION)
+    order = torch.randperm(T, generator=torch.Generator().manual_seed(seed)).tolist()
+    return order if order != list(range(T)) else order[1:] + order[:1]
+
+
 @dataclass(frozen=True)
 class PermutationEquivariance:
     """Per encoding and position: max over features of |attn(shuffled x) - shuffle(attn(x))|."""
@@ -520,6 +596,8 @@ class PermutationEquivariance:
     permutation: np.ndarray  # (T,)
     per_position: np.ndarray  # (E, T)
     max_diff: np.ndarray  # (E,)
+    equivariant: np.ndarray  # (E,) bool: max_diff within noise_tolerance, i.e. the layer cannot see order
+    noise_tolerance: float  # 100 float epsilons of the dtype: far above rounding, far below any real effect
     d_model: int
     n_heads: int
     seed: int
@@ -548,16 +626,18 @@ def permutation_equivariance(
     if isinstance(config_or_kind, ModelConfig):
         d_model, n_heads = config_or_kind.d_model, config_or_kind.n_heads
         rope_base, rope_scale, bias = config_or_kind.rope_base, config_or_kind.rope_scale, config_or_kind.bias
-        encodings: tuple[str, ...] = PERMUTATION_ENCODINGS + (("alibi",) if config_or_kind.positional == "alibi" else ())
+        uses_alibi = config_or_kind.positional == "alibi"
+        encodings: tuple[str, ...] = PERMUTATION_ENCODINGS + (("alibi",) if uses_alibi else ())
     elif config_or_kind is None:
         encodings = PERMUTATION_ENCODINGS
     elif config_or_kind in KNOWN_PERMUTATION_ENCODINGS:
         encodings = (config_or_kind,)
     else:
-        raise PositionsError(f"unknown encoding {config_or_kind!r}; choose one of {', '.join(KNOWN_PERMUTATION_ENCODINGS)}")
+        known = ", ".join(KNOWN_PERMUTATION_ENCODINGS)
+        raise PositionsError(f"unknown encoding {config_or_kind!r}; choose one of {known}")
     if T < 2:
         raise PositionsError(f"a permutation needs at least 2 positions, got T = {T}")
-    order = list(range(T))[::-1] if perm is None else [int(p) for p in perm]
+    order = default_permutation(T, seed) if perm is None else [int(p) for p in perm]
     if sorted(order) != list(range(T)):
         raise PositionsError(f"the permutation must reorder 0..{T - 1} exactly once each, got {order}")
     try:
@@ -597,11 +677,15 @@ def permutation_equivariance(
             y_shuffled = attention(x_shuffled, **kwargs)  # (1, T, D)
             rows.append((y_shuffled - y[:, shuffle, :]).abs().amax(dim=-1)[0].to(_F64))  # (T,)
     per_position = torch.stack(rows)  # (E, T)
+    max_diff = per_position.amax(dim=-1)  # (E,)
+    tolerance = 100 * torch.finfo(dtype).eps
     return PermutationEquivariance(
         encodings=encodings,
         permutation=np.array(order),
         per_position=per_position.numpy(),
-        max_diff=per_position.amax(dim=-1).numpy(),
+        max_diff=max_diff.numpy(),
+        equivariant=(max_diff <= tolerance).numpy(),
+        noise_tolerance=tolerance,
         d_model=d_model,
         n_heads=n_heads,
         seed=seed,

@@ -109,8 +109,15 @@ def _check_sizes(config: ModelConfig, batch: int, seq: int) -> None:
 
 
 def meta_model(config: ModelConfig, dtype: torch.dtype = torch.float32) -> Transformer:
-    """The config's model on the meta device, ready for shape-only forward passes."""
-    model = Transformer.on_meta(config)
+    """The config's model on the meta device with one block per tower, ready for shape-only passes.
+
+    Every block of a tower has the same shapes and the trace stops after the first, so the other
+    blocks would only cost construction time (seconds of pure Python for a 32-layer MoE).
+    """
+    one_block = {"n_layers": 1}
+    if config.architecture == "encoder-decoder":
+        one_block["n_encoder_layers"] = 1
+    model = Transformer.on_meta(config.replace(**one_block))
     if dtype != torch.float32:
         model = model.to(dtype)
     # Meta tensors have no values, so the vocabulary range check (which reads min/max) cannot run;
@@ -241,10 +248,12 @@ def growth_lengths(context_length: int, current: int) -> tuple[int, ...]:
     return tuple(sorted(length for length in lengths if 1 <= length <= context_length))
 
 
-def attention_growth(config: ModelConfig, batch: int, seqs: tuple[int, ...]) -> AttentionGrowth:
+def attention_growth(
+    config: ModelConfig, batch: int, seqs: tuple[int, ...], model: Transformer | None = None
+) -> AttentionGrowth:
     """Trace the meta model at each length: the attention matrix grows as T^2, the residual as T."""
     attention, residual = [], []
-    model = meta_model(config)
+    model = model if model is not None else meta_model(config)
     for seq in seqs:
         trace = trace_shapes(config, batch, seq, model=model)
         attention.append(trace.attention_matrix_bytes)

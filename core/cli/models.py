@@ -1,0 +1,330 @@
+"""`train`, `logits`, `generate` and `evaluate`: trained models from the command line.
+
+`--checkpoint` takes a bundled model name (tiny-gpt, tiny-llama), a checkpoint folder this app
+saved, or a local Hugging Face folder (GPT-2 or Llama family, safetensors weights).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import os
+import platform
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TextIO
+
+import numpy as np
+import torch
+
+from core.checkpoints import LoadedModel, resolve_checkpoint, save_checkpoint
+from core.cli import CliError
+from core.config import ModelConfig
+from core.device import choose_device
+from core.presets import get_preset
+from core.training import (
+    BUNDLED_RECIPES,
+    DEFAULT_RECIPE,
+    TrainingError,
+    TrainSettings,
+    check_run,
+    evaluate_loss,
+    generate,
+    train,
+)
+from resources import resource_path
+
+DEFAULT_CORPUS = ("tinyshakespeare.txt",)  # under resources/
+# The bundled models were trained with one thread: bit-identical reruns need the same thread count
+# (reductions split differently), and on a shared 2-core machine one thread per run wastes no time
+# in barriers. Other runs take as many threads as torch picks.
+BUNDLED_THREADS = 1
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    trainer = subparsers.add_parser(
+        "train",
+        help="train a character-level model on a text corpus and save it as a checkpoint folder",
+        description="Train a preset as a character-level model (AdamW, warm-up then cosine learning rate, "
+        "gradient clipping; validation = the last 10% of the corpus). Without the optional settings, "
+        f"{', '.join(BUNDLED_RECIPES)} use the recipe of the bundled models, so the run reproduces them.",
+    )
+    trainer.add_argument("--preset", metavar="NAME", required=True, help="the model shape (see `presets`)")
+    trainer.add_argument("--out", metavar="DIR", required=True, help="the checkpoint folder to write")
+    trainer.add_argument("--steps", type=int, help="optimizer steps")
+    trainer.add_argument("--batch", type=int, help="windows per batch")
+    trainer.add_argument("--seq", type=int, help="characters per window (at most the context length)")
+    trainer.add_argument("--lr", type=float, help="peak learning rate")
+    trainer.add_argument("--seed", type=int, help="seed of the weights and of the batch order")
+    trainer.add_argument("--device", metavar="D", help="cpu, cuda, cuda:N or mps (default: the best present)")
+    trainer.add_argument("--corpus", metavar="FILE", help="a UTF-8 text file (default: the bundled Shakespeare)")
+    trainer.add_argument(
+        "--threads",
+        type=int,
+        help=f"CPU threads (default: {BUNDLED_THREADS} for the bundled recipes, else torch's choice)",
+    )
+    trainer.add_argument("--quiet", action="store_true", help="no progress bar")
+    trainer.set_defaults(run=run_train)
+
+    logits = subparsers.add_parser("logits", help="write a model's logits for a text or id sequence as a .npy file")
+    _add_checkpoint_argument(logits)
+    source = logits.add_mutually_exclusive_group(required=True)
+    source.add_argument("--text", help="text to tokenize with the model's tokenizer")
+    source.add_argument("--ids", help="comma-separated token ids, e.g. 1,2,3")
+    logits.add_argument("--out", metavar="FILE.npy", required=True, help="where to write the (T, V) float32 array")
+    logits.set_defaults(run=run_logits)
+
+    generator = subparsers.add_parser("generate", help="continue a text by sampling from a model")
+    _add_checkpoint_argument(generator)
+    generator.add_argument("--text", required=True, help="the prompt")
+    generator.add_argument("--max-new", type=int, default=200, metavar="N", help="tokens to add (default: %(default)s)")
+    generator.add_argument("--temperature", type=float, default=0.8, help="0 = greedy (default: %(default)s)")
+    generator.add_argument("--top-k", type=int, metavar="K", help="sample only among the K most likely tokens")
+    generator.add_argument("--seed", type=int, default=0, help="sampling seed (default: %(default)s)")
+    generator.set_defaults(run=run_generate)
+
+    evaluator = subparsers.add_parser("evaluate", help="mean next-token loss of a model on a text file")
+    _add_checkpoint_argument(evaluator)
+    evaluator.add_argument("--text-file", metavar="FILE", required=True, help="a UTF-8 text file")
+    evaluator.add_argument("--json", action="store_true", help="print JSON")
+    evaluator.set_defaults(run=run_evaluate)
+
+
+def _add_checkpoint_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--checkpoint",
+        metavar="NAME_OR_DIR",
+        required=True,
+        help="a bundled model name, a checkpoint folder, or a Hugging Face model folder",
+    )
+    parser.add_argument("--device", metavar="D", help="cpu, cuda, cuda:N or mps (default: the best present)")
+
+
+def _device(name: str | None) -> torch.device:
+    choice = choose_device(name)
+    if choice.message:
+        print(choice.message, file=sys.stderr)
+    return choice.device
+
+
+def _read_text(path_text: str) -> str:
+    path = Path(path_text)
+    if path.is_dir():
+        raise CliError(f"{path} is a folder; give a text file")
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise CliError(f"{path} is not UTF-8 text") from None
+
+
+def _load(args: argparse.Namespace) -> LoadedModel:
+    return resolve_checkpoint(args.checkpoint, device=_device(args.device))
+
+
+# ---- train --------------------------------------------------------------------------------------
+
+
+class ProgressBar:
+    """One line redrawn in place on a terminal; a plain line every 5% when stderr is a file or pipe."""
+
+    WIDTH = 24
+
+    def __init__(self, total_steps: int, stream: TextIO) -> None:
+        self.total = total_steps
+        self.stream = stream
+        self.interactive = stream.isatty()
+        self.last_val: float | None = None
+        self.every = max(1, total_steps // 20)
+
+    def __call__(self, step: int, loss: float, tokens_per_s: float, eta_s: float, val_loss: float | None) -> None:
+        if val_loss is not None:
+            self.last_val = val_loss
+        if not self.interactive and step % self.every and step != self.total and val_loss is None:
+            return
+        filled = round(self.WIDTH * step / self.total)
+        val = f"  val {self.last_val:.3f}" if self.last_val is not None else ""
+        line = (
+            f"[{'#' * filled}{'.' * (self.WIDTH - filled)}] step {step}/{self.total}  loss {loss:.3f}{val}  "
+            f"{tokens_per_s:,.0f} tok/s  ETA {_duration(eta_s)}"
+        )
+        if self.interactive:
+            self.stream.write("\r" + line + "\033[K")
+            if step == self.total:
+                self.stream.write("\n")
+        else:
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+
+def _duration(seconds: float) -> str:
+    seconds = max(0, round(seconds))
+    minutes, secs = divmod(seconds, 60)
+    return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
+
+
+def run_train(args: argparse.Namespace) -> int:
+    config = get_preset(args.preset)
+    recipe = dict(BUNDLED_RECIPES.get(args.preset, DEFAULT_RECIPE))
+    for option, key in (
+        ("steps", "steps"),
+        ("batch", "batch_size"),
+        ("seq", "seq_len"),
+        ("lr", "lr"),
+        ("seed", "seed"),
+    ):
+        value = getattr(args, option)
+        if value is not None:
+            recipe[key] = value
+    if args.seq is None:  # the generic recipe's window may be longer than a small preset's context
+        recipe["seq_len"] = min(int(recipe["seq_len"]), config.context_length)
+    threads = args.threads
+    if threads is None:
+        threads = BUNDLED_THREADS if args.preset in BUNDLED_RECIPES else torch.get_num_threads()
+    if threads < 1:
+        raise CliError(f"--threads must be at least 1, got {threads}")
+    corpus_path = Path(args.corpus) if args.corpus else resource_path(*DEFAULT_CORPUS)
+    text = _read_text(str(corpus_path))
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise CliError(f"--out {out} exists and is not a folder")
+    try:
+        check_run(config, TrainSettings(**recipe))
+    except TrainingError as error:
+        raise CliError(str(error)) from None
+    previous_threads = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        return _train_and_save(args, config, recipe, corpus_path, text, out)
+    finally:
+        torch.set_num_threads(previous_threads)
+
+
+@contextlib.contextmanager
+def _stop_on_first_interrupt() -> Iterator[Callable[[], bool]]:
+    """The first Ctrl-C ends training after the current step (the model is still saved); a second aborts."""
+    requested = threading.Event()
+    if threading.current_thread() is not threading.main_thread():  # signal handlers live in the main thread
+        yield requested.is_set
+        return
+
+    def on_interrupt(signum: int, frame: object) -> None:
+        if requested.is_set():
+            raise KeyboardInterrupt
+        requested.set()
+        print("\nstopping after this step (Ctrl-C again to abort without saving)", file=sys.stderr)
+
+    previous = signal.signal(signal.SIGINT, on_interrupt)
+    try:
+        yield requested.is_set
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _train_and_save(
+    args: argparse.Namespace, config: ModelConfig, recipe: dict, corpus_path: Path, text: str, out: Path
+) -> int:
+    device = _device(args.device)
+    bar = None if args.quiet else ProgressBar(recipe["steps"], sys.stderr)
+    if not args.quiet:
+        print(
+            f"training {args.preset} on {corpus_path.name} ({len(text):,} characters) on {device}: "
+            + ", ".join(f"{k} {v}" for k, v in recipe.items()),
+            file=sys.stderr,
+        )
+    with _stop_on_first_interrupt() as stop_requested:
+        try:
+            result = train(config, text, device=device, on_progress=bar, should_stop=stop_requested, **recipe)
+        except TrainingError as error:
+            raise CliError(str(error)) from None
+    if result.stopped:
+        print(f"stopped at step {result.steps_done} of {recipe['steps']}; saving what was trained", file=sys.stderr)
+    metadata = result.metadata()
+    metadata.update(
+        preset=args.preset,
+        corpus=corpus_path.name,
+        corpus_characters=len(text),
+        corpus_sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(),
+        device=str(device),
+        threads=torch.get_num_threads(),
+        machine=f"{platform.machine()}, {os.cpu_count()} CPUs",
+        parameters=sum(p.numel() for p in result.model.parameters()),
+        finished_utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    )
+    save_checkpoint(result.model.cpu(), out, tokenizer=result.tokenizer, metadata=metadata)
+    print(
+        f"{args.preset}: {result.steps_done} steps in {_duration(result.wall_time_s)} "
+        f"({result.tokens_per_s:,.0f} tok/s); validation loss {result.final_val_loss:.4f} nats/char; saved to {out}"
+    )
+    return 0
+
+
+# ---- logits, generate, evaluate -----------------------------------------------------------------
+
+
+def _parse_ids(text: str) -> list[int]:
+    parts = [part.strip() for part in text.split(",") if part.strip()]
+    if not parts:
+        raise CliError("--ids needs at least one token id, e.g. --ids 1,2,3")
+    try:
+        return [int(part) for part in parts]
+    except ValueError:
+        raise CliError(f"--ids expects comma-separated whole numbers, got {text!r}") from None
+
+
+def _encode(loaded: LoadedModel, text: str) -> list[int]:
+    if loaded.tokenizer is None:
+        raise CliError(f"{loaded.source} has no tokenizer; pass token ids with --ids")
+    ids = loaded.tokenizer.encode(text)
+    if not ids:
+        raise CliError("the text gives no tokens; give at least one character")
+    return ids
+
+
+def run_logits(args: argparse.Namespace) -> int:
+    out = Path(args.out)
+    if out.suffix != ".npy":
+        raise CliError(f"--out must name a .npy file, got {out}")
+    if out.parent and not out.parent.is_dir():
+        raise CliError(f"the folder {out.parent} does not exist")
+    loaded = _load(args)
+    ids = _parse_ids(args.ids) if args.ids is not None else _encode(loaded, args.text)
+    device = next(loaded.model.parameters()).device
+    with torch.no_grad():
+        logits = loaded.model(torch.tensor([ids], device=device))[0]  # (T, V)
+    array = logits.float().cpu().numpy().astype(np.float32)  # (T, V)
+    with out.open("wb") as handle:
+        np.save(handle, array)
+    print(f"wrote {out}: logits of shape {array.shape[0]} x {array.shape[1]} (float32) from {loaded.source}")
+    return 0
+
+
+def run_generate(args: argparse.Namespace) -> int:
+    loaded = _load(args)
+    ids = _encode(loaded, args.text)
+    try:
+        tokens = generate(loaded.model, ids, args.max_new, args.temperature, args.top_k, args.seed)
+    except TrainingError as error:
+        raise CliError(str(error)) from None
+    assert loaded.tokenizer is not None  # _encode refused a model without one
+    print(loaded.tokenizer.decode(tokens))
+    return 0
+
+
+def run_evaluate(args: argparse.Namespace) -> int:
+    loaded = _load(args)
+    ids = _encode(loaded, _read_text(args.text_file))
+    if len(ids) < 2:
+        raise CliError("the text file needs at least two tokens to score a next-token prediction")
+    loss = evaluate_loss(loaded.model, ids)
+    if args.json:
+        from core.cli.common import print_json
+
+        print_json({"checkpoint": loaded.source, "tokens": len(ids), "loss_nats_per_token": loss})
+    else:
+        print(f"{loaded.source}: mean next-token loss {loss:.4f} nats/token over {len(ids) - 1:,} predictions")
+    return 0

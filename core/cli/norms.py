@@ -1,0 +1,152 @@
+"""`norms` and `budget`: residual-stream and gradient norms through a deep stack; a model's compute and memory bill."""
+
+from __future__ import annotations
+
+import argparse
+
+from core.cli import CliError
+from core.cli.common import add_model_arguments, config_from_args, print_json, print_table
+from core.device import format_bytes
+from core.experiments.budgets import BYTES_PER_VALUE, BudgetError, compute_budget
+from core.experiments.norms import MAX_DEPTH, NormCurves, NormsError, compare_placements, norm_curves
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    norms = subparsers.add_parser(
+        "norms",
+        help="forward and gradient norms per layer of a random pre- or post-norm stack",
+        description="Build a stack of random blocks (GPT-2 initialisation), run random tokens through it, "
+        "and print per block boundary the mean per-token norm of the residual stream and the norm of "
+        "d loss / d residual from one backward pass of the next-token loss. Layer 0 is the embedding output.",
+    )
+    norms.add_argument("--depth", type=int, default=12, metavar="N", help=f"blocks, 1..{MAX_DEPTH} (default 12)")
+    norms.add_argument(
+        "--placement", choices=("pre", "post", "both"), default="pre", help="where the norm sits (default pre)"
+    )
+    norms.add_argument("--norm", choices=("layernorm", "rmsnorm"), default="layernorm", help="norm kind")
+    norms.add_argument(
+        "--residual-scaling", action="store_true", help="GPT-2's deep-stack init: residual writes / sqrt(2 * depth)"
+    )
+    norms.add_argument("--seed", type=int, default=0, help="seed of the weights and tokens (default 0)")
+    norms.add_argument("--d-model", type=int, default=64, metavar="D", help="width (default 64)")
+    norms.add_argument("--heads", type=int, default=4, metavar="H", help="attention heads (default 4)")
+    norms.add_argument("--seq", type=int, default=16, metavar="T", help="tokens per sequence (default 16)")
+    norms.add_argument("--batch", type=int, default=4, metavar="B", help="sequences (default 4)")
+    norms.add_argument("--json", action="store_true", help="print JSON")
+    norms.set_defaults(run=run_norms)
+
+    budget = subparsers.add_parser(
+        "budget",
+        help="training and inference FLOPs per token, weight memory and KV cache of a model",
+        description="Compute and memory arithmetic from the parameter count: 6N training FLOPs per token, "
+        "2N + 2 * layers * T * d_attn inference FLOPs per token, weights and KV cache in fp32 / bf16 / int8.",
+    )
+    add_model_arguments(budget, default_preset=None)
+    budget.add_argument(
+        "--seq", type=int, metavar="T", help="context length for the attention FLOPs (default: the full context)"
+    )
+    budget.add_argument("--json", action="store_true", help="print JSON")
+    budget.set_defaults(run=run_budget)
+
+
+def _curves_dict(curves: NormCurves) -> dict:
+    return {
+        "label": curves.label,
+        "depth": curves.depth,
+        "placement": curves.placement,
+        "norm": curves.norm,
+        "residual_scaling": curves.residual_scaling,
+        "d_model": curves.d_model,
+        "seed": curves.seed,
+        "loss": curves.loss,
+        "layers": curves.layers.tolist(),
+        "forward_norms": curves.forward_norms.tolist(),
+        "gradient_norms": curves.gradient_norms.tolist(),
+    }
+
+
+def run_norms(args: argparse.Namespace) -> int:
+    settings = dict(
+        depth=args.depth,
+        norm=args.norm,
+        seed=args.seed,
+        d_model=args.d_model,
+        n_heads=args.heads,
+        seq=args.seq,
+        batch=args.batch,
+        residual_scaling=args.residual_scaling,
+    )
+    try:
+        if args.placement == "both":
+            comparison = compare_placements(**settings)
+            curves = [comparison.pre, comparison.post]
+        else:
+            curves = [norm_curves(placement=args.placement, **settings)]
+    except NormsError as error:
+        raise CliError(str(error)) from None
+    if args.json:
+        print_json(_curves_dict(curves[0]) if len(curves) == 1 else {c.placement: _curves_dict(c) for c in curves})
+        return 0
+    first = curves[0]
+    print(
+        f"{first.depth} random blocks, d_model {first.d_model}, {first.norm}"
+        f"{', residual scaling' if first.residual_scaling else ''}, seed {first.seed}; "
+        f"layer 0 = embeddings, layer l = output of block l-1"
+    )
+    print(f"forward: mean per-token ||x||; gradient: ||d loss / d x|| (loss {first.loss:.4f})")
+    header = ["layer"]
+    for c in curves:
+        header += [f"{c.placement} forward", f"{c.placement} gradient"]
+    rows = []
+    for layer in first.layers.tolist():
+        row = [str(layer)]
+        for c in curves:
+            row += [f"{c.forward_norms[layer]:.4f}", f"{c.gradient_norms[layer]:.6f}"]
+        rows.append(row)
+    print_table(rows, header, set(range(len(header))))
+    for c in curves:
+        growth = c.forward_norms[-1] / c.forward_norms[1]
+        print(
+            f"{c.placement}-norm: residual norm after block 1 {c.forward_norms[1]:.4f}, after block {c.depth} "
+            f"{c.forward_norms[-1]:.4f} (x{growth:.2f}); gradient after block 1 / after block {c.depth}: "
+            f"{c.gradient_norms[1] / c.gradient_norms[-1]:.2f}"
+        )
+    return 0
+
+
+def run_budget(args: argparse.Namespace) -> int:
+    if not (args.preset or args.config):
+        raise CliError("choose a model with --preset NAME or --config FILE")
+    config = config_from_args(args)
+    try:
+        budget = compute_budget(config, args.seq)
+    except BudgetError as error:
+        raise CliError(str(error)) from None
+    if args.json:
+        print_json(budget.as_dict())
+        return 0
+    n = budget.active_params
+    attention_layers_note = f"2 * attention layers * {budget.seq_len:,} * d_attn"
+    print(f"{budget.name}: {budget.total_params:,} parameters, N = {n:,} active per token")
+    training = budget.training_flops_per_token
+    print(f"training FLOPs per token   6N = {training:,} ({training / 1e9:.3g} GFLOP)")
+    print(
+        f"inference FLOPs per token  2N + {attention_layers_note} = {2 * n:,} + {budget.attention_flops_per_token:,} "
+        f"= {budget.inference_flops_per_token:,} ({budget.inference_flops_per_token / 1e9:.3g} GFLOP)"
+    )
+    rows = [
+        [
+            dtype,
+            f"{BYTES_PER_VALUE[dtype]}",
+            format_bytes(budget.weight_bytes[dtype]),
+            f"{budget.kv_cache_bytes_per_token[dtype]:,} B ({format_bytes(budget.kv_cache_bytes_per_token[dtype])})",
+            format_bytes(budget.kv_cache_bytes_full_context[dtype]),
+        ]
+        for dtype in BYTES_PER_VALUE
+    ]
+    print_table(
+        rows,
+        ["dtype", "bytes", "weights", "KV cache per token", f"KV cache at {budget.context_length:,} tokens"],
+        {1, 2, 3, 4},
+    )
+    return 0

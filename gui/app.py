@@ -1,0 +1,148 @@
+"""Start the desktop app: the window is on screen first, then torch loads behind it on the worker.
+
+    python main.py [gui] [--device NAME] [--session FILE] [--theme NAME] [--font-scale X]
+                         [--self-test] [--screenshot FILE]
+
+Importing this module (and everything the window needs) does not import torch; the compute worker
+imports it as its first job, and the panels fill in when it is ready.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+STARTED_AT = time.time()
+TIMING_ENV = "TRANSFORMER_EXPLORER_TIMING"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="transformer-explorer gui", description="Open the Transformer Explorer window.")
+    parser.add_argument("--device", metavar="NAME", help="cpu, cuda, cuda:N or mps (default: the best present)")
+    parser.add_argument("--session", metavar="FILE", help="open a saved session")
+    parser.add_argument("--theme", choices=("light", "dark", "projector"), help="colour theme for this run")
+    parser.add_argument("--font-scale", type=float, metavar="X", help="text and plot scale for this run, e.g. 1.5")
+    parser.add_argument("--self-test", action="store_true",
+                        help="open the window, wait for torch and the model, run every panel once, exit 0 if all worked")
+    parser.add_argument("--screenshot", metavar="FILE", help="once every panel has shown a result, save the window as PNG and exit")
+    parser.add_argument("--size", metavar="WxH", help="window size in pixels, e.g. 1920x1080")
+    parser.add_argument("--timeout", type=float, default=180.0, help=argparse.SUPPRESS)
+    return parser
+
+
+def _timing(event: str) -> None:
+    if os.environ.get(TIMING_ENV):
+        print(f"timing {event} {time.time():.6f}", file=sys.stderr, flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(sys.argv[1:] if argv is None else argv)
+    headless = args.self_test or args.screenshot
+    if headless and not os.environ.get("QT_QPA_PLATFORM") and not os.environ.get("DISPLAY") and sys.platform.startswith("linux"):
+        os.environ["QT_QPA_PLATFORM"] = "offscreen"
+
+    from PySide6.QtCore import QTimer
+    from PySide6.QtGui import QIcon
+    from PySide6.QtWidgets import QApplication
+
+    from gui import APP_NAME, APP_ORGANIZATION, APP_VERSION
+
+    app = QApplication.instance() or QApplication([sys.argv[0]])
+    app.setApplicationName(APP_NAME)
+    app.setOrganizationName(APP_ORGANIZATION)
+    app.setApplicationVersion(APP_VERSION)
+    from resources import resource_path
+
+    icon = resource_path("icons", "transformer-explorer.svg")
+    if icon.exists():
+        app.setWindowIcon(QIcon(str(icon)))
+
+    from gui.errors import ErrorReporter, setup_logging
+    from gui.main_window import MainWindow
+
+    setup_logging()
+    window = MainWindow(requested_device=args.device)
+    reporter = ErrorReporter(window)
+    reporter.install()
+    if args.theme:
+        window.state.set_theme(args.theme)
+    if args.font_scale:
+        window.state.set_font_scale(args.font_scale)
+    if args.size:
+        try:
+            width, height = (int(n) for n in args.size.lower().split("x"))
+        except ValueError:
+            print(f"--size expects WIDTHxHEIGHT, e.g. 1920x1080 (got {args.size!r})", file=sys.stderr)
+            return 2
+        window.resize(width, height)
+    window.show()
+    app.processEvents()  # the first paint: the window is on screen from here on
+    _timing("window_shown")
+    window.torch_loaded.connect(lambda: _timing("torch_ready"))
+    window.model_loaded.connect(lambda: _timing("model_ready"))
+    QTimer.singleShot(0, window.start_loading)
+    if args.session:
+        # Opened once torch is ready so that its device choice can be checked against the machine.
+        window.torch_loaded.connect(lambda: window.open_session(args.session))
+
+    try:
+        if headless:
+            return _run_headless(app, window, args)
+        return app.exec()
+    finally:
+        reporter.uninstall()
+
+
+def _run_headless(app, window, args) -> int:
+    """Drive the real window to completion: every panel must show a result without an error."""
+    deadline = time.monotonic() + args.timeout
+    shown: set[str] = set()
+    failures: dict[str, str] = {}
+
+    def wait_until(condition) -> bool:
+        while not condition():
+            if time.monotonic() > deadline:
+                return False
+            app.processEvents()
+            time.sleep(0.005)
+        return True
+
+    model_problem: list[str] = []
+    window.compute.error.connect(lambda message: model_problem.append(message) if message.startswith(("building", "loading")) else None)
+    if not wait_until(lambda: (window.loaded is not None and window.panels) or model_problem):
+        print("self-test: torch and the model did not load in time", file=sys.stderr)
+        return 1
+    if model_problem:
+        print(f"self-test: {model_problem[0]}", file=sys.stderr)
+        return 1
+    for panel in window.panels:
+        panel.result_shown.connect(lambda p=panel: shown.add(p.title))
+        panel.error_shown.connect(lambda message, p=panel: failures.__setitem__(p.title, message))
+    for panel in window.panels:
+        window.tabs.setCurrentWidget(panel)
+        panel.refresh()
+        if not wait_until(lambda p=panel: p.title in shown or p.title in failures):
+            failures.setdefault(panel.title, "no result in time")
+    wait_until(lambda: not window.compute.busy)
+    if args.screenshot:
+        window.tabs.setCurrentIndex(0)
+        app.processEvents()
+        if not window.grab().save(args.screenshot, "PNG"):
+            print(f"could not write {args.screenshot}", file=sys.stderr)
+            return 1
+    window.close()
+    if failures:
+        for title, message in failures.items():
+            print(f"self-test: {title}: {message}", file=sys.stderr)
+        return 1
+    if args.self_test:
+        print(f"self-test passed: torch {window.runtime.torch_version if window.runtime else '?'} on {window.state.device}, "
+              f"{len(window.panels)} panel(s) computed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

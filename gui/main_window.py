@@ -1,0 +1,537 @@
+"""The main window: panels as tabs, the model sidebar as a dock, menus, and a status bar that shows
+the device, the model and what the compute worker is doing."""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QKeySequence
+from PySide6.QtWidgets import (
+    QApplication,
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QDockWidget,
+    QFileDialog,
+    QFormLayout,
+    QLabel,
+    QMainWindow,
+    QMessageBox,
+    QProgressBar,
+    QSpinBox,
+    QTabWidget,
+    QToolButton,
+    QWidget,
+)
+
+from core.params import parameter_breakdown
+from gui import APP_NAME, theme
+from gui.compute import ComputeController
+from gui.model_loader import LoadedModel, TorchRuntime, load_model, load_torch, versions
+from gui.session import Session, SessionError, read_session, write_session
+from gui.state import LabState
+from gui.widgets.config_form import ModelSidebar
+
+if TYPE_CHECKING:
+    from gui.panels import Panel
+
+log = logging.getLogger("transformer_explorer.window")
+
+FONT_STEP = 1.1
+SESSION_FILTER = "Transformer Explorer session (*.json)"
+
+
+def _count(n: int) -> str:
+    for unit, size in (("B", 1e9), ("M", 1e6), ("k", 1e3)):
+        if n >= size:
+            return f"{n / size:.1f}{unit}"
+    return str(n)
+
+
+class ExportDialog(QDialog):
+    """Choose what to export (the panel or one of its plots) and the size in pixels."""
+
+    def __init__(self, targets: list[tuple[str, Any]], parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Export for slides")
+        form = QFormLayout(self)
+        self.target_combo = QComboBox()
+        self.target_combo.addItems([label for label, _ in targets])
+        form.addRow("what", self.target_combo)
+        self.width_spin = QSpinBox()
+        self.width_spin.setRange(16, 16384)
+        self.width_spin.setValue(1920)
+        self.height_spin = QSpinBox()
+        self.height_spin.setRange(16, 16384)
+        self.height_spin.setValue(1080)
+        form.addRow("width (px)", self.width_spin)
+        form.addRow("height (px)", self.height_spin)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel)
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        form.addRow(buttons)
+
+
+class MainWindow(QMainWindow):
+    """Builds one panel per entry of PANEL_CLASSES around one LabState and one ComputeController."""
+
+    torch_loaded = Signal()
+    model_loaded = Signal()
+
+    def __init__(
+        self,
+        state: LabState | None = None,
+        compute: ComputeController | None = None,
+        requested_device: str | None = None,
+        settings: QSettings | None = None,
+    ) -> None:
+        super().__init__()
+        self.setObjectName("main-window")
+        self.setWindowTitle(APP_NAME)
+        self.state = state or LabState(self)
+        self.compute = compute or ComputeController(self, torch_threads=max(1, (os.cpu_count() or 2) - 1))
+        self.settings_store = settings or QSettings()
+        self.requested_device = requested_device
+        self.runtime: TorchRuntime | None = None
+        self.loaded: LoadedModel | None = None
+        self.session_path: Path | None = None
+        self.message_boxes: list[QMessageBox] = []
+        # Before any panel connects, so the application theme is set before panels re-style.
+        self.state.changed.connect(self._on_state_changed)
+
+        self.tabs = QTabWidget()
+        self.tabs.setObjectName("panel-tabs")
+        self.tabs.setDocumentMode(True)
+        self.panels: list[Panel] = []
+        # Panels (and pyqtgraph behind them) are built once the window is on screen; see build_panels.
+        self._placeholder = QLabel("Loading the panels...")
+        self._placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.tabs.addTab(self._placeholder, "Transformer Explorer")
+        self.setCentralWidget(self.tabs)
+
+        self.sidebar = ModelSidebar(self.state)
+        self.sidebar_dock = QDockWidget("Model", self)
+        self.sidebar_dock.setObjectName("model-dock")
+        self.sidebar_dock.setWidget(self.sidebar)
+        self.sidebar_dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetMovable | QDockWidget.DockWidgetFeature.DockWidgetClosable)
+        self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, self.sidebar_dock)
+
+        self._model_timer = QTimer(self)
+        self._model_timer.setSingleShot(True)
+        self._model_timer.setInterval(0)
+        self._model_timer.timeout.connect(self.request_model)
+
+        self._build_status_bar()
+        self._build_menus()
+        self.compute.busy_changed.connect(self._on_busy_changed)
+        self.compute.progress.connect(self._on_progress)
+        self.compute.error.connect(lambda message: self.statusBar().showMessage(message, 10000))
+        self._restore_preferences()
+        self._update_model_label()
+
+    # ---- construction --------------------------------------------------------------------------
+    def _build_status_bar(self) -> None:
+        bar = self.statusBar()
+        self.device_label = QLabel("device: (loading torch)")
+        self.device_label.setObjectName("status-device")
+        self.model_label = QLabel("")
+        self.model_label.setObjectName("status-model")
+        self.busy_label = QLabel("")
+        self.busy_label.setObjectName("status-busy")
+        self.progress_bar = QProgressBar()
+        self.progress_bar.setMaximumWidth(140)
+        self.progress_bar.setTextVisible(False)
+        self.progress_bar.hide()
+        self.cancel_button = QToolButton()
+        self.cancel_button.setText("Cancel")
+        self.cancel_button.setToolTip("Cancel the running computation (Esc)")
+        self.cancel_button.clicked.connect(lambda: self.compute.cancel())
+        self.cancel_button.hide()
+        for widget in (self.busy_label, self.progress_bar, self.cancel_button, self.model_label, self.device_label):
+            bar.addPermanentWidget(widget)
+
+    def _action(self, menu, text: str, slot, shortcut: QKeySequence | str | list | None = None, tip: str = "") -> QAction:
+        action = QAction(text, self)
+        if isinstance(shortcut, list):
+            action.setShortcuts(shortcut)
+        elif shortcut is not None:
+            action.setShortcut(QKeySequence(shortcut))
+        if tip:
+            action.setStatusTip(tip)
+        action.triggered.connect(slot)
+        menu.addAction(action)
+        self.addAction(action)  # shortcuts also work in full screen without a menu bar
+        return action
+
+    def _build_menus(self) -> None:
+        menus = self.menuBar()
+        file_menu = menus.addMenu("&File")
+        self._action(file_menu, "&Open session...", self.open_session_dialog, QKeySequence.StandardKey.Open)
+        self._action(file_menu, "&Save session", self.save_session_dialog, QKeySequence.StandardKey.Save)
+        self._action(file_menu, "Save session &as...", lambda: self.save_session_dialog(ask=True), QKeySequence("Ctrl+Shift+S"))
+        file_menu.addSeparator()
+        self._action(file_menu, "&Export current panel...", self.export_dialog, QKeySequence("Ctrl+E"), "PNG or SVG at a chosen size")
+        file_menu.addSeparator()
+        self._action(file_menu, "&Quit", self.close, QKeySequence.StandardKey.Quit)
+
+        edit_menu = menus.addMenu("&Edit")
+        undo = self.state.undo_stack.createUndoAction(self, "&Undo")
+        undo.setShortcut(QKeySequence.StandardKey.Undo)
+        redo = self.state.undo_stack.createRedoAction(self, "&Redo")
+        redo.setShortcuts([QKeySequence.StandardKey.Redo, QKeySequence("Ctrl+Shift+Z")])
+        edit_menu.addAction(undo)
+        edit_menu.addAction(redo)
+        self.addActions([undo, redo])
+
+        view_menu = menus.addMenu("&View")
+        self.panels_menu = view_menu.addMenu("&Panels")
+        self.sidebar_action = self.sidebar_dock.toggleViewAction()
+        self.sidebar_action.setText("Model sidebar")
+        self.sidebar_action.setShortcut(QKeySequence("Ctrl+B"))
+        view_menu.addAction(self.sidebar_action)
+        theme_menu = view_menu.addMenu("&Theme")
+        self.theme_actions: dict[str, QAction] = {}
+        group = QActionGroup(self)
+        for name, spec in theme.THEMES.items():
+            action = QAction(spec.label, self, checkable=True)
+            action.triggered.connect(lambda _=False, n=name: self.state.set_theme(n))
+            group.addAction(action)
+            theme_menu.addAction(action)
+            self.theme_actions[name] = action
+        view_menu.addSeparator()
+        self._action(view_menu, "Larger text", lambda: self.scale_fonts(FONT_STEP), [QKeySequence("Ctrl+="), QKeySequence("Ctrl++")])
+        self._action(view_menu, "Smaller text", lambda: self.scale_fonts(1 / FONT_STEP), QKeySequence("Ctrl+-"))
+        self._action(view_menu, "Normal text size", lambda: self.state.set_font_scale(1.0), QKeySequence("Ctrl+0"))
+        self._action(view_menu, "&Full screen", self.toggle_full_screen, QKeySequence("F11"))
+
+        model_menu = menus.addMenu("&Model")
+        self.device_menu = model_menu.addMenu("&Device")
+        self.device_group = QActionGroup(self)
+        self.device_actions: dict[str, QAction] = {}
+        self._action(model_menu, "&Rebuild model", self.request_model, QKeySequence("Ctrl+R"))
+        self._action(model_menu, "&Cancel computation", lambda: self.compute.cancel(), QKeySequence("Esc"))
+
+        help_menu = menus.addMenu("&Help")
+        self._action(help_menu, "&About", self.show_about)
+
+    # ---- start-up ------------------------------------------------------------------------------
+    def start_loading(self) -> None:
+        """Import torch on the worker, then build the panels here while it loads; the window already shows."""
+        threads = max(1, (os.cpu_count() or 2) - 1)
+        requested = self.requested_device
+        self.compute.submit("startup", lambda: load_torch(requested, threads), self._on_torch_loaded, "loading torch",
+                            on_error=self._on_torch_failed, cancellable=False)
+        self.build_panels()
+
+    def build_panels(self) -> None:
+        """Create one panel per entry of PANEL_CLASSES (once); they compute when torch is ready."""
+        if self.panels:
+            return
+        from gui.panels import PANEL_CLASSES
+
+        theme.configure_pyqtgraph()
+        self.tabs.removeTab(self.tabs.indexOf(self._placeholder))
+        self._placeholder.deleteLater()
+        for index, panel_class in enumerate(PANEL_CLASSES):
+            panel = panel_class(self.state, self.compute)
+            self.panels.append(panel)
+            self.tabs.addTab(panel, panel.title)
+            shortcut = panel.shortcut or (f"Ctrl+{index + 1}" if index < 9 else None)
+            action = self._action(self.panels_menu, panel.title, lambda _=False, p=panel: self.tabs.setCurrentWidget(p), shortcut)
+            if shortcut:
+                self.tabs.setTabToolTip(index, f"{panel.title} ({action.shortcut().toString()})")
+        try:
+            self.tabs.setCurrentIndex(int(self.settings_store.value("view/panel", 0)))
+        except (TypeError, ValueError):
+            pass
+        if self.state.torch_ready:
+            for panel in self.panels:
+                panel.schedule_refresh()
+
+    def _on_torch_loaded(self, runtime: TorchRuntime) -> None:
+        self.runtime = runtime
+        for name in runtime.devices:
+            action = QAction(name, self, checkable=True)
+            action.triggered.connect(lambda _=False, n=name: self.state.set_device(n))
+            self.device_group.addAction(action)
+            self.device_menu.addAction(action)
+            self.device_actions[name] = action
+        self.state.set_tokenizer(runtime.tokenizer)
+        self.state.set("device", runtime.device, undoable=False)
+        if runtime.device_message:
+            self.statusBar().showMessage(runtime.device_message, 10000)
+        self._update_device_label()
+        self.state.set_torch_ready(True)
+        self.torch_loaded.emit()
+        self.request_model()
+
+    def _on_torch_failed(self, message: str) -> None:
+        self.device_label.setText("torch failed to load")
+        self._show_message("torch could not be loaded", f"{message}\n\nThe panels need torch; check the installation.")
+
+    def request_model(self) -> None:
+        if not self.state.torch_ready:
+            return
+        config, seed, device = self.state.config, self.state.seed, self.state.device
+        self.compute.submit("model", lambda: load_model(config, seed, device), self._on_model_loaded,
+                            f"building {config.name}", on_error=self._on_model_failed, cancellable=False)
+
+    def _on_model_loaded(self, loaded: LoadedModel) -> None:
+        previous = (self.loaded, self.state.model)
+        self.loaded = loaded
+        if loaded.message:
+            self.statusBar().showMessage(loaded.message, 10000)
+        if loaded.tokenizer is not None and loaded.tokenizer.vocab_size == loaded.config.vocab_size:
+            self.state.set_tokenizer(loaded.tokenizer)
+        self.state.set_model(loaded.model)
+        self.compute.dispose(*previous)
+        del previous
+        self._update_model_label()
+        self.model_loaded.emit()
+
+    def _on_model_failed(self, message: str) -> None:
+        previous = (self.loaded, self.state.model)
+        self.loaded = None
+        self.state.set_model(None)
+        self.compute.dispose(*previous)
+        del previous
+        self._update_model_label(problem=message)
+
+    # ---- state ---------------------------------------------------------------------------------
+    def _on_state_changed(self, field: str) -> None:
+        if field in ("config", "seed", "device"):
+            self._update_model_label()
+            self._update_device_label()
+            self._model_timer.start()
+        elif field in ("theme", "font_scale"):
+            self._apply_theme()
+
+    def _apply_theme(self) -> None:
+        app = QApplication.instance()
+        theme.apply_theme(app, self.state.theme, self.state.font_scale)
+        action = self.theme_actions.get(self.state.theme)
+        if action is not None:
+            action.setChecked(True)
+        self.statusBar().showMessage(f"{theme.current().label} theme, text at {self.state.font_scale:.0%}", 3000)
+
+    def _update_model_label(self, problem: str = "") -> None:
+        config = self.state.config
+        total = parameter_breakdown(config).total
+        source = ""
+        if self.loaded is not None and self.loaded.config == config:
+            source = f", {self.loaded.source}"
+        elif self.state.torch_ready and not problem:
+            source = ", building..."
+        text = f"{config.name}: {_count(total)} parameters{source}"
+        self.model_label.setText(f"{text} ({problem})" if problem else text)
+        self.model_label.setToolTip(problem or f"{total:,} parameters; {config.n_layers} layers, d_model {config.d_model}")
+        self.setWindowTitle(f"{APP_NAME} - {config.name}")
+
+    def _update_device_label(self) -> None:
+        if not self.state.torch_ready and self.runtime is None:
+            return
+        device = self.state.device
+        self.device_label.setText(f"device: {device}")
+        action = self.device_actions.get(device)
+        if action is not None:
+            action.setChecked(True)
+
+    def _on_busy_changed(self, busy: bool, name: str) -> None:
+        self.busy_label.setText(f"{name}..." if busy else "")
+        self.progress_bar.setVisible(busy)
+        self.cancel_button.setVisible(busy)
+        if busy:
+            self.progress_bar.setRange(0, 0)  # indeterminate until the job reports progress
+
+    def _on_progress(self, fraction: float, text: str) -> None:
+        self.progress_bar.setRange(0, 1000)
+        self.progress_bar.setValue(round(fraction * 1000))
+        if text:
+            self.busy_label.setText(text)
+
+    # ---- view ----------------------------------------------------------------------------------
+    def scale_fonts(self, factor: float) -> None:
+        self.state.set_font_scale(self.state.font_scale * factor)
+
+    def toggle_full_screen(self) -> None:
+        if self.isFullScreen():
+            self.showNormal()
+        else:
+            self.showFullScreen()
+
+    def current_panel(self) -> Panel:
+        return self.tabs.currentWidget()  # type: ignore[return-value]
+
+    def panel(self, title: str) -> Panel:
+        for panel in self.panels:
+            if panel.title == title:
+                return panel
+        raise KeyError(title)
+
+    # ---- export --------------------------------------------------------------------------------
+    def export_dialog(self) -> None:
+        panel = self.current_panel()
+        targets = panel.export_targets()
+        dialog = ExportDialog(targets, self)
+        if dialog.exec() != QDialog.DialogCode.Accepted:
+            return
+        label, target = targets[dialog.target_combo.currentIndex()]
+        start = str(Path(self.settings_store.value("export/dir", str(Path.home()))) / f"{label}.png")
+        path, _ = QFileDialog.getSaveFileName(self, "Export", start, "PNG image (*.png);;SVG drawing (*.svg)")
+        if not path:
+            return
+        self.export_target(target, path, dialog.width_spin.value(), dialog.height_spin.value())
+
+    def export_target(self, target: Any, path: str | Path, width: int = 1920, height: int = 1080) -> Path | None:
+        from gui.widgets.export import ExportError, export
+
+        try:
+            written = export(target, path, width, height)
+        except ExportError as error:
+            self._show_message("Export failed", str(error))
+            return None
+        self.settings_store.setValue("export/dir", str(Path(path).parent))
+        self.statusBar().showMessage(f"exported {written}", 5000)
+        return written
+
+    # ---- sessions ------------------------------------------------------------------------------
+    def current_session(self) -> Session:
+        state = self.state
+        return Session(
+            config=state.config,
+            seed=state.seed,
+            text=state.text,
+            tokens=tuple(state.tokens),
+            device=state.device,
+            selected_layer=state.selected_layer,
+            selected_head=state.selected_head,
+            panels={panel.title: panel.settings() for panel in self.panels},
+        )
+
+    def save_session(self, path: str | Path) -> bool:
+        try:
+            write_session(path, self.current_session())
+        except SessionError as error:
+            self._show_message("Could not save the session", str(error))
+            return False
+        self.session_path = Path(path)
+        self.settings_store.setValue("session/dir", str(Path(path).parent))
+        self.statusBar().showMessage(f"saved {path}", 5000)
+        return True
+
+    def open_session(self, path: str | Path) -> str | None:
+        """Apply a session file; returns None on success or the message shown (nothing changed)."""
+        try:
+            session = read_session(path)
+        except SessionError as error:
+            self._show_message("Could not open the session", str(error))
+            return str(error)
+        self.apply_session(session)
+        self.session_path = Path(path)
+        self.settings_store.setValue("session/dir", str(Path(path).parent))
+        self.statusBar().showMessage(f"opened {path}", 5000)
+        return None
+
+    def apply_session(self, session: Session) -> None:
+        state = self.state
+        state.undo_stack.beginMacro("open session")
+        try:
+            state.set_config(session.config)
+            state.set_seed(session.seed)
+            state.set_text(session.text)
+            state.set_selected_layer(session.selected_layer)
+            state.set_selected_head(session.selected_head)
+            if session.device and (self.runtime is None or session.device in self.runtime.devices):
+                state.set_device(session.device)
+            elif session.device:
+                self.statusBar().showMessage(f"the session used {session.device}, which this machine lacks; staying on {state.device}", 10000)
+        finally:
+            state.undo_stack.endMacro()
+        if session.tokens is not None and list(session.tokens) != state.tokens:
+            state.set_tokens(list(session.tokens))
+        for panel in self.panels:
+            settings = session.panels.get(panel.title)
+            if isinstance(settings, dict):
+                try:
+                    panel.restore_settings(settings)
+                except Exception:  # one panel's stale settings must not block the session
+                    log.warning("panel %r could not restore its settings", panel.title, exc_info=True)
+
+    def open_session_dialog(self) -> None:
+        start = str(self.settings_store.value("session/dir", str(Path.home())))
+        path, _ = QFileDialog.getOpenFileName(self, "Open session", start, SESSION_FILTER)
+        if path:
+            self.open_session(path)
+
+    def save_session_dialog(self, ask: bool = False) -> None:
+        path: str | Path | None = self.session_path
+        if ask or path is None:
+            start = str(Path(self.settings_store.value("session/dir", str(Path.home()))) / "session.json")
+            path, _ = QFileDialog.getSaveFileName(self, "Save session", start, SESSION_FILTER)
+        if path:
+            self.save_session(path)
+
+    # ---- dialogs -------------------------------------------------------------------------------
+    def _show_message(self, title: str, text: str) -> QMessageBox:
+        box = QMessageBox(QMessageBox.Icon.Warning, title, text, QMessageBox.StandardButton.Ok, self)
+        self.message_boxes = [b for b in self.message_boxes if b.isVisible()] + [box]
+        box.open()  # non-blocking: the worker's results keep arriving behind it
+        return box
+
+    def about_text(self) -> str:
+        info = versions()
+        device = self.state.device if self.state.torch_ready else "(torch still loading)"
+        lines = "".join(f"<tr><td>{name}</td><td>{value}</td></tr>" for name, value in info.items())
+        return (
+            f"<h3>{APP_NAME}</h3><p>Take a Transformer apart and watch each claim about it hold.</p>"
+            f"<table>{lines}<tr><td>device</td><td>{device}</td></tr></table>"
+        )
+
+    def show_about(self) -> QMessageBox:
+        box = QMessageBox(QMessageBox.Icon.Information, f"About {APP_NAME}", self.about_text(), QMessageBox.StandardButton.Ok, self)
+        box.setTextFormat(Qt.TextFormat.RichText)
+        self.message_boxes = [b for b in self.message_boxes if b.isVisible()] + [box]
+        box.open()
+        return box
+
+    # ---- preferences ---------------------------------------------------------------------------
+    def _restore_preferences(self) -> None:
+        store = self.settings_store
+        geometry = store.value("window/geometry")
+        if isinstance(geometry, QByteArray):
+            self.restoreGeometry(geometry)
+        else:
+            self.resize(1400, 900)
+        layout = store.value("window/state")
+        if isinstance(layout, QByteArray):
+            self.restoreState(layout)
+        name = store.value("view/theme", theme.DEFAULT_THEME)
+        try:
+            scale = float(store.value("view/font_scale", 1.0))
+        except (TypeError, ValueError):
+            scale = 1.0
+        self.state.set_theme(name if name in theme.THEMES else theme.DEFAULT_THEME)
+        self.state.set_font_scale(scale)
+        self._apply_theme()
+
+    def save_preferences(self) -> None:
+        store = self.settings_store
+        store.setValue("window/geometry", self.saveGeometry())
+        store.setValue("window/state", self.saveState())
+        store.setValue("view/theme", self.state.theme)
+        store.setValue("view/font_scale", self.state.font_scale)
+        if self.panels:
+            store.setValue("view/panel", self.tabs.currentIndex())
+        store.sync()
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        self.save_preferences()
+        self.compute.shutdown()
+        super().closeEvent(event)
+
+
+__all__ = ["MainWindow", "ExportDialog"]

@@ -1,0 +1,138 @@
+"""Building the model the lab works on. Runs on the compute worker only (it imports torch).
+
+The bundled trained model of a preset replaces random weights when core.checkpoints offers one;
+everything else is `Transformer.from_seed(config, seed)`. Switching that policy is one edit here.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+from core.config import ModelConfig
+from core.presets import PRESETS
+
+log = logging.getLogger("transformer_explorer.model")
+
+# Above this many parameters the lab does not build real weights (a meta model still counts them).
+MAX_INTERACTIVE_PARAMETERS = 400_000_000
+
+
+class ModelTooLargeError(MemoryError):
+    """A config with more parameters than the lab builds real weights for."""
+
+
+@dataclass(frozen=True)
+class LoadedModel:
+    model: Any  # core.model.Transformer, eval mode, on `device`
+    config: ModelConfig
+    device: str
+    source: str  # "bundled" or "random (seed N)"
+    parameters: int
+    message: str = ""  # e.g. why a requested device was not used
+    tokenizer: Any = None  # the bundled model's own tokenizer, when it has one
+
+
+@dataclass(frozen=True)
+class TorchRuntime:
+    torch_version: str
+    devices: tuple[str, ...]
+    device: str
+    device_message: str
+    tokenizer: Any
+
+
+def load_torch(requested_device: str | None, threads: int | None = None) -> TorchRuntime:
+    """Import torch (the slow part of start-up), pick the device and build the corpus tokenizer."""
+    import torch
+
+    from core.device import available_devices, choose_device
+    from core.tokenizers import CharTokenizer
+    from resources import resource_path
+
+    if threads is not None:
+        torch.set_num_threads(threads)
+    choice = choose_device(requested_device)
+    corpus = resource_path("tinyshakespeare.txt").read_text(encoding="utf-8")
+    return TorchRuntime(
+        torch_version=torch.__version__,
+        devices=tuple(available_devices()),
+        device=str(choice.device),
+        device_message=choice.message or "",
+        tokenizer=CharTokenizer.from_text(corpus),
+    )
+
+
+def _load_bundled(name: str) -> Any | None:
+    try:
+        from core import checkpoints
+    except ImportError:
+        return None
+    loader = getattr(checkpoints, "load_bundled", None) or getattr(checkpoints, "load_bundled_model", None)
+    if loader is None:
+        return None
+    listing = getattr(checkpoints, "bundled_model_names", None)
+    try:
+        if listing is not None and name not in listing():
+            return None
+        return loader(name)
+    except Exception:  # a missing or damaged bundle falls back to random weights
+        log.warning("bundled model %r could not be loaded", name, exc_info=True)
+        return None
+
+
+def load_model(config: ModelConfig, seed: int, device: str) -> LoadedModel:
+    """The bundled model for an unedited preset that has one, else random weights from the seed."""
+    from core.device import choose_device
+    from core.model import Transformer, count_parameters
+    from core.params import parameter_breakdown
+
+    total = parameter_breakdown(config).total
+    if total > MAX_INTERACTIVE_PARAMETERS:
+        raise ModelTooLargeError(
+            f"{config.name} has {total:,} parameters; the lab builds real weights up to "
+            f"{MAX_INTERACTIVE_PARAMETERS:,} (shape and parameter views still work)"
+        )
+    choice = choose_device(device)
+    model = None
+    tokenizer = None
+    source = f"random (seed {seed})"
+    if PRESETS.get(config.name) == config and os.environ.get("TRANSFORMER_EXPLORER_NO_BUNDLED") != "1":
+        bundled = _load_bundled(config.name)
+        model = getattr(bundled, "model", bundled)
+        if model is not None and getattr(model, "config", None) == config:
+            source = "bundled (trained)"
+            tokenizer = getattr(bundled, "tokenizer", None)
+        else:
+            model = None
+    if model is None:
+        model = Transformer.from_seed(config, seed=seed, device=choice.device)
+    else:
+        model = model.to(choice.device).eval()
+    return LoadedModel(model, config, str(choice.device), source, count_parameters(model), choice.message or "", tokenizer)
+
+
+def versions() -> dict[str, str]:
+    """Versions for the About dialog; torch only if it is already imported (never imports it here)."""
+    from PySide6 import __version__ as pyside_version
+    from PySide6.QtCore import qVersion
+
+    import pyqtgraph
+
+    from gui import APP_VERSION
+
+    torch = sys.modules.get("torch")
+    return {
+        "Transformer Explorer": APP_VERSION,
+        "Python": sys.version.split()[0],
+        "torch": getattr(torch, "__version__", "loading..."),
+        "Qt": qVersion(),
+        "PySide6": pyside_version,
+        "pyqtgraph": pyqtgraph.__version__,
+    }
+
+
+__all__ = ["ModelTooLargeError", "LoadedModel", "TorchRuntime", "load_torch", "load_model", "versions", "MAX_INTERACTIVE_PARAMETERS"]

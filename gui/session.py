@@ -1,0 +1,152 @@
+"""Sessions: the lab's state (config, seed, text and tokens, selection, panel settings) as JSON.
+
+Reading validates the whole file before anything is applied, so a corrupt or foreign file gives
+one clear message and changes nothing. Writing goes to a temporary file in the same folder and is
+moved into place with os.replace, so a crash mid-write never leaves a truncated session.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from core.config import ConfigError, ModelConfig
+
+# The process umask, read once (os.umask can only be read by setting it).
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
+SESSION_FORMAT = "transformer-explorer-session"
+SESSION_VERSION = 1
+MAX_SESSION_BYTES = 16 * 1024 * 1024
+
+
+class SessionError(Exception):
+    """Why a session file cannot be opened or saved, in one line."""
+
+
+@dataclass(frozen=True)
+class Session:
+    config: ModelConfig
+    seed: int = 0
+    text: str = ""
+    tokens: tuple[int, ...] | None = None  # None: derive from the text
+    device: str | None = None
+    selected_layer: int = 0
+    selected_head: int = 0
+    panels: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": SESSION_FORMAT,
+            "version": SESSION_VERSION,
+            "config": self.config.to_dict(),
+            "seed": self.seed,
+            "text": self.text,
+            "tokens": list(self.tokens) if self.tokens is not None else None,
+            "device": self.device,
+            "selected_layer": self.selected_layer,
+            "selected_head": self.selected_head,
+            "panels": self.panels,
+        }
+
+
+def _int(data: dict, key: str, default: int, low: int = 0) -> int:
+    value = data.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise SessionError(f"'{key}' must be a whole number of at least {low}, got {value!r}")
+    return value
+
+
+def parse_session(data: Any) -> Session:
+    """Validate JSON data as a session; raises SessionError naming the first problem."""
+    if not isinstance(data, dict) or data.get("format") != SESSION_FORMAT:
+        raise SessionError("this is not a Transformer Explorer session file")
+    version = data.get("version")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise SessionError("the session has no version number")
+    if version > SESSION_VERSION:
+        raise SessionError(f"the session was written by a newer version (format {version}); this app reads format {SESSION_VERSION}")
+    try:
+        config = ModelConfig.from_dict(data.get("config"))
+    except ConfigError as error:
+        raise SessionError(f"the session's model config is invalid: {error.field}: {error.message}") from None
+    seed = _int(data, "seed", 0)
+    text = data.get("text", "")
+    if not isinstance(text, str):
+        raise SessionError("'text' must be a string")
+    tokens = data.get("tokens")
+    if tokens is not None:
+        if not isinstance(tokens, list) or any(isinstance(t, bool) or not isinstance(t, int) for t in tokens):
+            raise SessionError("'tokens' must be a list of whole numbers")
+        bad = [t for t in tokens if not 0 <= t < config.vocab_size]
+        if bad:
+            raise SessionError(f"token id {bad[0]} is outside the model's vocabulary (0..{config.vocab_size - 1})")
+        if len(tokens) > config.context_length:
+            raise SessionError(f"{len(tokens)} tokens exceed the model's context length of {config.context_length}")
+        tokens = tuple(tokens)
+    device = data.get("device")
+    if device is not None and not isinstance(device, str):
+        raise SessionError("'device' must be a device name such as cpu or cuda")
+    layer = _int(data, "selected_layer", 0)
+    head = _int(data, "selected_head", 0)
+    if layer >= config.n_layers:
+        raise SessionError(f"selected layer {layer} does not exist in a {config.n_layers}-layer model")
+    if head >= config.n_heads:
+        raise SessionError(f"selected head {head} does not exist in a {config.n_heads}-head model")
+    panels = data.get("panels", {})
+    if not isinstance(panels, dict) or any(not isinstance(v, dict) for v in panels.values()):
+        raise SessionError("'panels' must map panel names to settings objects")
+    return Session(config, seed, text, tokens, device, layer, head, panels)
+
+
+def read_session(path: str | Path) -> Session:
+    path = Path(path)
+    try:
+        if path.stat().st_size > MAX_SESSION_BYTES:
+            raise SessionError(f"{path.name} is too large to be a session file")
+        raw = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SessionError(f"{path} does not exist") from None
+    except IsADirectoryError:
+        raise SessionError(f"{path} is a folder, not a session file") from None
+    except UnicodeDecodeError:
+        raise SessionError(f"{path.name} is not a text file, so it is not a session") from None
+    except OSError as error:
+        raise SessionError(f"cannot read {path}: {error.strerror or error}") from None
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as error:
+        raise SessionError(f"{path.name} is not valid JSON (line {error.lineno}: {error.msg})") from None
+    return parse_session(data)
+
+
+def write_session(path: str | Path, session: Session) -> Path:
+    """Write atomically: a temporary file in the same folder, flushed, then os.replace."""
+    path = Path(path)
+    text = json.dumps(session.to_json(), indent=2, ensure_ascii=False) + "\n"
+    try:
+        handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as error:
+        raise SessionError(f"cannot write in {path.parent}: {error.strerror or error}") from None
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            stream.write(text)
+            stream.flush()
+            os.fsync(stream.fileno())
+        # mkstemp makes owner-only files; a saved file should get the usual permissions.
+        os.chmod(temporary, 0o666 & ~_UMASK)
+        os.replace(temporary, path)
+    except OSError as error:
+        raise SessionError(f"cannot write {path}: {error.strerror or error}") from None
+    finally:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+    return path
+
+
+__all__ = ["Session", "SessionError", "parse_session", "read_session", "write_session", "SESSION_FORMAT", "SESSION_VERSION"]

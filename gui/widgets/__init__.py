@@ -1,0 +1,1 @@
+"""Reusable views: the model config form, export helpers."""

@@ -1,0 +1,136 @@
+"""A reusable heatmap: one pyqtgraph ImageItem with token tick labels, a colour bar and a hover readout.
+
+    heatmap = Heatmap(x_label="key", y_label="query")
+    heatmap.set_data(pattern, row_labels=tokens, col_labels=tokens, levels=(0.0, 1.0))
+
+Items are created once; set_data only updates them. Row 0 is drawn at the top, as in a matrix.
+NaN cells (masked positions) are left transparent so they read as "not there".
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QPointF, Signal
+from PySide6.QtGui import QFontMetrics
+from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
+
+from gui import theme
+
+
+def _visible(label: str) -> str:
+    """Whitespace tokens get a visible stand-in so that a space or newline has a tick label."""
+    return label.replace(" ", "\u2423").replace("\n", "\u21b5").replace("\t", "\u21e5") or "\u2205"
+
+
+class Heatmap(QWidget):
+    hovered = Signal(int, int, float)  # row, column, value
+    clicked = Signal(int, int)  # row, column
+
+    def __init__(self, x_label: str = "", y_label: str = "", title: str = "", value_format: str = "{:.4g}",
+                 parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.value_format = value_format
+        self.matrix = np.zeros((1, 1), dtype=np.float32)
+        self.row_labels: list[str] = []
+        self.col_labels: list[str] = []
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        self.plot = pg.PlotWidget()
+        self.plot.setMenuEnabled(False)
+        self.plot.setAspectLocked(False)
+        self.plot.invertY(True)
+        if title:
+            self.plot.setTitle(title)
+        if x_label:
+            self.plot.setLabel("bottom", x_label)
+        if y_label:
+            self.plot.setLabel("left", y_label)
+        self.image = pg.ImageItem(axisOrder="row-major")
+        self.plot.addItem(self.image)
+        self.colorbar = pg.ColorBarItem(colorMap=theme.colormap(), interactive=False, width=14)
+        self.colorbar.setImageItem(self.image, insert_in=self.plot.getPlotItem())
+        self.readout = QLabel(" ")
+        self.readout.setObjectName("heatmap-readout")
+        layout.addWidget(self.plot, 1)
+        layout.addWidget(self.readout)
+        self.plot.scene().sigMouseMoved.connect(self._mouse_moved)
+        self.plot.scene().sigMouseClicked.connect(self._mouse_clicked)
+        self.plot.getViewBox().sigResized.connect(self._update_ticks)
+        self.apply_theme()
+
+    def set_data(
+        self,
+        matrix: np.ndarray,
+        row_labels: Sequence[str] | None = None,
+        col_labels: Sequence[str] | None = None,
+        levels: tuple[float, float] | None = None,
+    ) -> None:
+        """Show a 2-D array; levels fix the colour range (e.g. (0, 1) for attention weights)."""
+        matrix = np.asarray(matrix, dtype=np.float32)
+        if matrix.ndim != 2:
+            raise ValueError(f"a heatmap shows a 2-D array, got shape {matrix.shape}")
+        self.matrix = matrix
+        rows, cols = matrix.shape
+        self.row_labels = [str(label) for label in row_labels] if row_labels is not None else [str(i) for i in range(rows)]
+        self.col_labels = [str(label) for label in col_labels] if col_labels is not None else [str(i) for i in range(cols)]
+        if levels is None:
+            finite = matrix[np.isfinite(matrix)]
+            low, high = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
+            levels = (low, high if high > low else low + 1.0)
+        self.image.setImage(matrix, autoLevels=False, levels=levels)
+        self.image.setRect(0, 0, cols, rows)
+        self.colorbar.setLevels(levels)
+        self.plot.setRange(xRange=(0, cols), yRange=(0, rows), padding=0)
+        self._update_ticks()
+
+    def _update_ticks(self) -> None:
+        """Label every cell when there is room, else every k-th, so labels never overlap."""
+        line = QFontMetrics(theme.font(0.9)).height()
+        view = self.plot.getViewBox()
+        for axis_name, labels, extent in (("left", self.row_labels, view.height()), ("bottom", self.col_labels, view.width())):
+            if not labels:
+                continue
+            widest = line if axis_name == "left" else max(line, max(QFontMetrics(theme.font(0.9)).horizontalAdvance(_visible(t)) for t in labels) + 4)
+            room = max(1, int(extent // max(1, widest)))
+            step = max(1, math.ceil(len(labels) / room))
+            ticks = [(i + 0.5, _visible(label)) for i, label in enumerate(labels) if i % step == 0]
+            self.plot.getAxis(axis_name).setTicks([ticks])
+
+    def cell_at(self, scene_pos: QPointF) -> tuple[int, int] | None:
+        point = self.plot.getViewBox().mapSceneToView(scene_pos)
+        row, col = int(math.floor(point.y())), int(math.floor(point.x()))
+        if 0 <= row < self.matrix.shape[0] and 0 <= col < self.matrix.shape[1]:
+            return row, col
+        return None
+
+    def _mouse_moved(self, scene_pos: QPointF) -> None:
+        cell = self.cell_at(scene_pos)
+        if cell is None:
+            self.readout.setText(" ")
+            return
+        row, col = cell
+        value = float(self.matrix[row, col])
+        shown = "masked" if not math.isfinite(value) else self.value_format.format(value)
+        row_label = _visible(self.row_labels[row]) if row < len(self.row_labels) else str(row)
+        col_label = _visible(self.col_labels[col]) if col < len(self.col_labels) else str(col)
+        self.readout.setText(f"row {row} '{row_label}'  x  column {col} '{col_label}':  {shown}")
+        self.hovered.emit(row, col, value)
+
+    def _mouse_clicked(self, event) -> None:
+        cell = self.cell_at(event.scenePos())
+        if cell is not None:
+            self.clicked.emit(*cell)
+
+    def apply_theme(self) -> None:
+        """Colormap, fonts and pens of the current theme (the base Panel calls this on theme changes)."""
+        theme.style_plot(self.plot)
+        self.colorbar.setColorMap(theme.colormap())
+        self.readout.setFont(theme.font(0.95))
+        self._update_ticks()
+
+
+__all__ = ["Heatmap"]

@@ -1,0 +1,91 @@
+"""`norms`, `budget` and the comparison printer behind `params --compare`."""
+
+import json
+import math
+
+import pytest
+import torch
+
+from core.cli import main
+from core.cli.compare import print_comparison
+from core.presets import get_preset
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_norms_prints_one_row_per_layer(capsys):
+    code, out, err = run(capsys, "norms", "--depth", "3", "--placement", "post", "--norm", "rmsnorm", "--seed", "2")
+    assert code == 0 and err == ""
+    lines = out.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("layer"))
+    rows = lines[header + 2 : header + 6]
+    assert [row.split()[0] for row in rows] == ["0", "1", "2", "3"]
+    assert float(rows[-1].split()[1]) == pytest.approx(math.sqrt(64), rel=1e-3)  # RMSNorm output: norm sqrt(d)
+
+
+def test_norms_json_and_both_placements(capsys):
+    code, out, _ = run(capsys, "norms", "--depth", "4", "--placement", "both", "--residual-scaling", "--json")
+    data = json.loads(out)
+    assert set(data) == {"pre", "post"}
+    assert data["pre"]["residual_scaling"] is True
+    assert len(data["post"]["forward_norms"]) == len(data["post"]["gradient_norms"]) == 5
+    code, out, _ = run(capsys, "norms", "--depth", "2", "--json")
+    assert json.loads(out)["placement"] == "pre"
+
+
+def test_budget_prints_flops_weights_and_kv_cache(capsys):
+    code, out, _ = run(capsys, "budget", "--preset", "llama3-8b")
+    assert code == 0
+    assert "131,072 B (128.0 KiB)" in out  # bf16 KV cache per token: 2 * 32 * 8 * 128 * 2 bytes
+    code, out, _ = run(capsys, "budget", "--preset", "gpt2-small", "--seq", "256", "--json")
+    data = json.loads(out)
+    assert data["training_flops_per_token"] == 6 * data["active_params"]
+    assert data["seq_len"] == 256
+
+
+def test_print_comparison_is_exercise_six(capsys):
+    assert print_comparison(get_preset("gpt2-small"), get_preset("gpt2-medium")) == 0
+    out = capsys.readouterr().out
+    share_row = next(line for line in out.splitlines() if line.startswith("FFN share of block params"))
+    assert share_row.split()[-2:] == ["66.6%", "66.6%"]
+    token_row = next(line for line in out.splitlines() if line.startswith("token embedding share"))
+    assert token_row.split()[-2] == "31.0%"
+    assert print_comparison(get_preset("gpt2-small"), get_preset("gpt2-medium"), as_json=True) == 0
+    assert json.loads(capsys.readouterr().out)["b"]["n_layers"] == 24
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["norms", "--depth", "0"],
+        ["norms", "--depth", "97"],
+        ["norms", "--placement", "sideways"],
+        ["norms", "--norm", "batchnorm"],
+        ["norms", "--d-model", "30", "--heads", "4"],
+        ["norms", "--seq", "1"],
+        ["budget"],
+        ["budget", "--preset", "gpt2-small", "--seq", "100000"],
+        ["budget", "--preset", "no-such-model"],
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(capsys, argv):
+    try:
+        code = main(argv)
+    except SystemExit as exit_:  # argparse's own choice errors
+        code = exit_.code
+    _, err = capsys.readouterr()
+    assert code == 2
+    assert len(err.strip().splitlines()) == 1
+    assert "Traceback" not in err

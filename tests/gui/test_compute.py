@@ -1,0 +1,144 @@
+"""The serial compute worker: newest request wins, stale results are dropped, errors become messages."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from gui.compute import CancelToken, ComputeController, JobCancelled
+
+
+@pytest.fixture
+def compute(qtbot):
+    controller = ComputeController()
+    yield controller
+    controller.shutdown()
+
+
+def wait_idle(qtbot, compute):
+    qtbot.waitUntil(lambda: not compute.busy, timeout=10_000)
+    qtbot.wait(20)
+
+
+def test_result_arrives_on_the_gui_thread(qtbot, compute):
+    seen = []
+    main_thread = threading.current_thread()
+    with qtbot.waitSignal(compute.result_delivered, timeout=5000):
+        compute.submit("a", lambda: threading.current_thread(), lambda worker: seen.append((worker, threading.current_thread())), "job")
+    worker, receiver = seen[0]
+    assert worker is not main_thread
+    assert receiver is main_thread
+
+
+def test_only_the_newest_pending_request_of_a_channel_runs(qtbot, compute):
+    gate = threading.Event()
+    ran, delivered = [], []
+    compute.submit("blocker", lambda: gate.wait(5), lambda _: None, "blocker")
+    for n in range(5):
+        compute.submit("panel", lambda n=n: ran.append(n) or n, delivered.append, f"job {n}")
+    gate.set()
+    wait_idle(qtbot, compute)
+    assert ran == [4]
+    assert delivered == [4]
+
+
+def test_a_stale_result_is_dropped(qtbot, compute):
+    started = threading.Event()
+    release = threading.Event()
+    delivered = []
+
+    def slow() -> str:
+        started.set()
+        release.wait(5)
+        return "old"
+
+    compute.submit("panel", slow, delivered.append, "slow")
+    assert started.wait(5)
+    compute.submit("panel", lambda: "new", delivered.append, "fast")
+    release.set()
+    wait_idle(qtbot, compute)
+    assert delivered == ["new"]
+
+
+def test_channels_do_not_supersede_each_other(qtbot, compute):
+    delivered = []
+    compute.submit("one", lambda: 1, delivered.append)
+    compute.submit("two", lambda: 2, delivered.append)
+    wait_idle(qtbot, compute)
+    assert sorted(delivered) == [1, 2]
+
+
+def test_an_exception_comes_back_as_a_message(qtbot, compute):
+    errors = []
+
+    def broken() -> None:
+        raise ValueError("d_model must be even")
+
+    with qtbot.waitSignal(compute.error, timeout=5000) as blocker:
+        compute.submit("panel", broken, lambda _: None, "broken job", on_error=errors.append)
+    assert errors == ["ValueError: d_model must be even"]
+    assert blocker.args[0] == "broken job: ValueError: d_model must be even"
+    # The worker survives the failure.
+    with qtbot.waitSignal(compute.result_delivered, timeout=5000):
+        compute.submit("panel", lambda: 1, lambda _: None)
+
+
+def test_progress_and_cancellation(qtbot, compute):
+    reports, delivered = [], []
+    compute.progress.connect(lambda fraction, text: reports.append((fraction, text)))
+
+    def long_job(token: CancelToken) -> str:
+        for step in range(1000):
+            token.report(step / 1000, f"step {step}")
+            time.sleep(0.002)
+        return "finished"
+
+    compute.submit("panel", long_job, delivered.append, "long job")
+    qtbot.waitUntil(lambda: len(reports) >= 3, timeout=5000)
+    compute.cancel()
+    wait_idle(qtbot, compute)
+    assert delivered == []
+    assert 0.0 <= reports[-1][0] < 1.0
+
+
+def test_busy_changed_names_the_running_job(qtbot, compute):
+    events = []
+    compute.busy_changed.connect(lambda busy, name: events.append((busy, name)))
+    compute.submit("panel", lambda: time.sleep(0.05), lambda _: None, "tracing shapes")
+    wait_idle(qtbot, compute)
+    assert events[0] == (True, "tracing shapes")
+    assert events[-1] == (False, "")
+
+
+def test_a_token_raises_once_cancelled(compute):
+    token = CancelToken(compute, 1, "job")
+    token.check()
+    token.cancel()
+    assert token.cancelled
+    with pytest.raises(JobCancelled):
+        token.check()
+
+
+def test_cancel_all_leaves_uncancellable_jobs_alone(qtbot, compute):
+    gate = threading.Event()
+    delivered = []
+    compute.submit("startup", lambda: gate.wait(5) and "torch", delivered.append, "loading torch", cancellable=False)
+    compute.submit("panel", lambda: "panel", delivered.append, "panel job")
+    compute.cancel()
+    gate.set()
+    wait_idle(qtbot, compute)
+    assert delivered == ["torch"]
+
+
+def test_dispose_frees_objects_on_the_worker(qtbot, compute):
+    freed_on = []
+
+    class Big:
+        def __del__(self) -> None:
+            freed_on.append(threading.current_thread())
+
+    compute.dispose(Big())
+    qtbot.waitUntil(lambda: bool(freed_on), timeout=5000)
+    assert freed_on[0] is not threading.main_thread()
