@@ -1,11 +1,14 @@
 """The longest GUI-thread stall while the compute worker runs torch work.
 
-    python bench/stall.py
+    python bench/stall.py [--all-panels]
 
 A 5 ms timer on the GUI thread records how late each tick fires while the real main window (i)
 imports torch on the worker at start-up, then (ii) builds a GPT-2-small-sized model with random
 weights, (iii) traces Mixtral-8x7B's shapes out to 32k tokens, and (iv) runs forward passes
 of the tiny model at T=256. The target is no stall over 50 ms while the worker computes.
+
+By default the window holds only the shell's own panel (tensor shapes), so the figure measures the
+shell and its worker; --all-panels adds every registered panel, and their reactions to each change.
 """
 
 from __future__ import annotations
@@ -49,15 +52,22 @@ class StallMeter:
 
 
 def main() -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(description="GUI-thread stalls while the compute worker runs")
+    parser.add_argument("--all-panels", action="store_true", help="build every registered panel, not only tensor shapes")
+    args = parser.parse_args()
+
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QApplication
 
     from core.presets import get_preset
     from gui.main_window import MainWindow
+    from gui.panels.shapes import ShapesPanel
 
     app = QApplication.instance() or QApplication([])
     settings = QSettings(str(Path(os.environ.get("TMPDIR", "/tmp")) / "transformer-explorer-bench.ini"), QSettings.Format.IniFormat)
-    window = MainWindow(settings=settings)
+    window = MainWindow(settings=settings, panel_classes=None if args.all_panels else [ShapesPanel])
     window.resize(1400, 900)
     window.show()
     app.processEvents()
@@ -86,7 +96,7 @@ def main() -> int:
     results.append(phase("build gpt2-small (124M, random)", lambda: window.state.set_config(get_preset("gpt2-small")),
                          lambda: window.loaded is not loaded_before and window.loaded is not None))
 
-    shapes = window.panels[0]
+    shapes = window.panel(ShapesPanel.title)
     shown = []
     shapes.result_shown.connect(lambda: shown.append(1))
 

@@ -33,13 +33,15 @@ def one_run() -> dict[str, float]:
         text=True,
         timeout=300,
     )
-    if result.returncode != 0:
-        raise SystemExit(f"the app failed its self-test:\n{result.stderr}")
     stamps = {}
     for line in result.stderr.splitlines():
         if line.startswith("timing "):
             _, event, stamp = line.split()
             stamps[event] = float(stamp) - launched
+    if not {"window_shown", "torch_ready", "model_ready"} <= set(stamps):
+        raise SystemExit(f"the app did not start (exit code {result.returncode}):\n{result.stderr[-2000:]}")
+    if result.returncode != 0:
+        print(f"  note: the self-test reported a problem: {result.stderr.strip().splitlines()[-1]}", file=sys.stderr)
     return stamps
 
 
@@ -56,7 +58,7 @@ def main() -> int:
     one_run()  # warm the file cache so that every measured run starts alike
     runs = [one_run() for _ in range(args.runs)]
     print(f"{args.runs} runs, seconds after launch (median / worst):")
-    for event in ("window_shown", "torch_ready", "model_ready"):
+    for event in ("qt_imported", "app_imported", "window_built", "window_shown", "torch_ready", "model_ready"):
         values = [run[event] for run in runs]
         print(f"  {event:<13} {statistics.median(values):6.3f} / {max(values):6.3f}")
     baseline = statistics.median(torch_import_seconds() for _ in range(3))

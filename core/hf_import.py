@@ -15,6 +15,7 @@ Llama   q, k, v projections are concatenated into attn.qkv. Hugging Face rotates
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -316,7 +317,7 @@ def convert_gpt2(tensors: dict[str, torch.Tensor], config: ModelConfig, where: s
 
     def ignorable(name: str) -> bool:
         # Old uploads store the causal mask buffers (attn.bias, attn.masked_bias) as tensors.
-        return name.endswith(("attn.bias", "attn.masked_bias")) and name.startswith("h.")
+        return re.fullmatch(r"h\.\d+\.attn\.(bias|masked_bias)", name) is not None
 
     source.finish(ignorable)
     return state

@@ -25,6 +25,7 @@ from core.model import Transformer
 from core.tokenizers import CharTokenizer
 
 VALIDATION_FRACTION = 0.1  # the last tenth of the corpus is held out
+CHECK_PREDICTIONS = 16384  # the validation split's first predictions, re-scored in a second by the tests
 
 # How the bundled models were trained (`main.py train --preset NAME` uses these by default): about
 # 9.8M characters each (about ten passes over the training split). bfloat16 autocast made a step about
@@ -92,6 +93,7 @@ class TrainResult:
     loss_history: list[tuple[int, float]] = field(default_factory=list)  # (step, training loss of that batch)
     val_history: list[tuple[int, float]] = field(default_factory=list)  # (step, estimate on eval_windows windows)
     final_val_loss: float = float("nan")  # nats/char over the WHOLE validation split (see evaluate_loss)
+    check_loss: float = float("nan")  # nats/char over the first CHECK_PREDICTIONS predictions of that split
     steps_done: int = 0
     wall_time_s: float = 0.0
     tokens_per_s: float = 0.0
@@ -110,6 +112,7 @@ class TrainResult:
             "val_loss_method": "mean next-character loss over the whole validation split (last 10% of the "
             "corpus), non-overlapping windows of the context length",
             "val_history": [[step, loss] for step, loss in self.val_history],
+            "check_loss": {"predictions": CHECK_PREDICTIONS, "loss": self.check_loss},
             "torch_version": torch.__version__,
         }
 
@@ -248,6 +251,7 @@ def train(
     result.tokens_per_s = result.steps_done * tokens_per_step / max(train_time, 1e-9)
     model.eval()
     result.final_val_loss = evaluate_loss(model, val_ids)
+    result.check_loss = evaluate_loss(model, val_ids[: CHECK_PREDICTIONS + 1])
     result.val_history.append((result.steps_done, result.final_val_loss))
     return result
 
@@ -358,6 +362,7 @@ def generate(
 
 __all__ = [
     "BUNDLED_RECIPES",
+    "CHECK_PREDICTIONS",
     "DEFAULT_RECIPE",
     "VALIDATION_FRACTION",
     "TrainResult",

@@ -13,7 +13,6 @@ import argparse
 import os
 import sys
 import time
-from pathlib import Path
 
 STARTED_AT = time.time()
 TIMING_ENV = "TRANSFORMER_EXPLORER_TIMING"
@@ -40,6 +39,15 @@ def _timing(event: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(sys.argv[1:] if argv is None else argv)
+    size = None
+    if args.size:
+        try:
+            size = tuple(int(n) for n in args.size.lower().split("x"))
+            if len(size) != 2 or min(size) < 100:
+                raise ValueError
+        except ValueError:
+            print(f"--size expects WIDTHxHEIGHT of at least 100x100, e.g. 1920x1080 (got {args.size!r})", file=sys.stderr)
+            return 2
     headless = args.self_test or args.screenshot
     if headless and not os.environ.get("QT_QPA_PLATFORM") and not os.environ.get("DISPLAY") and sys.platform.startswith("linux"):
         os.environ["QT_QPA_PLATFORM"] = "offscreen"
@@ -50,6 +58,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from gui import APP_NAME, APP_ORGANIZATION, APP_VERSION
 
+    _timing("qt_imported")
     app = QApplication.instance() or QApplication([sys.argv[0]])
     app.setApplicationName(APP_NAME)
     app.setOrganizationName(APP_ORGANIZATION)
@@ -64,20 +73,19 @@ def main(argv: list[str] | None = None) -> int:
     from gui.main_window import MainWindow
 
     setup_logging()
+    _timing("app_imported")
     window = MainWindow(requested_device=args.device)
+    # However the event loop ends, the worker thread is stopped before Qt tears down.
+    app.aboutToQuit.connect(window.compute.shutdown)
     reporter = ErrorReporter(window)
     reporter.install()
     if args.theme:
         window.state.set_theme(args.theme)
     if args.font_scale:
         window.state.set_font_scale(args.font_scale)
-    if args.size:
-        try:
-            width, height = (int(n) for n in args.size.lower().split("x"))
-        except ValueError:
-            print(f"--size expects WIDTHxHEIGHT, e.g. 1920x1080 (got {args.size!r})", file=sys.stderr)
-            return 2
-        window.resize(width, height)
+    _timing("window_built")
+    if size is not None:
+        window.resize(*size)
     window.show()
     app.processEvents()  # the first paint: the window is on screen from here on
     _timing("window_shown")
@@ -88,15 +96,19 @@ def main(argv: list[str] | None = None) -> int:
         # Opened once torch is ready so that its device choice can be checked against the machine.
         window.torch_loaded.connect(lambda: window.open_session(args.session))
 
+    if headless:
+        window.remember_preferences = False  # a scripted run must not change the user's saved look
     try:
         if headless:
-            return _run_headless(app, window, args)
+            return _run_headless(app, window, args, reporter)
         return app.exec()
     finally:
         reporter.uninstall()
+        if headless:
+            window.close()
 
 
-def _run_headless(app, window, args) -> int:
+def _run_headless(app, window, args, reporter) -> int:
     """Drive the real window to completion: every panel must show a result without an error."""
     deadline = time.monotonic() + args.timeout
     shown: set[str] = set()
@@ -134,6 +146,8 @@ def _run_headless(app, window, args) -> int:
             print(f"could not write {args.screenshot}", file=sys.stderr)
             return 1
     window.close()
+    for summary in reporter.summaries:
+        failures.setdefault(f"uncaught error {len(failures) + 1}", summary)
     if failures:
         for title, message in failures.items():
             print(f"self-test: {title}: {message}", file=sys.stderr)

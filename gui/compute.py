@@ -295,9 +295,11 @@ class ComputeController(QObject):
             if outcome == "ok":
                 try:
                     request.on_result(payload)
-                except Exception as error:  # a panel's display bug must not stop the others
-                    log.error("showing the result of %r failed:\n%s", request.name, traceback.format_exc())
+                except Exception as error:
+                    # A panel's display bug: report it like any uncaught error (dialog + log) and keep
+                    # delivering the other channels' results.
                     self._report_error(request, describe_error(error))
+                    sys.excepthook(type(error), error, error.__traceback__)
                 self.result_delivered.emit(request.channel)
             elif outcome == "error":
                 self._report_error(request, str(payload))

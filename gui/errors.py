@@ -77,6 +77,7 @@ class ErrorReporter(QObject):
         super().__init__()
         self.parent_widget = parent_widget
         self.dialogs: list[ErrorDialog] = []
+        self.summaries: list[str] = []  # every uncaught error of this run, for the self-test
         self._report.connect(self._show)
         self._previous_hooks = (sys.excepthook, threading.excepthook)
 
@@ -95,6 +96,7 @@ class ErrorReporter(QObject):
         log.error("uncaught error:\n%s", details)
         text = str(value).strip().splitlines()[0] if str(value).strip() else ""
         summary = f"{kind.__name__}: {text}" if text else kind.__name__
+        self.summaries.append(summary)
         self._report.emit(summary, details)
 
     @Slot(str, str)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -88,8 +89,10 @@ class MainWindow(QMainWindow):
         compute: ComputeController | None = None,
         requested_device: str | None = None,
         settings: QSettings | None = None,
+        panel_classes: list[type[Panel]] | None = None,
     ) -> None:
         super().__init__()
+        self.panel_classes = panel_classes  # None: gui.panels.PANEL_CLASSES
         self.setObjectName("main-window")
         self.setWindowTitle(APP_NAME)
         self.state = state or LabState(self)
@@ -100,6 +103,7 @@ class MainWindow(QMainWindow):
         self.loaded: LoadedModel | None = None
         self.session_path: Path | None = None
         self.message_boxes: list[QMessageBox] = []
+        self.remember_preferences = True  # save layout, theme and text size to QSettings on close
         # Before any panel connects, so the application theme is set before panels re-style.
         self.state.changed.connect(self._on_state_changed)
 
@@ -118,6 +122,11 @@ class MainWindow(QMainWindow):
         self.sidebar_dock.setObjectName("model-dock")
         self.sidebar_dock.setWidget(self.sidebar)
         self.sidebar_dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetMovable | QDockWidget.DockWidgetFeature.DockWidgetClosable)
+        # A plain label as the title bar: the style's own title font ignores the run-time text scale.
+        self.sidebar_title = QLabel("Model")
+        self.sidebar_title.setObjectName("model-dock-title")
+        self.sidebar_title.setContentsMargins(8, 4, 8, 2)
+        self.sidebar_dock.setTitleBarWidget(self.sidebar_title)
         self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, self.sidebar_dock)
 
         self._model_timer = QTimer(self)
@@ -212,7 +221,7 @@ class MainWindow(QMainWindow):
         self.device_menu = model_menu.addMenu("&Device")
         self.device_group = QActionGroup(self)
         self.device_actions: dict[str, QAction] = {}
-        self._action(model_menu, "&Rebuild model", self.request_model, QKeySequence("Ctrl+R"))
+        self._action(model_menu, "&Rebuild model", lambda: self.request_model(force=True), QKeySequence("Ctrl+R"))
         self._action(model_menu, "&Cancel computation", lambda: self.compute.cancel(), QKeySequence("Esc"))
 
         help_menu = menus.addMenu("&Help")
@@ -236,14 +245,24 @@ class MainWindow(QMainWindow):
         theme.configure_pyqtgraph()
         self.tabs.removeTab(self.tabs.indexOf(self._placeholder))
         self._placeholder.deleteLater()
-        for index, panel_class in enumerate(PANEL_CLASSES):
-            panel = panel_class(self.state, self.compute)
+        for index, panel_class in enumerate(self.panel_classes or PANEL_CLASSES):
+            try:
+                panel = panel_class(self.state, self.compute)
+            except Exception as error:
+                # One broken panel must not take the window down: it gets a tab that says so.
+                title = getattr(panel_class, "title", panel_class.__name__)
+                notice = QLabel(f"The {title} panel could not be built: {type(error).__name__}: {error}")
+                notice.setWordWrap(True)
+                notice.setAlignment(Qt.AlignmentFlag.AlignCenter)
+                self.tabs.addTab(notice, title.replace("&", "&&"))
+                sys.excepthook(type(error), error, error.__traceback__)
+                continue
             self.panels.append(panel)
-            self.tabs.addTab(panel, panel.title)
+            self.tabs.addTab(panel, panel.title.replace("&", "&&"))  # "&" would be read as a mnemonic
             shortcut = panel.shortcut or (f"Ctrl+{index + 1}" if index < 9 else None)
-            action = self._action(self.panels_menu, panel.title, lambda _=False, p=panel: self.tabs.setCurrentWidget(p), shortcut)
+            action = self._action(self.panels_menu, panel.title.replace("&", "&&"), lambda _=False, p=panel: self.tabs.setCurrentWidget(p), shortcut)
             if shortcut:
-                self.tabs.setTabToolTip(index, f"{panel.title} ({action.shortcut().toString()})")
+                self.tabs.setTabToolTip(self.tabs.indexOf(panel), f"{panel.title} ({action.shortcut().toString()})")
         try:
             self.tabs.setCurrentIndex(int(self.settings_store.value("view/panel", 0)))
         except (TypeError, ValueError):
@@ -267,16 +286,20 @@ class MainWindow(QMainWindow):
         self._update_device_label()
         self.state.set_torch_ready(True)
         self.torch_loaded.emit()
-        self.request_model()
+        self._model_timer.start()
 
     def _on_torch_failed(self, message: str) -> None:
         self.device_label.setText("torch failed to load")
         self._show_message("torch could not be loaded", f"{message}\n\nThe panels need torch; check the installation.")
 
-    def request_model(self) -> None:
+    def request_model(self, force: bool = False) -> None:
+        """Build the model for the current config, seed and device on the worker (unless it is already loaded)."""
         if not self.state.torch_ready:
             return
         config, seed, device = self.state.config, self.state.seed, self.state.device
+        loaded = self.loaded
+        if not force and loaded is not None and (loaded.config, loaded.seed, loaded.device) == (config, seed, device):
+            return
         self.compute.submit("model", lambda: load_model(config, seed, device), self._on_model_loaded,
                             f"building {config.name}", on_error=self._on_model_failed, cancellable=False)
 
@@ -287,6 +310,8 @@ class MainWindow(QMainWindow):
             self.statusBar().showMessage(loaded.message, 10000)
         if loaded.tokenizer is not None and loaded.tokenizer.vocab_size == loaded.config.vocab_size:
             self.state.set_tokenizer(loaded.tokenizer)
+        # A device that is not present falls back to the CPU; the state says where the model really is.
+        self.state.set("device", loaded.device, undoable=False)
         self.state.set_model(loaded.model)
         self.compute.dispose(*previous)
         del previous
@@ -313,6 +338,7 @@ class MainWindow(QMainWindow):
     def _apply_theme(self) -> None:
         app = QApplication.instance()
         theme.apply_theme(app, self.state.theme, self.state.font_scale)
+        self.sidebar_title.setFont(theme.font(1.05, bold=True))
         action = self.theme_actions.get(self.state.theme)
         if action is not None:
             action.setChecked(True)
@@ -529,8 +555,11 @@ class MainWindow(QMainWindow):
         store.sync()
 
     def closeEvent(self, event: QCloseEvent) -> None:
-        self.save_preferences()
+        if self.remember_preferences:
+            self.save_preferences()
         self.compute.shutdown()
+        # The undo stack is destroyed with the window; its last signals must not reach panels half torn down.
+        self.state.undo_stack.blockSignals(True)
         super().closeEvent(event)
 
 

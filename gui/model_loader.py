@@ -34,6 +34,7 @@ class LoadedModel:
     parameters: int
     message: str = ""  # e.g. why a requested device was not used
     tokenizer: Any = None  # the bundled model's own tokenizer, when it has one
+    seed: int = 0
 
 
 @dataclass(frozen=True)
@@ -112,7 +113,7 @@ def load_model(config: ModelConfig, seed: int, device: str) -> LoadedModel:
         model = Transformer.from_seed(config, seed=seed, device=choice.device)
     else:
         model = model.to(choice.device).eval()
-    return LoadedModel(model, config, str(choice.device), source, count_parameters(model), choice.message or "", tokenizer)
+    return LoadedModel(model, config, str(choice.device), source, count_parameters(model), choice.message or "", tokenizer, seed)
 
 
 def versions() -> dict[str, str]:

@@ -316,8 +316,9 @@ def run_generate(args: argparse.Namespace) -> int:
 
 
 def run_evaluate(args: argparse.Namespace) -> int:
+    text = _read_text(args.text_file)  # before loading, so a wrong path fails at once
     loaded = _load(args)
-    ids = _encode(loaded, _read_text(args.text_file))
+    ids = _encode(loaded, text)
     if len(ids) < 2:
         raise CliError("the text file needs at least two tokens to score a next-token prediction")
     loss = evaluate_loss(loaded.model, ids)

@@ -1,10 +1,18 @@
 """The panels of the main window, in tab order. Adding a panel = one file here + one line below."""
 
 from gui.panels.base import Panel
+from gui.panels.norms import NormsPanel
+from gui.panels.parameters import ParametersPanel
+from gui.panels.positions import PositionsPanel
 from gui.panels.shapes import ShapesPanel
+from gui.panels.tokens import TokensPanel
 
 PANEL_CLASSES: list[type[Panel]] = [
     ShapesPanel,
+    PositionsPanel,
+    NormsPanel,
+    ParametersPanel,
+    TokensPanel,
 ]
 
 __all__ = ["PANEL_CLASSES", "Panel"]

@@ -34,8 +34,9 @@ Rules:
 - `refresh()` is debounced: several state changes in one event-loop turn give one call. It is not
   called before `state.torch_ready` when `needs_torch` is True.
 - Colours, pens, fonts and colormaps come from `gui.theme`; `apply_theme()` re-styles every
-  pyqtgraph PlotWidget inside the panel and runs when the theme or font scale changes (extend it for
-  anything else you draw, e.g. token chips, and call super()).
+  pyqtgraph PlotWidget inside the panel, calls `apply_theme()` on child widgets that have one (the
+  reusable `gui.widgets.heatmap.Heatmap` does), and runs when the theme or font scale changes
+  (extend it for anything else you draw, e.g. token chips, and call super()).
 - `export_targets()` lists what File > Export offers: (label, QWidget or pg.PlotItem) pairs.
 - `settings()` / `restore_settings(data)` round-trip the panel's own controls through session JSON
   (plain JSON types only); restore_settings must ignore unknown or malformed keys.
@@ -119,8 +120,13 @@ class Panel(QWidget):
 
     def apply_theme(self) -> None:
         """Re-style plots for the current theme and font scale; extend for custom drawing."""
+        themed = [child for child in self.findChildren(QWidget) if callable(getattr(child, "apply_theme", None))]
+        inside_themed = {id(plot) for child in themed for plot in child.findChildren(pg.PlotWidget)}
         for plot in self.findChildren(pg.PlotWidget):
-            theme.style_plot(plot)
+            if id(plot) not in inside_themed:
+                theme.style_plot(plot)
+        for child in themed:  # reusable widgets (gui.widgets.heatmap.Heatmap, ...) style themselves
+            child.apply_theme()
         if self.last_error:
             self.message_label.setStyleSheet(f"color: {theme.current().warning};")
 

@@ -251,7 +251,8 @@ class ModelSidebar(QScrollArea):
         if field in ("config", "seed", "text", "tokens"):
             self._sync()
         elif field in ("theme", "font_scale"):
-            self.setMinimumWidth(round(300 * theme.font_scale()))
+            # Wide enough for the editors at large text, never so wide that a 1920-pixel projector overflows.
+            self.setMinimumWidth(min(round(280 * theme.font_scale()), 460))
 
     def _sync(self) -> None:
         config = self.state.config

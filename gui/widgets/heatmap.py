@@ -133,4 +133,58 @@ class Heatmap(QWidget):
         self._update_ticks()
 
 
-__all__ = ["Heatmap"]
+class HeatmapWidget(Heatmap):
+    """The heatmap with a title, axis names and a value name in the constructor, for panels written as
+
+        grid = HeatmapWidget("RoPE", "key n", "query m", "score")
+        grid.setData(matrix, x_labels, y_labels, levels=(-1.0, 1.0))
+        grid.set_marker(row, col)
+        exporter_target = grid.plot_item()
+    """
+
+    def __init__(self, title: str = "", x_label: str = "", y_label: str = "", value_label: str = "",
+                 parent: QWidget | None = None) -> None:
+        super().__init__(x_label=x_label, y_label=y_label, title=title, parent=parent)
+        self.value_label = value_label
+        if value_label:
+            self.colorbar.getAxis("left").setLabel(value_label)
+        self.marker = pg.QtWidgets.QGraphicsRectItem(0, 0, 1, 1)
+        self.marker.setZValue(10)
+        self.marker.hide()
+        self.plot.addItem(self.marker)
+        self._style_marker()
+
+    def setData(self, matrix: np.ndarray, x_labels: Sequence[str] | None = None, y_labels: Sequence[str] | None = None,
+                levels: tuple[float, float] | None = None) -> None:
+        """Columns are labelled by x_labels, rows by y_labels."""
+        self.set_data(matrix, row_labels=y_labels, col_labels=x_labels, levels=levels)
+
+    def set_marker(self, row: int | None, col: int | None) -> None:
+        """Outline one cell (None hides the outline)."""
+        if row is None or col is None:
+            self.marker.hide()
+            return
+        self.marker.setRect(float(col), float(row), 1.0, 1.0)
+        self.marker.show()
+
+    def plot_item(self) -> pg.PlotItem:
+        return self.plot.getPlotItem()
+
+    def _style_marker(self) -> None:
+        pen = theme.pen("highlight", width=max(2.0, theme.current().line_width))
+        pen.setCosmetic(True)
+        self.marker.setPen(pen)
+
+    def apply_theme(self) -> None:
+        super().apply_theme()
+        if hasattr(self, "marker"):
+            self._style_marker()
+
+    def _mouse_moved(self, scene_pos: QPointF) -> None:
+        super()._mouse_moved(scene_pos)
+        if self.value_label and self.readout.text().strip():
+            head, _, value = self.readout.text().rpartition(":  ")
+            self.readout.setText(f"{head}:  {self.value_label} {value}")
+
+
+__all__ = ["Heatmap", "HeatmapWidget"]

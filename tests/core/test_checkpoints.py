@@ -24,7 +24,7 @@ from core.config import ModelConfig
 from core.model import Transformer
 from core.presets import get_preset
 from core.tokenizers import CharTokenizer
-from core.training import evaluate_loss, split_corpus
+from core.training import BUNDLED_RECIPES, CHECK_PREDICTIONS, evaluate_loss, split_corpus
 from resources import resource_path
 
 SMALL = {"vocab_size": 20, "context_length": 16, "d_model": 16, "n_heads": 2, "n_layers": 2, "d_ff": 32}
@@ -270,12 +270,17 @@ def validation_ids():
 def test_bundled_model_loads_and_reaches_its_recorded_validation_loss(name, validation_ids):
     loaded = resolve_checkpoint(name)
     assert loaded.source == f"bundled {name}"
-    assert loaded.config == get_preset(name).replace(name=loaded.config.name)
+    assert loaded.config == get_preset(name)
     assert loaded.tokenizer is not None and loaded.tokenizer.vocab_size == 65
-    assert (
-        sum((resource_path("models", name) / f).stat().st_size for f in (MODEL_FILE, CONFIG_FILE, TOKENIZER_FILE)) < 5e6
+    folder = resource_path("models", name)
+    assert sum(path.stat().st_size for path in folder.iterdir()) < 5_000_000
+    record = loaded.metadata
+    assert record["preset"] == name and record["corpus"] == "tinyshakespeare.txt"
+    assert record["settings"] == {**record["settings"], **BUNDLED_RECIPES[name]}  # the CLI's default recipe
+    assert record["val_loss_nats_per_char"] <= 1.9
+    # Re-score the first 16,384 validation predictions (the whole split takes several seconds).
+    check = record["check_loss"]
+    assert check["predictions"] == CHECK_PREDICTIONS
+    assert evaluate_loss(loaded.model, validation_ids[: CHECK_PREDICTIONS + 1]) == pytest.approx(
+        check["loss"], abs=1e-3
     )
-    recorded = loaded.metadata["val_loss_nats_per_char"]
-    assert recorded <= 1.9
-    # The whole validation split (111k characters) in windows of the context length: about a second.
-    assert evaluate_loss(loaded.model, validation_ids) == pytest.approx(recorded, abs=2e-3)

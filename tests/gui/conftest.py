@@ -29,10 +29,15 @@ def settings(tmp_path):
 
 @pytest.fixture
 def window(qtbot, settings):
-    """The main window after torch and the default model have loaded on the worker."""
-    from gui.main_window import MainWindow
+    """The main window (with the shell's own panel) after torch and the default model have loaded.
 
-    win = MainWindow(settings=settings)
+    The shell's behaviour is tested with the tensor-shapes panel alone, so that it does not depend on
+    every other panel; test_app.py drives the window with every registered panel.
+    """
+    from gui.main_window import MainWindow
+    from gui.panels.shapes import ShapesPanel
+
+    win = MainWindow(settings=settings, panel_classes=[ShapesPanel])
     qtbot.addWidget(win)
     win.resize(1200, 800)
     win.show()

@@ -31,7 +31,8 @@ def shapes_panel(window) -> ShapesPanel:
 
 def test_window_shows_panels_menus_and_status(window):
     assert window.windowTitle().startswith("Transformer Explorer")
-    assert [type(p) for p in window.panels] == PANEL_CLASSES
+    assert [type(p) for p in window.panels] == [ShapesPanel]
+    assert ShapesPanel in PANEL_CLASSES
     assert window.device_label.text() == "device: cpu"
     assert "tiny-gpt" in window.model_label.text() and "parameters" in window.model_label.text()
     menus = [action.text().replace("&", "") for action in window.menuBar().actions()]
@@ -290,3 +291,16 @@ def test_shortcut_selects_a_panel(qtbot, window):
     assert window.current_panel() is window.panels[0]
     assert window.tabs.tabText(0) == window.panels[0].title
     assert Qt.Key.Key_F11  # the full-screen key is bound (see the menu test)
+
+
+def test_a_missing_accelerator_falls_back_to_the_cpu_with_a_message(qtbot, window):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    with qtbot.waitSignal(window.model_loaded, timeout=30_000):
+        window.state.set_device("cuda")
+    assert window.state.device == "cpu"
+    assert window.loaded.device == "cpu"
+    assert "CUDA is not available" in window.statusBar().currentMessage()
+    assert window.device_label.text() == "device: cpu"

@@ -1,0 +1,349 @@
+"""Norms: the reading's exercise 3. How big do the residual stream and its gradient get with depth?
+
+One stack of random blocks (weights and tokens from the state's seed) is run twice with the same
+weights, pre-norm and post-norm. The first plot is the mean per-token L2 norm of the residual stream
+at every block boundary, the second the norm of d loss / d stream there from one backward pass of a
+next-token loss. The caption states what the numbers say.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QPointF, Qt
+from PySide6.QtGui import QFontMetrics
+from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QSlider, QSpinBox, QSplitter, QWidget
+
+from gui import theme
+from gui.panels.base import Panel
+
+# core.experiments.norms imports torch, which the GUI thread must not; its MAX_DEPTH is 96 (a test checks).
+MAX_DEPTH = 96
+D_MODEL = 64  # the reading's block width; post-norm pins every token to norm sqrt(d) = 8
+NORM_CHOICES = (("LayerNorm", "layernorm"), ("RMSNorm", "rmsnorm"))
+PLACEMENTS = ("pre", "post")
+DEFAULT_DEPTH = 12
+
+
+def _compare(depth: int, norm: str, seed: int, residual_scaling: bool, token) -> dict[str, Any]:
+    from core.experiments.norms import norm_curves
+
+    curves = {}
+    for index, placement in enumerate(PLACEMENTS):
+        token.report(index / len(PLACEMENTS), f"{depth}-block {placement}-norm stack")
+        curves[placement] = norm_curves(depth, placement, norm, seed, d_model=D_MODEL, residual_scaling=residual_scaling)
+    return curves
+
+
+def _ratio_text(ratio: float) -> str:
+    return f"×{ratio:.2f}" if ratio < 10 else f"×{ratio:.0f}" if ratio < 1e4 else f"×{ratio:.1e}"
+
+
+def describe_forward(pre, post) -> str:
+    """One line on which stream grows, from the measured norms."""
+    depth = pre.depth
+    growth = pre.forward_norms[-1] / pre.forward_norms[0]
+    verb = "grows" if growth >= 1.05 else "shrinks" if growth <= 0.95 else "stays level"
+    after_blocks = post.forward_norms[1:]
+    root_d = math.sqrt(post.d_model)
+    level, spread = float(np.mean(after_blocks)), float(np.ptp(after_blocks))
+    if abs(level - root_d) < 0.01 * root_d and spread < 0.01 * root_d:
+        post_text = f"post-norm stays at √d = {root_d:.2f} after every block"
+    else:
+        post_text = f"post-norm stays between {after_blocks.min():.2f} and {after_blocks.max():.2f} after the first block"
+    return (f"Stream: pre-norm {verb} {_ratio_text(growth)} over {depth} block{'s' * (depth != 1)} "
+            f"({pre.forward_norms[0]:.2f} → {pre.forward_norms[-1]:.2f}); {post_text}.")
+
+
+def describe_gradients(pre, post) -> str:
+    """One line comparing how the gradient changes from the top of the stack down to the embeddings."""
+    parts = []
+    for curves in (pre, post):
+        bottom, top = curves.gradient_norms[0], curves.gradient_norms[-1]
+        parts.append(f"{curves.placement}-norm {top:.3g} → {bottom:.3g} ({_ratio_text(bottom / top)})")
+    return "Gradient, last block → embeddings: " + "; ".join(parts) + "."
+
+
+class NormsPanel(Panel):
+    title = "Norms"
+    refresh_on = frozenset({"seed"})
+
+    def __init__(self, state, compute, parent: QWidget | None = None) -> None:
+        super().__init__(state, compute, parent)
+        self.comparison: dict[str, Any] | None = None
+        self.hover_layer: int | None = None
+        layout = self.layout()
+
+        controls = QHBoxLayout()
+        depth_caption = QLabel("Blocks")
+        self.depth_spin = QSpinBox()
+        self.depth_spin.setRange(1, MAX_DEPTH)
+        self.depth_spin.setValue(DEFAULT_DEPTH)
+        self.depth_spin.setToolTip(f"blocks in the random stack (1 to {MAX_DEPTH})")
+        self.depth_spin.setKeyboardTracking(False)
+        depth_caption.setBuddy(self.depth_spin)
+        self.depth_slider = QSlider(Qt.Orientation.Horizontal)
+        self.depth_slider.setRange(1, MAX_DEPTH)
+        self.depth_slider.setValue(DEFAULT_DEPTH)
+        self.depth_slider.setToolTip("drag to change the depth; the newest depth replaces any pending one")
+        self.depth_slider.setMinimumWidth(160)
+        self.norm_combo = QComboBox()
+        for text, value in NORM_CHOICES:
+            self.norm_combo.addItem(text, value)
+        self.norm_combo.setToolTip("LayerNorm centres and scales each token; RMSNorm only scales")
+        self.scaling_check = QCheckBox("Residual scaling 1/√(2N)")
+        self.scaling_check.setToolTip("scale the output projections' initial weights by 1/sqrt(2 x blocks), as GPT-2 does")
+        self.log_check = QCheckBox("Log scale")
+        self.log_check.setToolTip("logarithmic y axes")
+        controls.addWidget(depth_caption)
+        controls.addWidget(self.depth_spin)
+        controls.addWidget(self.depth_slider, 1)
+        controls.addWidget(QLabel("Norm"))
+        controls.addWidget(self.norm_combo)
+        controls.addWidget(self.scaling_check)
+        controls.addWidget(self.log_check)
+        layout.addLayout(controls)
+
+        self.caption = QLabel("Waiting for torch to load...")
+        self.caption.setWordWrap(True)
+        self.caption.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        layout.addWidget(self.caption)
+
+        splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.forward_plot = self._make_plot("Residual stream: mean per-token ‖x‖", "‖x‖")
+        self.gradient_plot = self._make_plot("Gradient of the next-token loss: ‖∂L/∂x‖", "‖∂L/∂x‖")
+        self.forward_curves = self._make_curves(self.forward_plot)
+        self.gradient_curves = self._make_curves(self.gradient_plot)
+        self.root_d_line = pg.InfiniteLine(angle=0, movable=False, label=f"√d = {math.sqrt(D_MODEL):g}",
+                                           labelOpts={"position": 0.5, "anchors": [(0.5, 0), (0.5, 0)]})
+        self.forward_plot.addItem(self.root_d_line, ignoreBounds=True)
+        self.crosshairs = []
+        self.hover_labels = []
+        for plot in (self.forward_plot, self.gradient_plot):
+            line = pg.InfiniteLine(angle=90, movable=False)
+            line.hide()
+            plot.addItem(line, ignoreBounds=True)
+            label = pg.TextItem("", anchor=(0, 0))
+            label.setZValue(20)
+            label.hide()
+            plot.addItem(label, ignoreBounds=True)
+            self.crosshairs.append(line)
+            self.hover_labels.append(label)
+            plot.scene().sigMouseMoved.connect(lambda pos, plot=plot: self._on_mouse_moved(plot, pos))
+            splitter.addWidget(plot)
+        splitter.setSizes([500, 500])
+        layout.addWidget(splitter, 1)
+
+        self.depth_spin.valueChanged.connect(self._on_depth_spin)
+        self.depth_slider.valueChanged.connect(self._on_depth_slider)
+        self.norm_combo.currentIndexChanged.connect(self.schedule_refresh)
+        self.scaling_check.toggled.connect(self.schedule_refresh)
+        self.log_check.toggled.connect(self._apply_log_scale)
+        self.apply_theme()
+        self.schedule_refresh()  # waits for torch_ready when torch is still loading
+
+    def _make_plot(self, title: str, y_label: str) -> pg.PlotWidget:
+        plot = pg.PlotWidget()
+        plot.setMenuEnabled(False)
+        plot.setTitle(title)
+        plot.setLabel("bottom", "layer (0 = embeddings, l = after block l)")
+        plot.setLabel("left", y_label)
+        plot.showGrid(x=True, y=True, alpha=0.25)
+        legend = plot.addLegend(offset=(10, 5))
+        legend.setColumnCount(2)  # one row at the top left, in the headroom _fit_y_ranges keeps free
+        plot.setMouseEnabled(x=False, y=False)
+        plot.hideButtons()
+        plot.getAxis("left").enableAutoSIPrefix(False)  # "(x0.001)" beside a norm reads as part of its name
+        plot.getViewBox().sigResized.connect(self._fit_y_ranges)
+        return plot
+
+    def _make_curves(self, plot: pg.PlotWidget) -> dict[str, pg.PlotDataItem]:
+        return {
+            placement: plot.plot([], [], name=f"{placement}-norm", symbol="o" if placement == "pre" else "s", symbolSize=6)
+            for placement in PLACEMENTS
+        }
+
+    # ---- controls ------------------------------------------------------------------------------
+    def _on_depth_spin(self, depth: int) -> None:
+        self.depth_slider.blockSignals(True)
+        self.depth_slider.setValue(depth)
+        self.depth_slider.blockSignals(False)
+        self.schedule_refresh()
+
+    def _on_depth_slider(self, depth: int) -> None:
+        self.depth_spin.blockSignals(True)
+        self.depth_spin.setValue(depth)
+        self.depth_spin.blockSignals(False)
+        self.schedule_refresh()
+
+    def request_settings(self) -> tuple[int, str, int, bool]:
+        """(depth, norm, seed, residual scaling) the next computation uses."""
+        return self.depth_spin.value(), self.norm_combo.currentData(), self.state.seed, self.scaling_check.isChecked()
+
+    def refresh(self) -> None:
+        depth, norm, seed, scaling = self.request_settings()
+        self.caption.setText(f"Running a {depth}-block stack twice (pre- and post-norm, {norm}, seed {seed})...")
+        self.submit(lambda token: _compare(depth, norm, seed, scaling, token), self.show_result, f"norms of {depth} blocks")
+
+    # ---- result -> views -----------------------------------------------------------------------
+    def show_result(self, comparison: dict[str, Any]) -> None:
+        self.comparison = comparison
+        pre, post = comparison["pre"], comparison["post"]
+        self.caption.setText(f"<b>{describe_forward(pre, post)}</b><br>{describe_gradients(pre, post)}"
+                             f" <span style='color:{theme.current().muted}'>(d = {pre.d_model}, loss {pre.loss:.3f},"
+                             f" {pre.norm}{', residual scaling' if pre.residual_scaling else ''}, seed {pre.seed})</span>")
+        self._update_curves()
+        self.result_shown.emit()
+
+    def _update_curves(self) -> None:
+        if self.comparison is None:
+            return
+        colors = {"pre": "primary", "post": "secondary"}
+        for curves, values in ((self.forward_curves, "forward_norms"), (self.gradient_curves, "gradient_norms")):
+            for placement, curve in curves.items():
+                result = self.comparison[placement]
+                curve.setData(result.layers.astype(float), getattr(result, values))
+                role = colors[placement]
+                curve.setPen(theme.pen(role))
+                curve.setSymbolBrush(theme.brush(role))
+                curve.setSymbolPen(theme.pen(role, width=1))
+                curve.setSymbolSize(4 + 2 * theme.current().line_width)
+        depth = self.comparison["pre"].depth
+        for plot in (self.forward_plot, self.gradient_plot):
+            plot.setXRange(-0.5, depth + 0.5, padding=0.02)
+        self._fit_y_ranges()
+        self._place_root_d_line()
+        if self.hover_layer is not None:
+            self.show_layer_values(min(self.hover_layer, depth))
+
+    def _fit_y_ranges(self) -> None:
+        """Fit the data with room above it for the legend row and the hover readout (both sit at the top)."""
+        if self.comparison is None:
+            return
+        log = self.log_check.isChecked()
+        headroom_px = 4.0 * QFontMetrics(theme.font()).height()
+        for plot, values in ((self.forward_plot, "forward_norms"), (self.gradient_plot, "gradient_norms")):
+            data = np.concatenate([getattr(self.comparison[p], values) for p in PLACEMENTS])
+            if plot is self.forward_plot:
+                data = np.append(data, math.sqrt(D_MODEL))
+            if log:
+                data = np.log10(data[data > 0])
+                low, high = float(data.min()), float(data.max())
+            else:
+                low, high = min(0.0, float(data.min())), float(data.max())
+            span = high - low if high > low else max(abs(high), 1.0)
+            height_px = max(1.0, plot.getViewBox().height())
+            fraction = min(0.6, headroom_px / max(1.0, height_px - headroom_px))
+            bottom = low - (0.04 * span if log else 0.0)
+            plot.setYRange(bottom, high + span * (0.04 + fraction), padding=0)
+        if self.hover_layer is not None:
+            self.show_layer_values(self.hover_layer)
+
+    def _place_root_d_line(self) -> None:
+        root_d = math.sqrt(D_MODEL)
+        self.root_d_line.setValue(math.log10(root_d) if self.log_check.isChecked() else root_d)
+
+    def _apply_log_scale(self, on: bool) -> None:
+        for plot in (self.forward_plot, self.gradient_plot):
+            plot.setLogMode(x=False, y=on)
+        self._place_root_d_line()
+        self._fit_y_ranges()
+
+    # ---- hover ---------------------------------------------------------------------------------
+    def _on_mouse_moved(self, plot: pg.PlotWidget, scene_pos: QPointF) -> None:
+        if self.comparison is None:
+            return
+        view = plot.getViewBox()
+        if not view.sceneBoundingRect().contains(scene_pos):
+            self.show_layer_values(None)
+            return
+        self.show_layer_values(int(round(view.mapSceneToView(scene_pos).x())))
+
+    def show_layer_values(self, layer: int | None) -> str:
+        """Crosshair and readout at one layer on both plots (None hides them); returns the readout."""
+        if self.comparison is None or layer is None:
+            self.hover_layer = None
+            for line, label in zip(self.crosshairs, self.hover_labels):
+                line.hide()
+                label.hide()
+            return ""
+        pre, post = self.comparison["pre"], self.comparison["post"]
+        layer = max(0, min(pre.depth, layer))
+        self.hover_layer = layer
+        texts = []
+        for plot, line, label, values in (
+            (self.forward_plot, self.crosshairs[0], self.hover_labels[0], "forward_norms"),
+            (self.gradient_plot, self.crosshairs[1], self.hover_labels[1], "gradient_norms"),
+        ):
+            pre_value, post_value = getattr(pre, values)[layer], getattr(post, values)[layer]
+            text = f"layer {layer}:  pre-norm {pre_value:.4g},  post-norm {post_value:.4g}"
+            texts.append(text)
+            line.setValue(layer)
+            line.show()
+            label.setText(text)
+            # In the headroom below the legend row, centred on the crosshair but kept inside the view.
+            view = plot.getViewBox()
+            (x0, x1), (y0, y1) = view.viewRange()
+            pixel_x, pixel_y = view.viewPixelSize()
+            legend = plot.getPlotItem().legend
+            below_legend = (legend.boundingRect().height() + 10) * pixel_y
+            width = label.textItem.boundingRect().width() * pixel_x
+            left = min(max(x0, layer - width / 2), x1 - width)
+            label.setAnchor((0, 0))
+            label.setPos(left, y1 - below_legend)
+            label.show()
+        return "\n".join(texts)
+
+    # ---- theme, export, session ----------------------------------------------------------------
+    def apply_theme(self) -> None:
+        super().apply_theme()
+        muted = theme.color("muted")
+        self.root_d_line.setPen(theme.pen("muted", width=max(1.0, theme.current().line_width / 2), style=Qt.PenStyle.DashLine))
+        self.root_d_line.label.setColor(muted)
+        self.root_d_line.label.setFont(theme.font(0.9))
+        for line, label in zip(self.crosshairs, self.hover_labels):
+            line.setPen(theme.pen("text", width=1, style=Qt.PenStyle.DotLine))
+            label.setColor(theme.color("text"))
+            label.setFont(theme.font(0.9))
+            fill = theme.color("base")
+            fill.setAlpha(225)
+            label.fill = pg.mkBrush(fill)
+            label.border = pg.mkPen(theme.color("muted"))
+        self._update_curves()
+        self._fit_y_ranges()
+
+    def export_targets(self) -> list[tuple[str, Any]]:
+        return [
+            (self.title, self),
+            ("Residual stream norm (plot)", self.forward_plot.getPlotItem()),
+            ("Gradient norm (plot)", self.gradient_plot.getPlotItem()),
+        ]
+
+    def settings(self) -> dict[str, Any]:
+        return {
+            "depth": self.depth_spin.value(),
+            "norm": self.norm_combo.currentData(),
+            "residual_scaling": self.scaling_check.isChecked(),
+            "log_scale": self.log_check.isChecked(),
+        }
+
+    def restore_settings(self, data: dict[str, Any]) -> None:
+        if not isinstance(data, dict):
+            return
+        depth = data.get("depth")
+        if isinstance(depth, int) and not isinstance(depth, bool) and 1 <= depth <= MAX_DEPTH:
+            self.depth_spin.setValue(depth)
+        norm = data.get("norm")
+        index = self.norm_combo.findData(norm) if isinstance(norm, str) else -1
+        if index >= 0:
+            self.norm_combo.setCurrentIndex(index)
+        for key, box in (("residual_scaling", self.scaling_check), ("log_scale", self.log_check)):
+            if isinstance(data.get(key), bool):
+                box.setChecked(data[key])
+        self.schedule_refresh()
+
+
+__all__ = ["NormsPanel", "MAX_DEPTH", "describe_forward", "describe_gradients"]

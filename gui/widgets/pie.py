@@ -1,0 +1,356 @@
+"""A nested pie (sunburst) as a pyqtgraph item: an inner ring of parts, an outer ring splitting some of them.
+
+`NestedPieItem` draws QPainterPath wedges in data coordinates (radius 1 for the inner ring), so it
+lives in a ViewBox with a locked aspect ratio (`PieView` sets one up) and exports to PNG and SVG
+through the scene like any other plot item. Hovering a wedge pulls it out, brightens it and shows
+its label, count and share in a text item; `hover_key(key)` does the same from code.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pyqtgraph as pg
+from PySide6.QtCore import QPointF, QRectF, Signal
+from PySide6.QtGui import QColor, QPainter, QPainterPath, QPolygonF
+
+from gui import theme
+
+INNER_RADIUS = 1.0  # the inner ring is a full pie of this radius
+OUTER_GAP = 0.03
+OUTER_WIDTH = 0.42
+PULL_OUT = 0.08  # how far a hovered wedge moves out along its middle angle
+VIEW_MARGIN = 0.12
+STEPS_PER_TURN = 360  # arc segments per full circle: smooth at any export size
+
+
+@dataclass(frozen=True)
+class PieSlice:
+    """One wedge. Outer slices name the inner slice they split (`parent`); inner ones leave it empty."""
+
+    key: str
+    label: str
+    value: int
+    color: QColor
+    parent: str = ""
+    short_label: str = ""  # written on the wedge when it has room; `label` otherwise
+
+
+@dataclass(frozen=True)
+class _Wedge:
+    slice: PieSlice
+    ring: int  # 0 inner, 1 outer
+    start: float  # turns clockwise from 12 o'clock, in [0, 1]
+    span: float  # turns
+    r0: float
+    r1: float
+
+    @property
+    def middle(self) -> float:
+        return self.start + self.span / 2
+
+
+def _point(radius: float, turns: float) -> QPointF:
+    # The view's y axis points up; turning clockwise from 12 o'clock is (sin, cos).
+    angle = 2 * math.pi * turns
+    return QPointF(radius * math.sin(angle), radius * math.cos(angle))
+
+
+def wedge_path(r0: float, r1: float, start: float, span: float, offset: float = 0.0) -> QPainterPath:
+    """An annular sector (a plain sector when r0 is 0), optionally moved `offset` outward."""
+    path = QPainterPath()
+    if span >= 1.0 - 1e-12 and r0 == 0:
+        path.addEllipse(QPointF(0, 0), r1, r1)
+        return path
+    steps = max(2, math.ceil(STEPS_PER_TURN * span))
+    dx, dy = offset * math.sin(2 * math.pi * (start + span / 2)), offset * math.cos(2 * math.pi * (start + span / 2))
+    angles = [2 * math.pi * (start + span * i / steps) for i in range(steps + 1)]
+    outer = [QPointF(dx + r1 * math.sin(a), dy + r1 * math.cos(a)) for a in angles]
+    inner = [QPointF(dx + r0 * math.sin(a), dy + r0 * math.cos(a)) for a in reversed(angles)] if r0 > 0 else [QPointF(dx, dy)]
+    # One polygon, not a lineTo per point: every void call into PySide6 6.12 on Python 3.11 drops a
+    # reference to None, and hundreds per wedge run None's count down fast.
+    path.addPolygon(QPolygonF(outer + inner))
+    path.closeSubpath()
+    return path
+
+
+def readable_text_color(background: QColor) -> QColor:
+    """Black or white, whichever contrasts more with the wedge (WCAG relative luminance)."""
+
+    def channel(value: float) -> float:
+        return value / 12.92 if value <= 0.03928 else ((value + 0.055) / 1.055) ** 2.4
+
+    luminance = 0.2126 * channel(background.redF()) + 0.7152 * channel(background.greenF()) + 0.0722 * channel(background.blueF())
+    return QColor("#000000") if luminance > 0.22 else QColor("#ffffff")
+
+
+def format_count(n: float) -> str:
+    """124,439,808 -> '124.4M'; small counts are written out."""
+    for divisor, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if abs(n) >= divisor:
+            return f"{n / divisor:.1f}{suffix}"
+    return f"{n:,.0f}"
+
+
+def format_share(share: float) -> str:
+    if share == 0:
+        return "0%"
+    if share < 0.001:
+        return "<0.1%"
+    return f"{share:.1%}"
+
+
+class NestedPieItem(pg.GraphicsObject):
+    """Wedges for the inner and outer ring, wedge labels where they fit, and a hover readout."""
+
+    sigHovered = Signal(str)  # key of the hovered wedge, "" when the mouse leaves
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner: list[PieSlice] = []
+        self.outer: list[PieSlice] = []
+        self.total = 0
+        self.hovered = ""
+        self._wedges: list[_Wedge] = []
+        self._paths: dict[str, QPainterPath] = {}
+        self._labels: dict[str, pg.TextItem] = {}  # one per wedge key ever shown, re-used across data
+        self.readout = pg.TextItem("", anchor=(0.5, 0.5))
+        self.readout.setParentItem(self)
+        self.readout.setZValue(10)
+        self.readout.hide()
+        self.setAcceptHoverEvents(True)
+
+    # ---- data ----------------------------------------------------------------------------------
+    def set_data(self, inner: Sequence[PieSlice], outer: Sequence[PieSlice] = ()) -> None:
+        """Inner slices fill the circle in order; outer slices sit over their parent, in order."""
+        self.prepareGeometryChange()
+        self.inner = [s for s in inner if s.value > 0]
+        self.outer = [s for s in outer if s.value > 0]
+        self.total = sum(s.value for s in self.inner)
+        self._wedges = []
+        starts: dict[str, float] = {}
+        position = 0.0
+        for piece in self.inner:
+            span = piece.value / self.total if self.total else 0.0
+            self._wedges.append(_Wedge(piece, 0, position, span, 0.0, INNER_RADIUS))
+            starts[piece.key] = position
+            position += span
+        r0, r1 = INNER_RADIUS + OUTER_GAP, INNER_RADIUS + OUTER_GAP + OUTER_WIDTH
+        for piece in self.outer:
+            if piece.parent not in starts:
+                raise ValueError(f"outer slice {piece.key!r} names no inner slice {piece.parent!r}")
+            span = piece.value / self.total
+            self._wedges.append(_Wedge(piece, 1, starts[piece.parent], span, r0, r1))
+            starts[piece.parent] += span
+        if self.hovered not in self.keys():
+            self.hovered = ""
+        self._rebuild_paths()
+        self._update_labels()
+        self._update_readout()
+        self.update()
+
+    def keys(self) -> list[str]:
+        return [w.slice.key for w in self._wedges]
+
+    def value(self, key: str) -> int:
+        return self._wedge(key).slice.value
+
+    def share(self, key: str) -> float:
+        return self.value(key) / self.total if self.total else 0.0
+
+    def wedge_center(self, key: str) -> QPointF:
+        """The middle of a wedge, in the item's coordinates (for hovering it from a test)."""
+        wedge = self._wedge(key)
+        radius = (wedge.r0 + wedge.r1) / 2 if wedge.ring else 0.6 * wedge.r1
+        return _point(radius, wedge.middle)
+
+    def _wedge(self, key: str) -> _Wedge:
+        for wedge in self._wedges:
+            if wedge.slice.key == key:
+                return wedge
+        raise KeyError(key)
+
+    def _rebuild_paths(self) -> None:
+        self._paths = {
+            w.slice.key: wedge_path(w.r0, w.r1, w.start, w.span, PULL_OUT if w.slice.key == self.hovered else 0.0)
+            for w in self._wedges
+        }
+
+    # ---- hover ---------------------------------------------------------------------------------
+    def key_at(self, pos: QPointF) -> str:
+        """The wedge under an item-coordinate point ("" for none); the outer ring is checked first."""
+        for wedge in sorted(self._wedges, key=lambda w: -w.ring):
+            if self._paths[wedge.slice.key].contains(pos):
+                return wedge.slice.key
+        return ""
+
+    def hover_key(self, key: str) -> None:
+        """Highlight a wedge and show its numbers ("" clears)."""
+        if key and key not in self.keys():
+            raise KeyError(key)
+        if key == self.hovered:
+            return
+        self.prepareGeometryChange()
+        self.hovered = key
+        self._rebuild_paths()
+        self._update_labels()
+        self._update_readout()
+        self.update()
+        self.sigHovered.emit(key)
+
+    def readout_text(self) -> str:
+        return self.readout.toPlainText() if self.hovered else ""
+
+    def hoverEvent(self, event) -> None:  # pyqtgraph's scene hover, not Qt's
+        if event.isExit():
+            self.hover_key("")
+            return
+        self.hover_key(self.key_at(event.pos()))
+
+    def _update_readout(self) -> None:
+        if not self.hovered:
+            self.readout.hide()
+            return
+        wedge = self._wedge(self.hovered)
+        piece = wedge.slice
+        self.readout.setText(f"{piece.label}\n{piece.value:,} parameters\n{format_share(self.share(piece.key))} of {format_count(self.total)}")
+        self.readout.setColor(theme.color("text"))
+        self.readout.fill = pg.mkBrush(_with_alpha(theme.color("base"), 235))
+        self.readout.border = pg.mkPen(theme.color("text"), width=1)
+        self.readout.setFont(theme.font(0.95, bold=True))
+        # Centred on the wedge, then pushed inside the view: the pie fills its view, so a box beside
+        # an edge wedge would be cut off (at projector font sizes it is wider than half the pie).
+        centre = self.wedge_center(piece.key) + _point(PULL_OUT, wedge.middle)
+        self.readout.setAnchor((0, 0))
+        view = self.getViewBox()
+        if isinstance(view, pg.ViewBox):
+            (x0, x1), (y0, y1) = view.viewRange()
+            pixel_x, pixel_y = view.viewPixelSize()
+            text = self.readout.textItem.boundingRect()
+            width, height = text.width() * pixel_x, text.height() * pixel_y
+            left = max(x0, min(centre.x() - width / 2, x1 - width))  # the start of the text wins
+            top = min(max(y0 + height, centre.y() + height / 2), y1)  # y points up: the box hangs below `top`
+            self.readout.setPos(QPointF(left, top))
+        else:
+            self.readout.setPos(centre)
+        self.readout.show()
+
+    # ---- labels on the wedges ------------------------------------------------------------------
+    def _update_labels(self) -> None:
+        shown = set()
+        for wedge in self._wedges:
+            key = wedge.slice.key
+            label = self._labels.get(key)
+            if label is None:
+                label = self._labels[key] = pg.TextItem("", anchor=(0.5, 0.5))
+                label.setParentItem(self)
+                label.setZValue(5)
+            offset = PULL_OUT if key == self.hovered else 0.0
+            radius = (wedge.r0 + wedge.r1) / 2 if wedge.ring else (0.62 if wedge.span < 0.999 else 0.0)
+            label.setPos(_point(radius + offset, wedge.middle))
+            label.setText(f"{wedge.slice.short_label or wedge.slice.label}\n{format_share(wedge.span)}")
+            label.setColor(readable_text_color(wedge.slice.color))
+            label.setFont(theme.font(0.95, bold=True))
+            shown.add(key)
+        for key, label in self._labels.items():
+            if key not in shown:
+                label.hide()
+        self.fit_labels()
+
+    def fit_labels(self) -> None:
+        """Show a wedge's label only where its whole box lies inside the wedge at the current pixel scale."""
+        view = self.getViewBox()
+        # Before the item is in a ViewBox, getViewBox() answers with the GraphicsView.
+        pixel_x, pixel_y = view.viewPixelSize() if isinstance(view, pg.ViewBox) else (0.0, 0.0)
+        for wedge in self._wedges:
+            key = wedge.slice.key
+            label = self._labels[key]
+            if pixel_x <= 0 or pixel_y <= 0:
+                label.hide()
+                continue
+            text = label.textItem.boundingRect()
+            width, height = text.width() * pixel_x, text.height() * pixel_y
+            offset = PULL_OUT if key == self.hovered else 0.0
+            # The first place along the wedge's middle where the whole box lies inside the wedge.
+            radii = [(wedge.r0 + wedge.r1) / 2] if wedge.ring else ([0.0] if wedge.span >= 0.999 else [0.62, 0.5, 0.4, 0.3])
+            label.hide()
+            for radius in radii:
+                centre = _point(radius + offset, wedge.middle)
+                box = QRectF(centre.x() - width / 2, centre.y() - height / 2, width, height)
+                if self._paths[key].contains(box):
+                    label.setPos(centre)
+                    label.show()
+                    break
+
+    def viewTransformChanged(self) -> None:
+        self.fit_labels()
+
+    # ---- drawing -------------------------------------------------------------------------------
+    def boundingRect(self) -> QRectF:
+        reach = INNER_RADIUS + OUTER_GAP + OUTER_WIDTH + PULL_OUT
+        return QRectF(-reach, -reach, 2 * reach, 2 * reach)
+
+    def shape(self) -> QPainterPath:
+        path = QPainterPath()
+        for piece in self._paths.values():
+            path.addPath(piece)
+        return path
+
+    def paint(self, painter: QPainter, *args) -> None:
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        separator = pg.mkPen(theme.color("base"), width=max(1.5, theme.current().axis_width))
+        separator.setCosmetic(True)
+        hover_edge = pg.mkPen(theme.color("text"), width=2.5)
+        hover_edge.setCosmetic(True)
+        # The hovered wedge last, so its outline lies over its neighbours.
+        for wedge in sorted(self._wedges, key=lambda w: w.slice.key == self.hovered):
+            key = wedge.slice.key
+            color = QColor(wedge.slice.color)
+            if key == self.hovered:
+                color = color.lighter(118)
+            painter.setBrush(pg.mkBrush(color))
+            painter.setPen(hover_edge if key == self.hovered else separator)
+            painter.drawPath(self._paths[key])
+
+
+def _with_alpha(color: QColor, alpha: int) -> QColor:
+    result = QColor(color)
+    result.setAlpha(alpha)
+    return result
+
+
+class PieView(pg.PlotWidget):
+    """A PlotWidget holding one NestedPieItem: no axes, locked aspect, no mouse panning or zoom."""
+
+    def __init__(self, title: str = "", parent=None) -> None:
+        super().__init__(parent)
+        self.setMenuEnabled(False)
+        self.setMouseEnabled(x=False, y=False)
+        self.hideButtons()
+        for axis in ("left", "bottom"):
+            self.hideAxis(axis)
+        self.setAspectLocked(True, ratio=1.0)
+        reach = INNER_RADIUS + OUTER_GAP + OUTER_WIDTH + PULL_OUT + VIEW_MARGIN
+        self.setRange(xRange=(-reach, reach), yRange=(-reach, reach), padding=0)
+        self.setMinimumSize(220, 220)
+        if title:
+            self.setTitle(title)
+        self.pie = NestedPieItem()
+        self.addItem(self.pie)
+        self.getViewBox().sigResized.connect(self.pie.fit_labels)
+
+    def set_title(self, title: str) -> None:
+        self.setTitle(title)
+        theme.style_plot(self)
+
+    def restyle(self) -> None:
+        """Re-colour text for the theme (the wedge colours come with the data)."""
+        theme.style_plot(self)
+        self.pie._update_labels()
+        self.pie._update_readout()
+        self.pie.update()
+
+
+__all__ = ["NestedPieItem", "PieSlice", "PieView", "wedge_path", "format_count", "format_share", "readable_text_color"]

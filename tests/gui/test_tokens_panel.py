@@ -1,0 +1,201 @@
+"""The Tokens & masks panel shows what core.experiments.causal measures, for edits made through the strip."""
+
+from __future__ import annotations
+
+import gc
+
+import numpy as np
+import pytest
+
+from core.experiments.causal import attention_maps, causal_edit_diff
+from core.model import MASK_MODES, Transformer
+from core.presets import get_preset
+from core.tokenizers import CharTokenizer
+from gui.compute import ComputeController
+from gui.panels.tokens import MASK_MODE_CHOICES, SUB_TABS, TokensPanel
+from gui.state import LabState
+from resources import resource_path
+
+RESULT_TIMEOUT_MS = 20_000
+EDIT_POSITION = 8
+
+
+@pytest.fixture(scope="module")
+def model():
+    return Transformer.from_seed(get_preset("tiny-gpt"), seed=0).eval()
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return CharTokenizer.from_text(resource_path("tinyshakespeare.txt").read_text(encoding="utf-8"))
+
+
+@pytest.fixture
+def lab(qtbot, model, tokenizer):
+    """A LabState with the model loaded, one compute worker and the panel showing its first result.
+
+    The fixture owns the panel's lifetime (no qtbot.addWidget): pytest-qt would close the panel
+    before this teardown runs, while the worker may still have a result on its way to it.
+    """
+    state = LabState()
+    compute = ComputeController(torch_threads=1)
+    panel = TokensPanel(state, compute)
+    panel.resize(1200, 800)
+    panel.show()
+    with qtbot.waitSignal(panel.result_shown, timeout=RESULT_TIMEOUT_MS):
+        state.set_tokenizer(tokenizer)
+        state.set_model(model)
+        state.set_torch_ready(True)
+    yield state, panel
+    qtbot.waitUntil(lambda: not compute.busy, timeout=RESULT_TIMEOUT_MS)
+    qtbot.wait(10)
+    compute.shutdown()
+    panel.close()
+    panel.deleteLater()
+    qtbot.wait(10)
+    del panel, state, compute
+    gc.collect()
+
+
+def replace(qtbot, panel: TokensPanel, position: int, token_id: int) -> None:
+    with qtbot.waitSignal(panel.result_shown, timeout=RESULT_TIMEOUT_MS):
+        assert panel.strip.replace_at(position, token_id)
+
+
+def set_mode(qtbot, panel: TokensPanel, mode: str) -> None:
+    with qtbot.waitSignal(panel.result_shown, timeout=RESULT_TIMEOUT_MS):
+        panel.mode_combo.setCurrentIndex(panel.mode_combo.findData(mode))
+
+
+def test_the_mask_modes_are_the_models(lab):
+    assert tuple(mode for mode, _label in MASK_MODE_CHOICES) == MASK_MODES
+
+
+def test_a_chip_edit_shows_the_measured_diff_with_an_exact_past(qtbot, lab, model, tokenizer):
+    state, panel = lab
+    tokens = state.tokens
+    new = tokenizer.id_of("X")
+    replace(qtbot, panel, EDIT_POSITION, new)
+
+    expected = causal_edit_diff(model, tokens, EDIT_POSITION, new, mask_mode="causal", tokenizer_or_labels=tokenizer)
+    assert state.tokens == tokens[:EDIT_POSITION] + [new] + tokens[EDIT_POSITION + 1:]
+    assert np.array_equal(panel.propagation_values, expected.max_change, equal_nan=True)
+    assert np.array_equal(panel.propagation_exact, expected.exactly_unchanged)
+    # The map's colours are log10 of the same numbers; exact zeros have no colour (they are hatched).
+    shown = panel.propagation_map.matrix
+    moved = expected.max_change > 0
+    assert np.array_equal(np.isnan(shown), ~moved)
+    np.testing.assert_allclose(shown[moved], np.log10(expected.max_change[moved]), rtol=1e-6)
+    assert panel.propagation_exact[:, :EDIT_POSITION].all()
+    assert "bitwise unchanged" in panel.verdict.text()
+
+    panel._propagation_hovered(2, 0, 0.0)
+    assert "0 (exact)" in panel.propagation_map.readout.text()
+    panel._propagation_hovered(2, EDIT_POSITION, 0.0)
+    assert "0 (exact)" not in panel.propagation_map.readout.text()
+
+
+def test_without_a_mask_the_past_moves(qtbot, lab, model, tokenizer):
+    state, panel = lab
+    tokens = state.tokens
+    new = tokenizer.id_of("X")
+    replace(qtbot, panel, EDIT_POSITION, new)
+    set_mode(qtbot, panel, "none")
+
+    expected = causal_edit_diff(model, tokens, EDIT_POSITION, new, mask_mode="none", tokenizer_or_labels=tokenizer)
+    assert np.array_equal(panel.propagation_values, expected.max_change, equal_nan=True)
+    assert not panel.propagation_exact[1:, :EDIT_POSITION].any()
+    assert expected.leaks_into_past
+    assert "the past moves" in panel.verdict.text()
+
+
+def test_off_by_one_shows_nan_with_the_note(qtbot, lab):
+    _state, panel = lab
+    set_mode(qtbot, panel, "off-by-one")
+    assert panel.propagation_nan.any()
+    assert "NaN" in panel.verdict.text()
+    assert "NaN" in panel.propagation_note.text()
+
+
+def test_depth_runs_only_the_first_blocks(qtbot, lab):
+    _state, panel = lab
+    with qtbot.waitSignal(panel.result_shown, timeout=RESULT_TIMEOUT_MS):
+        panel.depth_spin.setValue(2)
+    assert panel.propagation_values.shape[0] == 3  # the embedding and two blocks
+
+
+def test_unknown_characters_are_refused_and_the_tokens_stay(qtbot, lab):
+    state, panel = lab
+    tokens = state.tokens
+    panel.strip.text_edit.setText("To be, or not to be€")
+    panel.strip.submit_text()
+    assert "'€'" in panel.strip.message_label.text()
+    assert not panel.strip.message_label.isHidden()
+    assert state.tokens == tokens
+    assert panel.strip.tokens == tokens
+
+
+def test_undo_restores_the_tokens(qtbot, lab, tokenizer):
+    state, panel = lab
+    tokens = state.tokens
+    replace(qtbot, panel, EDIT_POSITION, tokenizer.id_of("X"))
+    assert state.tokens != tokens
+    with qtbot.waitSignal(panel.result_shown, timeout=RESULT_TIMEOUT_MS):
+        panel.undo_button.click()
+    assert state.tokens == tokens
+    assert panel.strip.tokens == tokens
+
+
+def test_insert_and_delete_change_the_length_and_can_be_undone(qtbot, lab, tokenizer):
+    state, panel = lab
+    tokens = state.tokens
+    panel.strip.select(3)
+    with qtbot.waitSignal(panel.result_shown, timeout=RESULT_TIMEOUT_MS):
+        panel.insert_token(3, tokenizer.id_of("Z"))
+    assert state.tokens == tokens[:3] + [tokenizer.id_of("Z")] + tokens[3:]
+    assert panel.propagation_values.shape[1] == len(tokens) + 1
+    with qtbot.waitSignal(panel.result_shown, timeout=RESULT_TIMEOUT_MS):
+        panel.delete_token(0)
+    assert len(state.tokens) == len(tokens)
+    state.undo_stack.undo()
+    state.undo_stack.undo()
+    assert state.tokens == tokens
+
+
+def test_the_attention_tab_shows_the_selected_head(qtbot, lab, model, tokenizer):
+    state, panel = lab
+    with qtbot.waitSignal(panel.result_shown, timeout=RESULT_TIMEOUT_MS):
+        panel.tabs.setCurrentIndex(SUB_TABS.index("Attention"))
+    state.set_selected_layer(2)
+    state.set_selected_head(1)
+    expected = attention_maps(model, state.tokens, mask_mode="causal", tokenizer_or_labels=tokenizer)
+    assert np.array_equal(panel.attention_map.matrix, expected.weights[2, 1])
+    assert panel.layer_spin.value() == 2 and panel.head_spin.value() == 1
+
+
+def test_the_other_tabs_show_their_results(qtbot, lab):
+    state, panel = lab
+    for tab in ("Mask", "Head split", "Predictions"):
+        with qtbot.waitSignal(panel.result_shown, timeout=RESULT_TIMEOUT_MS):
+            panel.tabs.setCurrentIndex(SUB_TABS.index(tab))
+    split = panel._cached("split")
+    assert split.correct_difference < 1e-6 < split.wrong_difference
+    predictions = panel._cached("predictions")
+    assert predictions.position == len(state.tokens) - 1
+    masks = panel._cached("mask")
+    assert [grid.kind for grid in masks] == ["decoder-self"]
+    assert np.array_equal(panel.mask_maps[0].matrix, masks[0].visible.astype(np.float32))
+    assert panel.last_error == ""
+
+
+def test_settings_round_trip_and_ignore_bad_values(qtbot, lab):
+    _state, panel = lab
+    panel.mode_combo.setCurrentIndex(panel.mode_combo.findData("after-softmax"))
+    panel.temperature_spin.setValue(0.5)
+    saved = panel.settings()
+    panel.restore_settings({"mask_mode": "causal", "temperature": 2.0, "top_k": "many", "n_blocks": None, "sub_tab": 3})
+    assert panel.mask_mode == "causal"
+    panel.restore_settings(saved)
+    assert panel.settings() == saved
+    assert panel.mask_mode == "after-softmax"
+    assert all(label and target is not None for label, target in panel.export_targets())
