@@ -5,8 +5,9 @@
 Builds the panel on a LabState and the one ComputeController, waits for its first result, then
 moves the query slider `--moves` times. Each move is one redraw: slider value -> panel update ->
 processEvents until every plot on the shown sub-tab has received and handled its paint event (an
-event filter counts them; painting goes into the offscreen backing store, what a screen would show). Prints redraws/s (mean and p95 frame time) for the slider and for dragging
-the dashed line on the plot; the target is 30 or more.
+event filter counts them; painting goes into the offscreen backing store, what a screen would
+show). Prints redraws/s (mean and p95 frame time) for the slider and for dragging the dashed line
+on the plot; the target is 30 or more.
 """
 
 from __future__ import annotations

@@ -59,7 +59,8 @@ def main(argv: list[str] | None = None) -> int:
     from gui import APP_NAME, APP_ORGANIZATION, APP_VERSION
 
     _timing("qt_imported")
-    app = QApplication.instance() or QApplication([sys.argv[0]])
+    # Fusion draws the same on every platform, so the light, dark and projector palettes look as designed.
+    app = QApplication.instance() or QApplication([sys.argv[0], "-style", "Fusion"])
     app.setApplicationName(APP_NAME)
     app.setOrganizationName(APP_ORGANIZATION)
     app.setApplicationVersion(APP_VERSION)

@@ -124,7 +124,8 @@ def apply_theme(app: QApplication, name: str, scale: float = 1.0) -> Theme:
     if _base_point_size is None:
         size = app.font().pointSizeF()
         _base_point_size = size if size > 0 else 10.0
-    app.setStyle("Fusion")
+    # The Fusion style is chosen where the QApplication is made (gui.app passes -style Fusion): calling
+    # setStyle from Python wraps QStyle and builds its enums, a third of a second at start-up.
     app.setPalette(_palette(theme))
     font = QFont(app.font())
     font.setPointSizeF(_base_point_size * font_scale())

@@ -152,12 +152,16 @@ def _set_cell(table: QTableWidget, row: int, column: int, text: str, right: bool
     return item
 
 
-def _fit_table(table: QTableWidget) -> None:
+def _fit_table(table: QTableWidget, whole_width: bool = False) -> None:
+    """Rows and columns sized to the theme's font; with whole_width, the table never needs a horizontal scroll."""
     table.verticalHeader().setDefaultSectionSize(round(QFontMetrics(theme.font()).height() * 1.5))
     header = table.horizontalHeader()
     header.setFont(theme.font(bold=True))
     for column in range(table.columnCount()):
         table.resizeColumnToContents(column)
+    if whole_width:
+        columns = sum(max(table.sizeHintForColumn(column), header.sectionSizeHint(column)) for column in range(table.columnCount()))
+        table.setMinimumWidth(columns + 2 * table.frameWidth() + table.verticalScrollBar().sizeHint().width())
 
 
 class ParametersPanel(Panel):
@@ -257,7 +261,9 @@ class ParametersPanel(Panel):
         for view in self.compare_views:
             row.addWidget(view, 3)
         self.compare_table = _table(("", "left", "right"))
-        row.addWidget(self.compare_table, 4)
+        self.compare_table.horizontalHeader().setStretchLastSection(False)
+        self.compare_table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        row.addWidget(self.compare_table, 3)
         column.addLayout(row, 1)
         return page
 
@@ -282,7 +288,7 @@ class ParametersPanel(Panel):
         self.sweep_plot.setLabel("bottom", "width d_model")
         self.sweep_plot.setLabel("left", "share (%)")
         self.sweep_plot.showGrid(x=True, y=True, alpha=0.25)
-        self.sweep_plot.addLegend(offset=(-10, -10))
+        self.sweep_plot.addLegend(offset=(-10, 10))  # top right: both curves run low or level there
         self.embedding_curve = self.sweep_plot.plot([], [], name="embeddings / all parameters")
         self.ffn_curve = self.sweep_plot.plot([], [], name="FFN / one block")
         self.sweep_marker = self.sweep_plot.plot([], [], symbol="o", symbolSize=14)
@@ -299,7 +305,10 @@ class ParametersPanel(Panel):
         self.budget_label = QLabel()
         self.budget_label.setWordWrap(True)
         column.addWidget(self.budget_label)
-        self.budget_table = _table(("per token / per model", "fp32", "bf16", "int8"))
+        self.budget_table = _table(("quantity", "fp32", "bf16", "int8"))
+        header = self.budget_table.horizontalHeader()
+        header.setStretchLastSection(False)
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         column.addWidget(self.budget_table, 1)
         return page
 
@@ -440,22 +449,23 @@ class ParametersPanel(Panel):
         rows = []
         # Rows that name a wedge carry its colour: the two pies have no room for labels of their own.
         for label, swatch, fmt in (
-            ("layers × width", None, lambda s: f"{s.n_layers} × {s.d_model:,}"),
-            ("parameters", None, lambda s: f"{s.total_params:,}"),
-            ("token embeddings (V × d)", colors["token_embeddings"], lambda s: f"{s.token_embeddings:,}"),
-            ("token embeddings' share", None, lambda s: format_share(s.token_embedding_share)),
-            ("embeddings + positions' share", None, lambda s: format_share(s.embedding_share)),
-            ("one block", colors["blocks"], lambda s: f"{s.block_params:,}"),
-            ("one block: attention", colors["attention"], lambda s: f"{s.block_attention:,}"),
-            ("one block: FFN", colors["ffn"], lambda s: f"{s.block_ffn:,}"),
+            ("layers × d", None, lambda s: f"{s.n_layers} × {s.d_model:,}"),
+            ("parameters", None, lambda s: format_count(s.total_params)),
+            ("token embeddings", colors["token_embeddings"], lambda s: format_count(s.token_embeddings)),
+            ("    share of all", None, lambda s: format_share(s.token_embedding_share)),
+            ("+ positions: share", None, lambda s: format_share(s.embedding_share)),
+            ("one block", colors["blocks"], lambda s: format_count(s.block_params)),
+            ("    attention", colors["attention"], lambda s: format_count(s.block_attention)),
+            ("    FFN", colors["ffn"], lambda s: format_count(s.block_ffn)),
             ("FFN share of a block", None, lambda s: format_share(s.ffn_share_of_block)),
         ):
             rows.append((label, swatch, fmt(comparison.a), fmt(comparison.b)))
-        rows.append(("instantiated (meta device)", None, "", ""))
+        rows.append(("meta-device count", None, "", ""))
         table = self.compare_table
+        table.setHorizontalHeaderLabels(["", left.name, right.name])
         table.setRowCount(len(rows))
         for index, (label, swatch, left_text, right_text) in enumerate(rows):
-            _set_cell(table, index, 0, label, bold=True, swatch=swatch)
+            _set_cell(table, index, 0, label, swatch=swatch)
             _set_cell(table, index, 1, left_text, right=True)
             _set_cell(table, index, 2, right_text, right=True)
         self._compare_totals = (comparison.a.total_params, comparison.b.total_params)
@@ -469,18 +479,22 @@ class ParametersPanel(Panel):
         for column, (config, total) in enumerate(zip(self._compared(), self._compare_totals), start=1):
             counted = self.counted.get(config)
             if counted is None:
-                _set_cell(table, row, column, "counting..." if self.state.torch_ready else "waits for torch", right=True,
+                _set_cell(table, row, column, "counting..." if self.state.torch_ready else "after torch loads", right=True,
                           color=theme.color("muted"))
             else:
                 agrees = counted == total
-                _set_cell(table, row, column, f"{counted:,} {AGREES if agrees else DIFFERS}", right=True,
-                          color=theme.color("tertiary" if agrees else "warning"))
-        _fit_table(table)
+                cell = _set_cell(table, row, column, AGREES if agrees else DIFFERS, right=True,
+                                 color=theme.color("tertiary" if agrees else "warning"))
+                cell.setToolTip(f"{counted:,} instantiated, {total:,} by formula")
+        _fit_table(table, whole_width=True)
 
     # ---- width sweep ---------------------------------------------------------------------------
     def _show_sweep(self, config: ModelConfig) -> None:
         widths = sweep_widths(config)
-        previous = self.sweep.widths[self.width_slider.value()] if self.sweep is not None else None
+        # Keep the slider's width while the same model is shown (a theme change, a tying toggle);
+        # a new model starts at its own width.
+        same_model = self.sweep is not None and self.sweep.base_name == config.name
+        previous = int(self.sweep.widths[self.width_slider.value()]) if same_model else None
         self.sweep = embedding_share_sweep(config, widths)
         self.embedding_curve.setData(self.sweep.widths.astype(float), 100 * self.sweep.embedding_share)
         self.ffn_curve.setData(self.sweep.widths.astype(float), 100 * self.sweep.ffn_share_of_block)
@@ -489,13 +503,10 @@ class ParametersPanel(Panel):
         self._set_width_ticks(widths)
         self.width_slider.blockSignals(True)
         self.width_slider.setRange(0, len(widths) - 1)
-        target = previous if previous is not None and previous in widths and self._sweep_base == config.replace(tie_embeddings=True) else config.d_model
+        target = previous if previous in widths else config.d_model
         self.width_slider.setValue(widths.index(target))
         self.width_slider.blockSignals(False)
-        self._sweep_base = config.replace(tie_embeddings=True)
         self._update_sweep_marker()
-
-    _sweep_base: ModelConfig | None = None
 
     def _set_width_ticks(self, widths: list[int]) -> None:
         ticks, width = [], 1
@@ -514,7 +525,7 @@ class ParametersPanel(Panel):
         width, share, ffn = int(sweep.widths[index]), float(sweep.embedding_share[index]), float(sweep.ffn_share_of_block[index])
         self.sweep_marker.setData([float(width)], [100 * share])
         try:
-            scaled = scaled_config(self.sweep_base_config(), width)
+            scaled = scaled_config(self.shown_config(), width)
         except BudgetError as error:
             self.show_error(str(error))
             return
@@ -522,9 +533,6 @@ class ParametersPanel(Panel):
             f"<b>d = {width:,}</b> ({scaled.n_heads} heads of {scaled.d_head}, d_ff {scaled.d_ff:,}):"
             f" {format_count(int(sweep.total_params[index]))} parameters; the embeddings are <b>{format_share(share)}</b>"
             f" of them, the FFN {format_share(ffn)} of a block.")
-
-    def sweep_base_config(self) -> ModelConfig:
-        return self.shown_config()
 
     # ---- budgets -------------------------------------------------------------------------------
     def _show_budget(self, config: ModelConfig) -> None:
@@ -548,7 +556,8 @@ class ParametersPanel(Panel):
         for index, (label, value) in enumerate(rows):
             _set_cell(table, index, 0, label, bold=True)
             if isinstance(value, str):
-                _set_cell(table, index, 1, value, right=True)
+                # A FLOP count does not depend on the dtype: one centred cell across the three columns.
+                _set_cell(table, index, 1, value).setTextAlignment(Qt.AlignmentFlag.AlignCenter)
                 for column in (2, 3):
                     _set_cell(table, index, column, "")
                 table.setSpan(index, 1, 1, 3)

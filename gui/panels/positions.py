@@ -67,6 +67,7 @@ ENCODING_CAPTIONS = {
     "learned": "learned (random, untrained)",
     "rope": "RoPE (rotates q, k)",
 }
+POSITIONAL_NAMES = {"rope": "RoPE", "alibi": "ALiBi", "learned": "learned", "sinusoidal": "sinusoidal", "none": "no"}
 MAX_ARROW_PAIRS = 8  # more circles than this are unreadable at projector scale
 ZERO_FLOOR_LOG10 = -17.0  # where an exactly-zero difference is drawn on the log axis
 DEFAULT_PERMUTATION_HINT = "e.g. 3 1 5 0 2 4"
@@ -117,6 +118,9 @@ class ScrubberData:
     k_norms: np.ndarray  # (P,)
     q_norm: float  # ||q||
     k_norm: float
+    q_norm_drift: float  # max over positions of | ||R(m)q|| - ||q|| |: rounding only
+    k_norm_drift: float
+    longest_pair: float  # length of the longest (even, odd) pair of q or k: the arrows' scale
 
 
 @dataclass(frozen=True)
@@ -166,7 +170,8 @@ def _scrubber_data(request: PositionsRequest) -> ScrubberData:
     from core.experiments import positions
 
     pair_key = (
-        (request.source, request.model, request.tokens, request.layer, request.head, request.query_token, request.key_token)
+        (request.source, request.model, request.tokens, request.layer, request.head, request.query_token,
+         request.key_token)
         if request.source == SOURCE_MODEL
         else (request.source, request.seed, request.d)
     )
@@ -199,6 +204,9 @@ def _scrubber_data(request: PositionsRequest) -> ScrubberData:
         k_norms=k_norms.norms,
         q_norm=q_norms.original_norm,
         k_norm=k_norms.original_norm,
+        q_norm_drift=float(np.abs(q_norms.norms - q_norms.original_norm).max()),
+        k_norm_drift=float(np.abs(k_norms.norms - k_norms.original_norm).max()),
+        longest_pair=float(max(np.hypot(*q_arrows[0].original.T).max(), np.hypot(*k_arrows[0].original.T).max())),
     )
 
 
@@ -211,7 +219,8 @@ def _encodings_data(request: PositionsRequest) -> EncodingsData:
     if model is None:
         note = "No model is loaded yet."
     elif model.config.positional != "learned":
-        note = (f"{model.config.name} uses {model.config.positional} positions, so it has no learned table. "
+        kind = POSITIONAL_NAMES.get(model.config.positional, model.config.positional)
+        note = (f"{model.config.name} uses {kind} positions, so it has no learned table. "
                 "Load a model with learned positions (the tiny-gpt preset) to see one.")
     else:
         learned = positions.learned_position_table(model)
@@ -257,7 +266,9 @@ def parse_permutation(text: str, length: int) -> tuple[int, ...]:
         try:
             values.append(int(part))
         except ValueError:
-            raise ValueError(f"{part!r} is not a position number; type whole numbers 0..{length - 1} (e.g. {example}).") from None
+            raise ValueError(
+                f"{part!r} is not a position number; type whole numbers 0..{length - 1} (e.g. {example})."
+            ) from None
     if len(values) != length:
         raise ValueError(f"The order has {len(values)} entries but there are {length} tokens (T = {length}); "
                          f"give each of 0..{length - 1} once.")
@@ -275,6 +286,11 @@ def parse_permutation(text: str, length: int) -> tuple[int, ...]:
 def format_difference(value: float) -> str:
     """Float noise must read as noise (1.2e-07), never as a rounded 0; only an exact zero says 0."""
     return "0 (exactly)" if value == 0.0 else f"{value:.2e}"
+
+
+def format_wavelength(positions: float) -> str:
+    """6.28, 62.8, 628, 6,283: whole positions once they are long, never 6.28e+03 for a student to decode."""
+    return f"{positions:.3g}" if positions < 1000 else f"{positions:,.0f}"
 
 
 def diagonal_trace(grid: np.ndarray, offset: int) -> tuple[np.ndarray, np.ndarray]:
@@ -406,7 +422,8 @@ class PositionsPanel(Panel):
         self.base_spin.setValue(10000.0)
         self.base_spin.setSingleStep(1000.0)
         self.base_spin.setKeyboardTracking(False)
-        self.base_spin.setToolTip("RoPE base: pair i turns base^(-2i/d) radians per position (also the sinusoids' base)")
+        self.base_spin.setToolTip(
+            "RoPE base: pair i turns base^(-2i/d) radians per position (also the sinusoids' base)")
         self.base_spin.valueChanged.connect(self.schedule_refresh)
         self.scale_spin = QDoubleSpinBox()
         self.scale_spin.setRange(0.25, 64.0)
@@ -471,8 +488,13 @@ class PositionsPanel(Panel):
         self.rope_score_label = QLabel("")
         self.rope_score_label.setObjectName("positions-rope-score")
         self.rope_score_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.sinusoidal_caption = QLabel("sinusoidal (q+PE[m])·(k+PE[n]) =")
-        self.sinusoidal_caption.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        # A checkbox, not a label: trained q and k are short next to the sinusoids (|PE| ~ sqrt(d/2)),
+        # and hiding the additive curves lets the y axis fit the RoPE scores alone.
+        self.compare_sinusoidal_check = QCheckBox("sinusoidal (q+PE[m])·(k+PE[n]) =")
+        self.compare_sinusoidal_check.setObjectName("positions-compare-sinusoidal")
+        self.compare_sinusoidal_check.setChecked(True)
+        self.compare_sinusoidal_check.setToolTip("Also draw the additive sinusoidal encoding on the same q and k")
+        self.compare_sinusoidal_check.toggled.connect(self._comparison_toggled)
         self.sinusoidal_score_label = QLabel("")
         self.sinusoidal_score_label.setObjectName("positions-sinusoidal-score")
         self.sinusoidal_score_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -486,7 +508,7 @@ class PositionsPanel(Panel):
         sliders.addWidget(self.lock_check, 0, 4)
         sliders.addWidget(self.n_caption, 1, 0)
         sliders.addWidget(self.n_slider, 1, 1)
-        sliders.addWidget(self.sinusoidal_caption, 1, 2)
+        sliders.addWidget(self.compare_sinusoidal_check, 1, 2, alignment=Qt.AlignmentFlag.AlignRight)
         sliders.addWidget(self.sinusoidal_score_label, 1, 3)
         sliders.addWidget(self.offset_label, 1, 4)
         sliders.setColumnStretch(1, 1)
@@ -517,6 +539,7 @@ class PositionsPanel(Panel):
         self.arrow_plot.setMouseEnabled(x=False, y=False)
         self.arrow_plot.hideAxis("bottom")
         self.arrow_plot.hideAxis("left")
+        self.arrow_plot.getViewBox().sigResized.connect(self._arrow_plot_resized)
         self.arrow_plot.addLegend(offset=(10, 5), colCount=2)
         self.arrow_circles = self.arrow_plot.plot([], [])
         self.q_arrows = self.arrow_plot.plot([], [], connect="pairs", name="R(m) q")
@@ -565,7 +588,8 @@ class PositionsPanel(Panel):
     def _build_grids_tab(self) -> QWidget:
         page = QWidget()
         column = QVBoxLayout(page)
-        self.grids_note = QLabel("RoPE is constant along each diagonal (one offset m - n); the additive encodings are not. "
+        self.grids_note = QLabel("RoPE is constant along each diagonal (one offset m - n); the additive encodings "
+                                 "are not. "
                                  "Click a cell to move m and n there.")
         self.grids_note.setWordWrap(True)
         column.addWidget(self.grids_note)
@@ -600,8 +624,8 @@ class PositionsPanel(Panel):
         page = QWidget()
         column = QVBoxLayout(page)
         controls = QHBoxLayout()
-        self.encoding_width_spin = self._spin(2, 1024, max(2, self.state.config.d_model - self.state.config.d_model % 2),
-                                              "Width d_model of the sinusoidal table", step=2)
+        config_width = max(2, self.state.config.d_model - self.state.config.d_model % 2)
+        self.encoding_width_spin = self._spin(2, 1024, config_width, "Width d_model of the sinusoidal table", step=2)
         self.fingerprint_spin = QSpinBox()
         self.fingerprint_spin.setRange(0, 127)
         self.fingerprint_spin.setValue(3)
@@ -644,6 +668,7 @@ class PositionsPanel(Panel):
         self.learned_note = QLabel("")
         self.learned_note.setWordWrap(True)
         self.learned_note.setObjectName("positions-learned-note")
+        self.learned_note.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
         learned_column.addWidget(self.learned_note)
         self.learned_map = Heatmap("dimension", "position", "Learned positions of the model",
                                    value_format=EXACT_FORMAT)
@@ -708,14 +733,15 @@ class PositionsPanel(Panel):
         self.permutation_table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         for row, encoding in enumerate(PERMUTATION_ENCODINGS):
             for col in range(3):
-                self.permutation_table.setItem(row, col, QTableWidgetItem(ENCODING_CAPTIONS[encoding] if col == 0 else ""))
+                text = ENCODING_CAPTIONS[encoding] if col == 0 else ""
+                self.permutation_table.setItem(row, col, QTableWidgetItem(text))
         splitter.addWidget(self.permutation_table)
         splitter.setSizes([640, 180])
         column.addWidget(splitter, 1)
         return page
 
     def _cache_static_items(self) -> None:
-        """Pixmap-cache what a drag never changes (legends, circles, labels, the norm curves): see cache_static_parts."""
+        """Pixmap-cache what a drag never changes (legends, circles, labels, norm curves); see cache_static_parts."""
         cached = QGraphicsItem.CacheMode.DeviceCoordinateCache
         for plot in self.findChildren(pg.PlotWidget):
             legend = plot.getPlotItem().legend
@@ -723,6 +749,12 @@ class PositionsPanel(Panel):
                 legend.setCacheMode(cached)
         for item in (self.arrow_circles, self.q_norm_curve, self.k_norm_curve, *self.pair_labels):
             item.setCacheMode(cached)
+        # Curves redrawn on every move: Qt strokes an antialiased thick polyline as one path (about
+        # 1 ms for 512 points); as separate segments it is several times faster, and with opaque
+        # pens the overlapping joints do not show.
+        for curve in (self.trace_rope, self.trace_sinusoidal, self.row_rope, self.row_sinusoidal,
+                      self.offset_rope, self.offset_sinusoidal, self.offset_learned):
+            curve.curve.setSegmentedLineMode("on")
 
     # ---- sources -----------------------------------------------------------------------------------
     def model_rope_problem(self) -> str:
@@ -732,7 +764,8 @@ class PositionsPanel(Panel):
             return "No model is loaded yet."
         config = model.config
         if config.positional != "rope":
-            return (f"{config.name} uses {config.positional} positions, not RoPE; load a RoPE model "
+            kind = POSITIONAL_NAMES.get(config.positional, config.positional)
+            return (f"{config.name} uses {kind} positions, not RoPE; load a RoPE model "
                     "(the tiny-llama preset) to take q and k from it.")
         if not self.state.tokens:
             return "The input text has no tokens."
@@ -766,8 +799,10 @@ class PositionsPanel(Panel):
                 spin.blockSignals(True)
                 spin.setValue(value)
                 spin.blockSignals(False)
-            for spin, value in ((self.layer_spin, self.state.selected_layer), (self.head_spin, self.state.selected_head),
-                                (self.key_token_spin, 0), (self.query_token_spin, max(0, len(self.state.tokens) - 1))):
+            last_token = max(0, len(self.state.tokens) - 1)
+            for spin, value in ((self.layer_spin, self.state.selected_layer),
+                                (self.head_spin, self.state.selected_head),
+                                (self.key_token_spin, 0), (self.query_token_spin, last_token)):
                 spin.blockSignals(True)
                 spin.setValue(value)
                 spin.blockSignals(False)
@@ -800,7 +835,6 @@ class PositionsPanel(Panel):
     def refresh(self) -> None:
         self._update_source_availability()
         request = self.current_request()
-        self.source_label.setText("computing...")
         self.submit(lambda: compute_positions(request), self.show_result, "positions")
 
     # ---- result -> views ---------------------------------------------------------------------------
@@ -817,7 +851,8 @@ class PositionsPanel(Panel):
     def _show_scrubber(self, data: ScrubberData) -> None:
         self.scrubber = data
         last = int(data.positions[-1])
-        self.source_label.setText(f"{data.label}; base {data.base:g}, scale {data.scale:g}")
+        self.source_label.setText(data.label)  # base and scale stand in their own boxes
+        self.source_label.setToolTip(f"{data.label}; base {data.base:g}, scale {data.scale:g}")
         self._syncing = True
         try:
             for slider in (self.m_slider, self.n_slider):
@@ -830,17 +865,15 @@ class PositionsPanel(Panel):
         self._sync_handles()
         self.fingerprint_spin.setMaximum(last)
 
-        # Fixed y ranges per result: a drag must not make the axes jump.
-        both = np.concatenate([data.rope.ravel(), data.sinusoidal.ravel()])
-        low, high = float(both.min()), float(both.max())
-        pad = 0.05 * (high - low or 1.0)
         for plot in (self.trace_plot, self.row_plot):
             plot.setXRange(0, last, padding=0.02)
-            plot.setYRange(low - pad, high + 4 * pad, padding=0)  # top: room for the legend
+        self._fit_score_axes()
+        both = np.concatenate([data.rope.ravel(), data.sinusoidal.ravel()])
         all_three = np.concatenate([both, data.learned.ravel()])
         spread = float(all_three.max() - all_three.min()) or 1.0
         self.offset_plot.setXRange(-last, last, padding=0.02)
-        self.offset_plot.setYRange(float(all_three.min()) - 0.05 * spread, float(all_three.max()) + 0.2 * spread, padding=0)
+        self.offset_plot.setYRange(float(all_three.min()) - 0.05 * spread, float(all_three.max()) + 0.2 * spread,
+                                   padding=0)
 
         labels = [str(int(p)) for p in data.positions]
         for heatmap, grid in zip(self.score_grids(), (data.rope, data.sinusoidal, data.learned)):
@@ -851,31 +884,63 @@ class PositionsPanel(Panel):
         self.k_norm_curve.setData(data.positions, data.k_norms)
         biggest = max(data.q_norm, data.k_norm)
         self.norm_plot.setXRange(0, last, padding=0.02)
-        self.norm_plot.setYRange(0, biggest * 1.4, padding=0)  # top: room for the legend
-        q_drift = float(np.abs(data.q_norms - data.q_norm).max())
-        k_drift = float(np.abs(data.k_norms - data.k_norm).max())
+        self.norm_plot.setYRange(0, biggest * 1.6, padding=0)  # top: room for the legend
         self.norm_label.setText(
             f"‖q‖ = {data.q_norm:.10f}, ‖k‖ = {data.k_norm:.10f}; largest change over m = 0..{last}: "
-            f"{format_difference(q_drift)} and {format_difference(k_drift)} (rotations keep lengths)"
+            f"{format_difference(data.q_norm_drift)} and {format_difference(data.k_norm_drift)} "
+            "(rotations keep lengths)"
         )
         self._layout_arrow_slots(data)
         self._redraw_scrubber()
 
+    def _fit_score_axes(self) -> None:
+        """Fixed y ranges per result (a drag must not make the axes jump), fitting the curves shown."""
+        data = self.scrubber
+        if data is None:
+            return
+        compared = self.compare_sinusoidal_check.isChecked()
+        shown = np.concatenate([data.rope.ravel(), data.sinusoidal.ravel()]) if compared else data.rope
+        low, high = float(shown.min()), float(shown.max())
+        pad = 0.05 * (high - low or 1.0)
+        for plot in (self.trace_plot, self.row_plot):
+            plot.setYRange(low - pad, high + 4 * pad, padding=0)  # top: room for the legend
+
+    def _comparison_toggled(self, compared: bool) -> None:
+        for item in (self.trace_sinusoidal, self.row_sinusoidal):
+            item.setVisible(compared)
+        self._fit_score_axes()
+        self._redraw_scrubber()
+
+    def _arrow_slots_that_fit(self) -> int:
+        """As many circles as their labels have room for at the current font size (at most MAX_ARROW_PAIRS)."""
+        label_width = QFontMetrics(theme.font(0.85)).horizontalAdvance("dims 126-127 ")
+        room = max(self.arrow_plot.width(), 400)
+        return int(min(MAX_ARROW_PAIRS, max(3, room // (label_width * 1.1))))
+
+    def _arrow_plot_resized(self) -> None:
+        data = self.scrubber
+        if data is None or not hasattr(self, "_arrow_pairs"):
+            return
+        wanted = min(self._arrow_slots_that_fit(), data.wavelengths.shape[0])
+        if wanted != self._arrow_pairs.shape[0]:
+            self._layout_arrow_slots(data)
+            self._redraw_scrubber()
+
     def _layout_arrow_slots(self, data: ScrubberData) -> None:
         n_pairs = data.wavelengths.shape[0]
-        if n_pairs <= MAX_ARROW_PAIRS:
+        slots = self._arrow_slots_that_fit()
+        if n_pairs <= slots:
             self._arrow_pairs = np.arange(n_pairs)
         else:  # fast, middle and slow pairs: the spread of frequencies is the point
-            self._arrow_pairs = np.unique(np.round(np.linspace(0, n_pairs - 1, MAX_ARROW_PAIRS)).astype(int))
+            self._arrow_pairs = np.unique(np.round(np.linspace(0, n_pairs - 1, slots)).astype(int))
         self._arrow_centres = np.arange(self._arrow_pairs.shape[0]) * 2.6
-        pair_lengths = np.concatenate([np.linalg.norm(data.rotated_q[0], axis=-1), np.linalg.norm(data.rotated_k[0], axis=-1)])
-        self._arrow_unit = 1.0 / max(float(pair_lengths.max()), 1e-12)  # the longest pair reaches the circle
+        self._arrow_unit = 1.0 / max(data.longest_pair, 1e-12)  # the longest pair reaches the circle
         circle_x, circle_y = _circle_outlines(self._arrow_centres)
         self.arrow_circles.setData(circle_x, circle_y, connect="finite")
         for slot, label in enumerate(self.pair_labels):
             if slot < self._arrow_pairs.shape[0]:
                 pair = int(self._arrow_pairs[slot])
-                label.setText(f"dims {2 * pair}-{2 * pair + 1}\nλ {data.wavelengths[pair]:.3g}")
+                label.setText(f"dims {2 * pair}-{2 * pair + 1}\nλ {format_wavelength(data.wavelengths[pair])}")
                 label.setPos(float(self._arrow_centres[slot]), -1.15)
                 label.show()
             else:
@@ -970,10 +1035,13 @@ class PositionsPanel(Panel):
             self.trace_rope.setData(xs, rope)
             self.trace_sinusoidal.setData(xs, sinusoidal)
             self._drawn_offset, self._drawn_trace_source = m - n, data
-        self.trace_markers.setData([m, m], [rope_score, sinusoidal_score], brush=self._marker_brushes())
+        marked = 2 if self.compare_sinusoidal_check.isChecked() else 1
+        self.trace_markers.setData([m, m][:marked], [rope_score, sinusoidal_score][:marked],
+                                   brush=self._marker_brushes()[:marked])
         self.row_rope.setData(data.positions, data.rope[m])
         self.row_sinusoidal.setData(data.positions, data.sinusoidal[m])
-        self.row_markers.setData([n, n], [rope_score, sinusoidal_score], brush=self._marker_brushes())
+        self.row_markers.setData([n, n][:marked], [rope_score, sinusoidal_score][:marked],
+                                 brush=self._marker_brushes()[:marked])
         self.norm_m_line.setValue(m)
         pairs = self._arrow_pairs
         centres = self._arrow_centres
@@ -1184,7 +1252,8 @@ class PositionsPanel(Panel):
             line.setHoverPen(theme.pen("highlight", width=theme.current().line_width + 3))
         for line in (self.norm_m_line, self.offset_line):
             line.setPen(theme.pen("muted", width=max(1.0, theme.current().axis_width), style=Qt.PenStyle.DashLine))
-        self.noise_line.setPen(theme.pen("muted", width=max(1.0, theme.current().axis_width), style=Qt.PenStyle.DashLine))
+        dashed = theme.pen("muted", width=max(1.0, theme.current().axis_width), style=Qt.PenStyle.DashLine)
+        self.noise_line.setPen(dashed)
         self.noise_line.label.setColor(theme.color("text"))
         self.noise_line.label.setFont(theme.font(0.9))
         for label in self.pair_labels:
@@ -1210,6 +1279,8 @@ class PositionsPanel(Panel):
             self._show_permutation(self._shown_permutation)
         if self._shown_encodings is not None:
             self._redraw_fingerprint()
+        if self.scrubber is not None:
+            self._layout_arrow_slots(self.scrubber)
         self._redraw_scrubber()
 
     def _style_colorbars(self) -> None:
@@ -1260,6 +1331,7 @@ class PositionsPanel(Panel):
             m=self.m,
             n=self.n,
             lock_offset=self.lock_check.isChecked(),
+            compare_sinusoidal=self.compare_sinusoidal_check.isChecked(),
             permutation=list(self._valid_permutation) if self._valid_permutation is not None else None,
             tab=self.tabs.tabText(self.tabs.currentIndex()),
         )
@@ -1268,6 +1340,12 @@ class PositionsPanel(Panel):
     def restore_settings(self, data: dict[str, Any]) -> None:
         if not isinstance(data, dict):
             return
+        # The source first: choosing the model source resets base, scale, layer, head and tokens to the
+        # model's, and the saved values below must win over those defaults.
+        if data.get("source") == "model" and not self.model_rope_problem():
+            self.source_combo.setCurrentIndex(1)
+        elif data.get("source") == "random":
+            self.source_combo.setCurrentIndex(0)
         for key, spin in self._spins().items():
             value = data.get(key)
             if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -1276,12 +1354,10 @@ class PositionsPanel(Panel):
                 spin.blockSignals(True)
                 spin.setValue(int(value) if isinstance(spin, QSpinBox) else float(value))
                 spin.blockSignals(False)
-        if data.get("source") == "model" and not self.model_rope_problem():
-            self.source_combo.setCurrentIndex(1)
-        elif data.get("source") == "random":
-            self.source_combo.setCurrentIndex(0)
         if isinstance(data.get("lock_offset"), bool):
             self.lock_check.setChecked(data["lock_offset"])
+        if isinstance(data.get("compare_sinusoidal"), bool):
+            self.compare_sinusoidal_check.setChecked(data["compare_sinusoidal"])
         permutation = data.get("permutation")
         if isinstance(permutation, list) and all(isinstance(p, int) and not isinstance(p, bool) for p in permutation):
             try:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -54,14 +54,13 @@ class ConfigForm(QWidget):
         self.editors: dict[str, QWidget] = {}
         self.error_labels: dict[str, QLabel] = {}
         self._updating = False
-        docs = config_field_docs()
+        self.labels: dict[str, QLabel] = {}
         form = QFormLayout(self)
         form.setContentsMargins(0, 0, 0, 0)
         form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
         for name in ModelConfig.field_names():
             editor = self._make_editor(name)
             editor.setObjectName(f"config-{name}")
-            editor.setToolTip(docs.get(name, ""))
             error = QLabel("")
             error.setObjectName(f"config-error-{name}")
             error.setWordWrap(True)
@@ -73,13 +72,21 @@ class ConfigForm(QWidget):
             column.addWidget(editor)
             column.addWidget(error)
             label = QLabel(name)
-            label.setToolTip(docs.get(name, ""))
             label.setBuddy(editor)
+            self.labels[name] = label
             form.addRow(label, box)
             self.editors[name] = editor
             self.error_labels[name] = error
         state.changed.connect(self._on_state_changed)
         self.show_config(state.config)
+        # Reading the field docs parses config.py's source (50-200 ms): done after the window's first paint.
+        QTimer.singleShot(400, self._set_tooltips)
+
+    def _set_tooltips(self) -> None:
+        for name, text in config_field_docs().items():
+            if name in self.editors:
+                self.editors[name].setToolTip(text)
+                self.labels[name].setToolTip(text)
 
     def _make_editor(self, name: str) -> QWidget:
         choices = ModelConfig.choices(name)

@@ -178,6 +178,11 @@ class NestedPieItem(pg.GraphicsObject):
             for w in self._wedges
         }
 
+    def wedge_path_at_rest(self, key: str) -> QPainterPath:
+        """A wedge's outline when it is not hovered (the hovered one is drawn pulled out)."""
+        wedge = self._wedge(key)
+        return wedge_path(wedge.r0, wedge.r1, wedge.start, wedge.span)
+
     # ---- hover ---------------------------------------------------------------------------------
     def key_at(self, pos: QPointF) -> str:
         """The wedge under an item-coordinate point ("" for none); the outer ring is checked first."""

@@ -93,3 +93,27 @@ def test_settings_round_trip_and_ignore_junk(qtbot, panel):
     assert panel.settings() == {"depth": 7, "norm": "rmsnorm", "residual_scaling": True, "log_scale": True}
     assert panel.depth_slider.value() == 7
     assert [label for label, _ in panel.export_targets()][1:] == ["Residual stream norm (plot)", "Gradient norm (plot)"]
+
+
+def test_rmsnorm_with_residual_scaling_is_what_core_measures(qtbot, panel):
+    from core.experiments.norms import norm_curves
+
+    panel.norm_combo.setCurrentIndex(panel.norm_combo.findData("rmsnorm"))
+    panel.scaling_check.setChecked(True)
+    start(qtbot, panel, 3)
+    expected = norm_curves(3, "pre", "rmsnorm", seed=0, d_model=D_MODEL, residual_scaling=True)
+    np.testing.assert_allclose(panel.forward_curves["pre"].getData()[1], expected.forward_norms, rtol=1e-6)
+    assert "rmsnorm, residual scaling" in panel.caption.text()
+
+
+def test_a_failed_run_shows_a_message_not_a_traceback(qtbot, panel, monkeypatch):
+    import gui.panels.norms as norms_module
+
+    def broken(*args):
+        raise RuntimeError("out of memory\nTraceback (most recent call last): ...")
+
+    monkeypatch.setattr(norms_module, "_compare", broken)
+    with qtbot.waitSignal(panel.error_shown, timeout=30_000) as blocker:
+        panel.state.set_torch_ready(True)
+    assert blocker.args == ["RuntimeError: out of memory"]
+    assert panel.message_label.isVisibleTo(panel) and "Traceback" not in panel.message_label.text()

@@ -12,7 +12,7 @@ from gui.compute import ComputeController
 from gui.panels.parameters import AGREES, ParametersPanel, block_norm_params, format_bytes, format_flops
 from gui.state import LabState
 from gui.widgets.export import export
-from gui.widgets.pie import format_share
+from gui.widgets.pie import format_count, format_share
 
 
 @pytest.fixture
@@ -88,8 +88,8 @@ def test_hovering_a_wedge_pulls_it_out_and_reads_it(qtbot, panel):
     # A real mouse move over the wedge: pyqtgraph's scene sends the item its hover event.
     viewport_point = view.mapFromScene(pie.mapToScene(centre))
     qtbot.mouseMove(view.viewport(), QPoint(viewport_point.x(), viewport_point.y()))
-    if pie.hovered != "ffn":  # the offscreen platform does not always deliver synthetic moves
-        pie.hover_key("ffn")
+    qtbot.waitUntil(lambda: pie.hovered == "ffn", timeout=5000)
+    assert pie._paths["ffn"].boundingRect() != pie.wedge_path_at_rest("ffn").boundingRect()  # pulled out
     groups = parameter_breakdown(get_preset("gpt2-small")).groups
     readout = pie.readout_text()
     assert "feed-forward (FFN)" in readout
@@ -125,8 +125,9 @@ def test_comparison_sweep_and_budget_tables(qtbot, panel):
     comparison = compare_configs(small, medium)
     cells = {panel.compare_table.item(r, 0).text(): (panel.compare_table.item(r, 1).text(), panel.compare_table.item(r, 2).text())
              for r in range(panel.compare_table.rowCount())}
-    assert cells["parameters"] == (f"{comparison.a.total_params:,}", f"{comparison.b.total_params:,}")
-    assert cells["token embeddings' share"] == (format_share(comparison.a.token_embedding_share), format_share(comparison.b.token_embedding_share))
+    assert cells["parameters"] == (format_count(comparison.a.total_params), format_count(comparison.b.total_params)) == ("124.4M", "354.8M")
+    assert cells["    share of all"] == (format_share(comparison.a.token_embedding_share), format_share(comparison.b.token_embedding_share))
+    assert cells["+ positions: share"] == (format_share(comparison.a.embedding_share), format_share(comparison.b.embedding_share))
     assert cells["FFN share of a block"] == ("66.6%", "66.6%")
     qtbot.waitUntil(lambda: AGREES in panel.compare_table.item(panel.compare_table.rowCount() - 1, 2).text(), timeout=30_000)
     assert [view.pie.total for view in panel.compare_views] == [comparison.a.total_params, comparison.b.total_params]

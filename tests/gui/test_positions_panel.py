@@ -95,7 +95,8 @@ def test_locked_offset_keeps_rope_flat_and_sinusoids_drift(panel):
         rope_seen.append(shown_rope(panel))
         sinusoidal_seen.append(shown_sinusoidal(panel))
     assert rope_seen == pytest.approx([5.9478093347] * 3, abs=1e-10)
-    assert sinusoidal_seen == pytest.approx([12.0287056485, 8.2543303859, 7.0843151351], abs=1e-9)  # the reading's drift
+    # The reading's drift at offset 2:
+    assert sinusoidal_seen == pytest.approx([12.0287056485, 8.2543303859, 7.0843151351], abs=1e-9)
 
     xs, rope, sinusoidal = panel.locked_traces()
     assert xs[0] == 2 and xs[-1] == panel.positions_spin.value() - 1
@@ -168,7 +169,7 @@ def test_from_model_needs_rope_and_uses_trained_vectors(qtbot, state, panel):
     with qtbot.waitSignal(panel.result_shown, timeout=30_000):
         state.set_model(llama)
     assert item.isEnabled()
-    assert panel.learned_map.isHidden() and "rope" in panel.learned_note.text()
+    assert panel.learned_map.isHidden() and "uses RoPE positions" in panel.learned_note.text()
     with qtbot.waitSignal(panel.result_shown, timeout=30_000):
         panel.source_combo.setCurrentIndex(1)
     assert panel.last_error == ""
@@ -180,6 +181,10 @@ def test_from_model_needs_rope_and_uses_trained_vectors(qtbot, state, panel):
     panel.n_slider.setValue(7)
     assert shown_rope(panel) == pytest.approx(rope_score(pair.q, pair.k, 20, 7, pair.base, pair.scale), rel=1e-6)
     assert "tiny-llama" in panel.source_label.text()
+    panel.compare_sinusoidal_check.setChecked(False)  # trained q, k are short: fit the axis to RoPE alone
+    assert not panel.trace_sinusoidal.isVisible()
+    low, high = panel.row_plot.getViewBox().viewRange()[1]
+    assert low <= panel.scrubber.rope.min() and high - low < 2 * np.ptp(panel.scrubber.rope)
 
     with qtbot.waitSignal(panel.result_shown, timeout=30_000):
         state.set_model(gpt)  # the option goes away, and the panel falls back to the random pair

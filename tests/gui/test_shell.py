@@ -29,7 +29,7 @@ def shapes_panel(window) -> ShapesPanel:
     return window.panel(ShapesPanel.title)
 
 
-def test_window_shows_panels_menus_and_status(window):
+def test_window_shows_panels_menus_and_status(qtbot, window):
     assert window.windowTitle().startswith("Transformer Explorer")
     assert [type(p) for p in window.panels] == [ShapesPanel]
     assert ShapesPanel in PANEL_CLASSES
@@ -40,6 +40,8 @@ def test_window_shows_panels_menus_and_status(window):
     shortcuts = {action.shortcut().toString() for action in window.actions()}
     assert {"Ctrl+1", "F11", "Ctrl+=", "Ctrl+-", "Ctrl+0", "Ctrl+E", "Ctrl+O", "Ctrl+S"} <= shortcuts
     assert window.state.model is not None and window.state.tokens
+    # Each field's doc comment becomes its tooltip, shortly after the window is on screen.
+    qtbot.waitUntil(lambda: "residual stream" in field_editor(window, "d_model").toolTip(), timeout=5000)
 
 
 def test_loading_a_preset_rebuilds_the_model(qtbot, window):
