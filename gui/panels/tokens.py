@@ -45,8 +45,8 @@ from gui.widgets.token_strip import TokenStrip
 MASK_MODE_CHOICES: tuple[tuple[str, str], ...] = (
     ("causal", "causal"),
     ("none", "none (bidirectional)"),
-    ("off-by-one", "off-by-one (diagonal=0)"),
-    ("after-softmax", "masking after the softmax"),
+    ("off-by-one", "off-by-one (diag=0)"),
+    ("after-softmax", "after the softmax"),
 )
 SUB_TABS = ("Propagation", "Mask", "Attention", "Head split", "Predictions")
 HEAD_SPLIT_MAX_TOKENS = 24  # the head-split maps stay legible cell by cell
@@ -182,8 +182,9 @@ def _hatch_overlay(exact: np.ndarray, nan: np.ndarray) -> np.ndarray:
     size = HATCH_CELL_PX
     rows, cols = exact.shape
     yy, xx = np.mgrid[0:size, 0:size]
-    diagonal = ((xx + yy) % 6) < 1.6  # (S, S) one set of diagonal stripes
-    crossed = diagonal | (((xx - yy) % 6) < 1.6)
+    # A period that divides the cell size, so stripes run on unbroken from cell to cell.
+    diagonal = ((xx + yy) % 4) < 1  # (S, S) one set of diagonal stripes
+    crossed = diagonal | (((xx - yy) % 4) < 1)
     palette = theme.current()
     base, muted, warning = QColor(palette.base), QColor(palette.muted), QColor(palette.warning)
     tiles = np.zeros((3, size, size, 4), dtype=np.uint8)  # per category: transparent, exact, NaN
@@ -330,7 +331,7 @@ class TokensPanel(Panel):
         for mode, label in MASK_MODE_CHOICES:
             self.mode_combo.addItem(label, mode)
         self.mode_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
-        self.mode_combo.setMinimumContentsLength(12)
+        self.mode_combo.setMinimumContentsLength(20)
         self.mode_combo.setToolTip("The self-attention mask both runs use; each pitfall shows what it leaks")
         self.depth_spin = QSpinBox()
         self.depth_spin.setObjectName("tokens-depth")
@@ -497,20 +498,31 @@ class TokensPanel(Panel):
         layout = QVBoxLayout(page)
         layout.setContentsMargins(0, 4, 0, 0)
         self.split_note = self._caption("")
-        layout.addWidget(self.split_note)
+        self.split_note.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
         grid = QGridLayout()
+        grid.addWidget(self.split_note, 1, 0)  # beside the difference maps, where a third would be empty
         self.split_maps = [
             Heatmap(x_label="key", y_label="query", value_format="{:.8g}", title=title)
             for title in ("single head on its d_head slice", "multi-head: head 0", "wrong reshape: head 0")
+        ]
+        # |head 0 - reference| under the two candidates, on one shared scale: the correct split is flat 0,
+        # the wrong reshape lights up where it mixed other tokens' features in.
+        self.split_difference_maps = [
+            Heatmap(x_label="key", y_label="query", value_format="{:.8g}", title=title)
+            for title in ("|multi-head - reference|", "|wrong reshape - reference|")
         ]
         self.split_captions = [self._caption("") for _ in self.split_maps]
         for column, (heatmap, caption) in enumerate(zip(self.split_maps, self.split_captions)):
             heatmap.plot.setMouseEnabled(x=False, y=False)
             caption.setAlignment(Qt.AlignmentFlag.AlignCenter)
             grid.addWidget(heatmap, 0, column)
-            grid.addWidget(caption, 1, column)
+            grid.addWidget(caption, 2, column)
             grid.setColumnStretch(column, 1)
+        for column, heatmap in enumerate(self.split_difference_maps, start=1):
+            heatmap.plot.setMouseEnabled(x=False, y=False)
+            grid.addWidget(heatmap, 1, column)
         grid.setRowStretch(0, 1)
+        grid.setRowStretch(1, 1)
         layout.addLayout(grid, 1)
         return page
 
@@ -835,7 +847,7 @@ class TokensPanel(Panel):
         heights = np.zeros(count)
         heights[moved] = np.log10(values[moved]) - floor
         t = diff.edit_position
-        before, at, after = theme.brush("warning"), theme.brush("highlight"), theme.brush("primary")
+        before, at, after = theme.brush("warning"), theme.brush("secondary"), theme.brush("primary")
         brushes = [before] * min(t, count) + [at] + [after] * max(0, count - t - 1)
         self.bars.setOpts(x=positions, height=heights, y0=np.full(count, float(floor)), width=0.8, brushes=brushes,
                           pen=pg.mkPen(None))
@@ -851,7 +863,7 @@ class TokensPanel(Panel):
         self._update_bar_labels(values, exact, nan, floor)
         self._update_bar_ticks()
         self.bar_row_outline.setRect(QRectF(0, row, count, 1))
-        self.bar_legend.setText("○ exactly 0.0 (torch.equal)   × NaN   colours: before / at / after the edit")
+        self.bar_legend.setText("○ exactly 0.0 (torch.equal)   × NaN   bars: before the edit (a leak) / the edit / after it")
 
     def _update_bar_labels(self, values: np.ndarray, exact: np.ndarray, nan: np.ndarray, floor: int) -> None:
         """Value labels above each bar for reading-sized sequences; a pool of items, reused."""
@@ -990,6 +1002,10 @@ class TokensPanel(Panel):
         for heatmap, weights, caption, text in zip(self.split_maps, maps, self.split_captions, captions):
             heatmap.set_data(weights, row_labels=labels, col_labels=labels, levels=(0.0, 1.0))
             caption.setText(text)
+        differences = [np.abs(candidate - split.single_head_weights) for candidate in maps[1:]]  # display only
+        top = max(float(np.nanmax(differences[1])), 1e-12)
+        for heatmap, difference in zip(self.split_difference_maps, differences):
+            heatmap.set_data(difference, row_labels=labels, col_labels=labels, levels=(0.0, top))
         self.split_note.setText(
             f"The reading's unit test on a fresh attention layer (d_model {split.d_model}, {split.n_heads} heads, "
             f"d_head {split.d_head}, {split.n_tokens} random input vectors, seed {split.seed}). {split.note}")
@@ -1026,7 +1042,7 @@ class TokensPanel(Panel):
     # ---- theme, export, session ----------------------------------------------------------------
     def apply_theme(self) -> None:
         super().apply_theme()
-        self.edit_column.setPen(theme.pen("highlight", width=max(2.0, theme.current().line_width * 0.75)))
+        self.edit_column.setPen(theme.pen("secondary", width=max(2.0, theme.current().line_width * 0.75)))
         self.edit_column.setBrush(pg.mkBrush(None))
         self.bar_row_outline.setPen(theme.pen("text", width=1.5, style=Qt.PenStyle.DashLine))
         for heatmap in self.mask_maps:
@@ -1051,6 +1067,8 @@ class TokensPanel(Panel):
             ("Head split: single head", self.split_maps[0].plot.getPlotItem()),
             ("Head split: multi-head head 0", self.split_maps[1].plot.getPlotItem()),
             ("Head split: wrong reshape", self.split_maps[2].plot.getPlotItem()),
+            ("Head split: |multi-head - reference|", self.split_difference_maps[0].plot.getPlotItem()),
+            ("Head split: |wrong reshape - reference|", self.split_difference_maps[1].plot.getPlotItem()),
             ("Next-token predictions", self.predictions_plot.getPlotItem()),
             ("Token strip", self.strip),
         ]
