@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/tokens_edit.py [--edits 100] [--tokens 128] [--tab Propagation] [--threads 1]
 
-Drives the real panel offscreen: tiny-gpt (4 blocks, d_model 128, random weights), a text of
+Drives the real panel offscreen: tiny-gpt (4 blocks, d_model 128; the bundled trained weights when present), a text of
 --tokens characters, then --edits single-token replacements through the token strip's replace
 action at random positions. Each edit is timed from the replace call to the panel's result_shown
 (the state change, the undo command, the worker's causal_edit_diff of both sequences and the
@@ -40,11 +40,11 @@ def main() -> int:
     from PySide6.QtWidgets import QApplication
 
     app = QApplication.instance() or QApplication([])
-    from core.model import Transformer
     from core.presets import get_preset
     from core.tokenizers import CharTokenizer
     from gui import theme
     from gui.compute import ComputeController
+    from gui.model_loader import load_model
     from gui.panels.tokens import SUB_TABS, TokensPanel
     from gui.state import LabState
     from resources import resource_path
@@ -53,7 +53,10 @@ def main() -> int:
     theme.configure_pyqtgraph()
     corpus = resource_path("tinyshakespeare.txt").read_text(encoding="utf-8")
     tokenizer = CharTokenizer.from_text(corpus)
-    model = Transformer.from_seed(get_preset("tiny-gpt"), seed=0).eval()
+    loaded = load_model(get_preset("tiny-gpt"), 0, "cpu")  # the bundled trained weights when present
+    model = loaded.model
+    if loaded.tokenizer is not None:
+        tokenizer = loaded.tokenizer
 
     state = LabState()
     compute = ComputeController(torch_threads=args.threads)
@@ -140,7 +143,8 @@ def main() -> int:
         return p50, p95, f"p50 {p50:.1f} ms, p95 {p95:.1f} ms, max {latencies[-1]:.1f} ms"
 
     p50, p95, text = figures(plain)
-    print(f"tiny-gpt, {len(state.tokens)} tokens, {args.edits} edits per run, '{args.tab}' tab, {args.threads} torch thread(s):")
+    print(f"tiny-gpt, {len(state.tokens)} tokens, {args.edits} edits per run, '{args.tab}' tab, "
+          f"{args.threads} torch thread(s), {loaded.source} weights:")
     print(f"  edit -> result_shown:                   {text}")
     print(f"  the same with the 5 ms stall meter on:   {figures(metered)[2]}")
     print(f"  longest GUI-thread stall ({TICK_MS} ms timer lateness): {max(lates):.1f} ms over {len(lates)} ticks")

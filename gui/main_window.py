@@ -32,7 +32,7 @@ from PySide6.QtWidgets import (
 from core.params import parameter_breakdown
 from gui import APP_NAME, theme
 from gui.compute import ComputeController
-from gui.model_loader import LoadedModel, TorchRuntime, load_model, load_torch, versions
+from gui.model_loader import LoadedModel, TorchRuntime, load_model, load_torch, open_model_folder, save_model_folder, versions
 from gui.session import Session, SessionError, read_session, write_session
 from gui.state import LabState
 from gui.widgets.config_form import ModelSidebar
@@ -183,6 +183,9 @@ class MainWindow(QMainWindow):
         self._action(file_menu, "&Save session", self.save_session_dialog, QKeySequence.StandardKey.Save)
         self._action(file_menu, "Save session &as...", lambda: self.save_session_dialog(ask=True), QKeySequence("Ctrl+Shift+S"))
         file_menu.addSeparator()
+        self._action(file_menu, "Open &model folder...", self.open_model_dialog, tip="a checkpoint folder, or a Hugging Face GPT-2 / Llama folder")
+        self._action(file_menu, "Save model &as...", self.save_model_dialog, tip="the current model as a safetensors checkpoint folder")
+        file_menu.addSeparator()
         self._action(file_menu, "&Export current panel...", self.export_dialog, QKeySequence("Ctrl+E"), "PNG or SVG at a chosen size")
         file_menu.addSeparator()
         self._action(file_menu, "&Quit", self.close, QKeySequence.StandardKey.Quit)
@@ -258,6 +261,9 @@ class MainWindow(QMainWindow):
                 sys.excepthook(type(error), error, error.__traceback__)
                 continue
             self.panels.append(panel)
+            model_ready = getattr(panel, "model_ready", None)  # a panel that makes models (Train)
+            if model_ready is not None:
+                model_ready.connect(self.adopt_model)
             self.tabs.addTab(panel, panel.title.replace("&", "&&"))  # "&" would be read as a mnemonic
             shortcut = panel.shortcut or (f"Ctrl+{index + 1}" if index < 9 else None)
             action = self._action(self.panels_menu, panel.title.replace("&", "&&"), lambda _=False, p=panel: self.tabs.setCurrentWidget(p), shortcut)
@@ -317,6 +323,50 @@ class MainWindow(QMainWindow):
         del previous
         self._update_model_label()
         self.model_loaded.emit()
+
+    def adopt_model(self, loaded: LoadedModel) -> None:
+        """A model made outside request_model (opened from a folder, trained in a panel) becomes the lab's."""
+        self._on_model_loaded(loaded)
+        # After self.loaded is set, so the request_model this config change triggers finds the model built.
+        self.state.set("config", loaded.config, undoable=False)
+
+    def open_model_dialog(self) -> None:
+        start = str(self.settings_store.value("model/dir", str(Path.home())))
+        path = QFileDialog.getExistingDirectory(self, "Open model folder", start)
+        if path:
+            self.open_model(path)
+
+    def open_model(self, path: str | Path) -> None:
+        """Load a checkpoint or Hugging Face folder on the worker; on failure a message box, and the model stays."""
+        if not self.state.torch_ready:
+            self._show_message("Could not open the model", "torch is still loading; try again in a moment")
+            return
+        folder, device, seed = str(path), self.state.device, self.state.seed
+        self.settings_store.setValue("model/dir", str(Path(folder).parent))
+        self.compute.submit("model", lambda: open_model_folder(folder, device, seed), self.adopt_model,
+                            f"opening {Path(folder).name}", cancellable=False,
+                            on_error=lambda message: self._show_message("Could not open the model", message))
+
+    def save_model_dialog(self) -> None:
+        if self.state.model is None:
+            self._show_message("Could not save the model", "no model is loaded yet")
+            return
+        start = str(self.settings_store.value("model/dir", str(Path.home())))
+        path = QFileDialog.getExistingDirectory(self, "Save model into folder", start)
+        if path:
+            self.save_model(path)
+
+    def save_model(self, path: str | Path) -> None:
+        model, tokenizer, folder = self.state.model, self.state.tokenizer, str(path)
+        if model is None:
+            self._show_message("Could not save the model", "no model is loaded yet")
+            return
+        if tokenizer is not None and tokenizer.vocab_size > model.config.vocab_size:
+            tokenizer = None  # ids the model cannot embed: a checkpoint with it would not load back
+        self.settings_store.setValue("model/dir", str(Path(folder).parent))
+        self.compute.submit("save-model", lambda: save_model_folder(model, folder, tokenizer),
+                            lambda written: self.statusBar().showMessage(f"saved the model to {written}", 5000),
+                            "saving the model", on_error=lambda message: self._show_message("Could not save the model", message))
 
     def _on_model_failed(self, message: str) -> None:
         previous = (self.loaded, self.state.model)

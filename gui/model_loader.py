@@ -10,6 +10,7 @@ import logging
 import os
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from core.config import ModelConfig
@@ -116,6 +117,33 @@ def load_model(config: ModelConfig, seed: int, device: str) -> LoadedModel:
     return LoadedModel(model, config, str(choice.device), source, count_parameters(model), choice.message or "", tokenizer, seed)
 
 
+def loaded_from_checkpoint(checkpoint: Any, device: str, seed: int) -> LoadedModel:
+    """The lab's LoadedModel for a core.checkpoints.LoadedModel (worker only).
+
+    `seed` is the state's seed, so that MainWindow.request_model sees the model as already built.
+    """
+    from core.model import count_parameters
+
+    return LoadedModel(checkpoint.model, checkpoint.config, device, checkpoint.source, count_parameters(checkpoint.model),
+                       "", checkpoint.tokenizer, seed)
+
+
+def open_model_folder(path: str, device: str, seed: int) -> LoadedModel:
+    """One of our checkpoint folders or a Hugging Face GPT-2 / Llama folder; CheckpointError names what is wrong."""
+    from core.checkpoints import resolve_checkpoint
+    from core.device import choose_device
+
+    target = str(choose_device(device).device)
+    return loaded_from_checkpoint(resolve_checkpoint(Path(path), device=target), target, seed)
+
+
+def save_model_folder(model: Any, path: str, tokenizer: Any = None, metadata: dict[str, Any] | None = None) -> Path:
+    """Write the model as a safetensors checkpoint folder (worker only: it copies tensors)."""
+    from core.checkpoints import save_checkpoint
+
+    return save_checkpoint(model, path, tokenizer=tokenizer, metadata=metadata)
+
+
 def versions() -> dict[str, str]:
     """Versions for the About dialog; torch only if it is already imported (never imports it here)."""
     from PySide6 import __version__ as pyside_version
@@ -136,4 +164,5 @@ def versions() -> dict[str, str]:
     }
 
 
-__all__ = ["ModelTooLargeError", "LoadedModel", "TorchRuntime", "load_torch", "load_model", "versions", "MAX_INTERACTIVE_PARAMETERS"]
+__all__ = ["ModelTooLargeError", "LoadedModel", "TorchRuntime", "load_torch", "load_model", "loaded_from_checkpoint",
+           "open_model_folder", "save_model_folder", "versions", "MAX_INTERACTIVE_PARAMETERS"]

@@ -52,7 +52,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="train a character-level model on a text corpus and save it as a checkpoint folder",
         description="Train a preset as a character-level model (AdamW, warm-up then cosine learning rate, "
         "gradient clipping; validation = the last 10% of the corpus). Without the optional settings, "
-        f"{', '.join(BUNDLED_RECIPES)} use the recipe of the bundled models, so the run reproduces them.",
+        f"{' and '.join(BUNDLED_RECIPES)} use the recipe of the bundled models, so the run reproduces them "
+        "(weight for weight on the same CPU type and torch version). Ctrl-C stops after the current step "
+        "and still saves the model.",
     )
     trainer.add_argument("--preset", metavar="NAME", required=True, help="the model shape (see `presets`)")
     trainer.add_argument("--out", metavar="DIR", required=True, help="the checkpoint folder to write")

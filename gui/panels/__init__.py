@@ -1,11 +1,13 @@
 """The panels of the main window, in tab order. Adding a panel = one file here + one line below."""
 
+from gui.panels.architecture import ArchitecturePanel
 from gui.panels.base import Panel
 from gui.panels.norms import NormsPanel
 from gui.panels.parameters import ParametersPanel
 from gui.panels.positions import PositionsPanel
 from gui.panels.shapes import ShapesPanel
 from gui.panels.tokens import TokensPanel
+from gui.panels.train import TrainPanel
 
 PANEL_CLASSES: list[type[Panel]] = [
     ShapesPanel,
@@ -13,6 +15,8 @@ PANEL_CLASSES: list[type[Panel]] = [
     NormsPanel,
     ParametersPanel,
     TokensPanel,
+    TrainPanel,
+    ArchitecturePanel,
 ]
 
 __all__ = ["PANEL_CLASSES", "Panel"]

@@ -173,28 +173,39 @@ def _set_title(plot: pg.PlotWidget, text: str) -> None:
     plot.setTitle(text, color=theme.current().text, size=f"{round(label_px * 1.1)}px")
 
 
-def _hatch_overlay(exact: np.ndarray, nan: np.ndarray) -> np.ndarray:
-    """RGBA (rows*S, cols*S, 4): exact zeros hatched, NaN cross-hatched; transparent elsewhere.
+def _hatch_overlay(exact: np.ndarray, nan: np.ndarray,
+                   cell_px: tuple[int, int] = (HATCH_CELL_PX, HATCH_CELL_PX)) -> np.ndarray:
+    """RGBA (rows*Sy, cols*Sx, 4): exact zeros hatched, NaN cross-hatched; transparent elsewhere.
 
     A pattern rather than a colour, so "exactly unchanged" cannot be mistaken for a small value of the
-    colormap (and survives greyscale printing).
+    colormap (and survives greyscale printing). cell_px is about a cell's size on screen, so that the
+    stripes stay thin, evenly spaced and at 45 degrees however few and wide the cells are.
     """
-    size = HATCH_CELL_PX
+    width, height = cell_px
     rows, cols = exact.shape
-    yy, xx = np.mgrid[0:size, 0:size]
-    # A period that divides the cell size, so stripes run on unbroken from cell to cell.
-    diagonal = ((xx + yy) % 4) < 1  # (S, S) one set of diagonal stripes
-    crossed = diagonal | (((xx - yy) % 4) < 1)
+    yy, xx = np.mgrid[0:height, 0:width]
+    # A period that divides the cell size, so stripes run on unbroken from cell to cell; bolder on a projector.
+    period, stroke = (8, 2) if theme.current().line_width > 2 else (4, 1)
+    diagonal = ((xx + yy) % period) < stroke  # (Sy, Sx) one set of diagonal stripes
+    crossed = diagonal | (((xx - yy) % period) < stroke)
     palette = theme.current()
     base, muted, warning = QColor(palette.base), QColor(palette.muted), QColor(palette.warning)
-    tiles = np.zeros((3, size, size, 4), dtype=np.uint8)  # per category: transparent, exact, NaN
+    tiles = np.zeros((3, height, width, 4), dtype=np.uint8)  # per category: transparent, exact, NaN
     tiles[1] = (base.red(), base.green(), base.blue(), 255)
     tiles[1][diagonal] = (muted.red(), muted.green(), muted.blue(), 255)
     tiles[2] = (255, 255, 255, 255)
     tiles[2][crossed] = (warning.red(), warning.green(), warning.blue(), 255)
     category = np.where(exact, 1, np.where(nan, 2, 0))  # (rows, cols)
     # One gather and a transpose instead of per-pixel masks: (rows, cols, S, S, 4) -> (rows*S, cols*S, 4).
-    return np.ascontiguousarray(tiles[category].transpose(0, 2, 1, 3, 4).reshape(rows * size, cols * size, 4))
+    return np.ascontiguousarray(tiles[category].transpose(0, 2, 1, 3, 4).reshape(rows * height, cols * width, 4))
+
+
+def _overlay_cell_px(view_width: float, view_height: float, rows: int, cols: int) -> tuple[int, int]:
+    """About one overlay pixel per screen pixel, in multiples of 8 (both stripe periods), within a bounded image."""
+    def fit(extent: float, count: int, limit: int) -> int:
+        pixels = extent / max(1, count) if extent > 0 else HATCH_CELL_PX
+        return int(min(max(8, round(pixels / 8) * 8), max(8, limit // max(1, count) // 8 * 8)))
+    return fit(view_width, cols, 4096), fit(view_height, rows, 2048)
 
 
 class TileOverview(QWidget):
@@ -242,14 +253,17 @@ class TileOverview(QWidget):
         self.image.setImage(tiled, autoLevels=False, levels=(0.0, 1.0))
         self.image.setLookupTable(theme.colormap().getLookupTable(nPts=256))
         self.plot.setRange(xRange=(0, tiled.shape[1]), yRange=(0, tiled.shape[0]), padding=0.02)
-        self.plot.getAxis("left").setTicks([[(layer * (n_queries + gap) + n_queries / 2, f"block {layer}") for layer in range(n_layers)]])
-        self.plot.getAxis("bottom").setTicks([[(head * (n_keys + gap) + n_keys / 2, f"head {head}") for head in range(n_heads)]])
+        layer_ticks = [(layer * (n_queries + gap) + n_queries / 2, f"block {layer}") for layer in range(n_layers)]
+        head_ticks = [(head * (n_keys + gap) + n_keys / 2, f"head {head}") for head in range(n_heads)]
+        self.plot.getAxis("left").setTicks([layer_ticks])
+        self.plot.getAxis("bottom").setTicks([head_ticks])
 
     def select(self, layer: int, head: int) -> None:
         _, _, n_queries, n_keys = self._shape
         if not n_queries:
             return
-        self.selection.setRect(QRectF(head * (n_keys + self._gap) - 0.5, layer * (n_queries + self._gap) - 0.5, n_keys + 1, n_queries + 1))
+        left, top = head * (n_keys + self._gap) - 0.5, layer * (n_queries + self._gap) - 0.5
+        self.selection.setRect(QRectF(left, top, n_keys + 1, n_queries + 1))
 
     def _cell(self, scene_pos) -> tuple[int, int, int, int] | None:
         if self._weights is None:
@@ -271,7 +285,8 @@ class TileOverview(QWidget):
         layer, head, query, key = cell
         value = float(self._weights[layer, head, query, key])
         label = self._labels
-        self.readout.setText(f"block {layer}, head {head}: query {query} '{label[query]}' -> key {key} '{label[key]}': {value:.6g}")
+        self.readout.setText(f"block {layer}, head {head}: query {query} '{label[query]}' -> "
+                             f"key {key} '{label[key]}': {value:.6g}")
 
     def _clicked(self, event) -> None:
         cell = self._cell(event.scenePos())
@@ -301,7 +316,9 @@ class TokensPanel(Panel):
         self._bar_row: int | None = None  # the propagation row shown as bars (None: the last)
         self._bar_labels: list[pg.TextItem] = []
         self._bar_decades = (-8, 0)
-        self._pending_tab_refresh = False
+        self._overlay_generation = 0  # counts results, so the hatch is redrawn for each new one
+        self._overlay_key: tuple | None = None
+        self._mode_chosen_by_user = False  # until then the mask follows the model's own (causal / none)
         layout = self.layout()
 
         self.strip = TokenStrip()
@@ -336,7 +353,8 @@ class TokensPanel(Panel):
         self.depth_spin = QSpinBox()
         self.depth_spin.setObjectName("tokens-depth")
         self.depth_spin.setRange(1, 1)
-        self.depth_spin.setToolTip("Run only the first N blocks (the reading's exercise 1: does the property survive depth?)")
+        self.depth_spin.setToolTip("Run only the first N blocks "
+                                   "(the reading's exercise 1: does the property survive depth?)")
         self.depth_spin.setKeyboardTracking(False)
         mode_caption, depth_caption = QLabel("Mask"), QLabel("Blocks")
         mode_caption.setBuddy(self.mode_combo)
@@ -364,6 +382,7 @@ class TokensPanel(Panel):
         self.strip.delete_requested.connect(self.delete_token)
         self.strip.selection_changed.connect(self._on_selection)
         self.mode_combo.currentIndexChanged.connect(self.schedule_refresh)
+        self.mode_combo.activated.connect(self._mode_chosen)
         self.depth_spin.valueChanged.connect(self.schedule_refresh)
         self.tabs.currentChanged.connect(self._on_tab_changed)
         self.strip.set_tokenizer(state.tokenizer)
@@ -397,6 +416,7 @@ class TokensPanel(Panel):
         self.propagation_overlay = pg.ImageItem(axisOrder="row-major")
         self.propagation_overlay.setZValue(5)
         self.propagation_map.plot.addItem(self.propagation_overlay)
+        self.propagation_map.plot.getViewBox().sigResized.connect(self._draw_overlay)
         self.edit_column = pg.QtWidgets.QGraphicsRectItem(0, 0, 1, 1)
         self.edit_column.setZValue(8)
         self.bar_row_outline = pg.QtWidgets.QGraphicsRectItem(0, 0, 1, 1)
@@ -608,6 +628,8 @@ class TokensPanel(Panel):
             self.strip.set_text(self.state.text)
             if self.state.text_problem:
                 self.strip.show_message(self.state.text_problem)
+            else:
+                self.strip.clear_message()
         elif field == "tokenizer":
             self.strip.set_tokenizer(self.state.tokenizer)
             self._cache.clear()
@@ -619,9 +641,17 @@ class TokensPanel(Panel):
             self._show_attention()
         super()._on_state_changed(field)
 
+    def _mode_chosen(self, _index: int) -> None:
+        self._mode_chosen_by_user = True
+
     def _sync_model_limits(self) -> None:
         model = self.state.model
         config = model.config if model is not None else self.state.config
+        if not self._mode_chosen_by_user:
+            own = "causal" if config.self_attention_causal else "none"
+            self.mode_combo.blockSignals(True)
+            self.mode_combo.setCurrentIndex(self.mode_combo.findData(own))
+            self.mode_combo.blockSignals(False)
         n_blocks = len(model.blocks) if model is not None else config.n_layers
         at_max = self.depth_spin.value() == self.depth_spin.maximum()
         self.depth_spin.blockSignals(True)
@@ -781,8 +811,8 @@ class TokensPanel(Panel):
                                       levels=(float(low), float(high)))
         self.propagation_map.colorbar.axis.setTicks([_log_ticks(low, high)])
         rows, cols = values.shape
-        self.propagation_overlay.setImage(_hatch_overlay(exact, nan), autoLevels=False)
-        self.propagation_overlay.setRect(QRectF(0, 0, cols, rows))
+        self._overlay_generation += 1
+        self._draw_overlay()
         self.edit_column.setRect(QRectF(diff.edit_position, 0, 1, rows))
 
         if self.bar_row_combo.count() != rows or self.bar_row_combo.itemText(rows - 1) != diff.layer_labels[-1]:
@@ -797,6 +827,19 @@ class TokensPanel(Panel):
         self._show_bars(row)
         self._show_verdict(diff, probe)
 
+    def _draw_overlay(self) -> None:
+        """The hatch image, redrawn when the map is resized so its stripes keep their screen spacing."""
+        exact, nan = self.propagation_exact, self.propagation_nan
+        rows, cols = exact.shape
+        view = self.propagation_map.plot.getViewBox()
+        cell_px = _overlay_cell_px(view.width(), view.height(), rows, cols)
+        key = (self._overlay_generation, cell_px, theme.current().name)
+        if self._cached("diff") is None or self._overlay_key == key:
+            return
+        self._overlay_key = key
+        self.propagation_overlay.setImage(_hatch_overlay(exact, nan, cell_px), autoLevels=False)
+        self.propagation_overlay.setRect(QRectF(0, 0, cols, rows))
+
     def _show_verdict(self, diff, probe: EditProbe | None) -> None:
         palette = theme.current()
         t = diff.edit_position
@@ -810,14 +853,16 @@ class TokensPanel(Panel):
             verdict = f"✔ positions 0–{t - 1} are bitwise unchanged (torch.equal) in every layer."
             colour = theme.current().role_color("tertiary")
         elif diff.leaks_into_past:
-            verdict = f"✘ the past moves: positions before {t} change from <b>{diff.layer_labels[diff.first_leaking_layer]}</b> on."
+            first = diff.layer_labels[diff.first_leaking_layer]
+            verdict = f"✘ the past moves: positions before {t} change from <b>{first}</b> on."
             colour = palette.warning
         else:
             verdict = "The past did not move, apart from NaN both runs share."
             colour = palette.warning
         nan_text = ""
         if diff.nan_entries.any():
-            nan_text = f" <span style='color:{palette.warning}'>NaN in {int(diff.nan_entries.sum())} cells (cross-hatched).</span>"
+            count = int(diff.nan_entries.sum())
+            nan_text = f" <span style='color:{palette.warning}'>NaN in {count} cells (cross-hatched).</span>"
         self.verdict.setText(f"{edit}<span style='color:{colour}'><b>{verdict}</b></span>{nan_text}")
         probe_note = ""
         if probe is not None and not probe.measured_edit:
@@ -863,7 +908,8 @@ class TokensPanel(Panel):
         self._update_bar_labels(values, exact, nan, floor)
         self._update_bar_ticks()
         self.bar_row_outline.setRect(QRectF(0, row, count, 1))
-        self.bar_legend.setText("○ exactly 0.0 (torch.equal)   × NaN   bars: before the edit (a leak) / the edit / after it")
+        self.bar_legend.setText("○ exactly 0.0 (torch.equal)   × NaN   "
+                                "bars: before the edit (a leak) / the edit / after it")
 
     def _update_bar_labels(self, values: np.ndarray, exact: np.ndarray, nan: np.ndarray, floor: int) -> None:
         """Value labels above each bar for reading-sized sequences; a pool of items, reused."""
@@ -898,7 +944,8 @@ class TokensPanel(Panel):
         widest = max(metrics.height(), max(metrics.horizontalAdvance(f"{i} {s}") for i, s in enumerate(labels)) + 6)
         room = max(1, int(self.bar_plot.getViewBox().width() // widest))
         step = max(1, math.ceil(len(labels) / room))
-        self.bar_plot.getAxis("bottom").setTicks([[(float(i), f"{i} {s}") for i, s in enumerate(labels) if i % step == 0]])
+        ticks = [(float(i), f"{i} {s}") for i, s in enumerate(labels) if i % step == 0]
+        self.bar_plot.getAxis("bottom").setTicks([ticks])
 
     def _propagation_hovered(self, row: int, col: int, _value: float) -> None:
         diff = self._cached("diff")
@@ -932,7 +979,8 @@ class TokensPanel(Panel):
                 heatmap.hide()
                 continue
             heatmap.show()
-            values = np.where(grid.visible, MASK_VISIBLE, np.where(grid.in_denominator, MASK_DENOMINATOR_ONLY, MASK_HIDDEN))
+            hidden = np.where(grid.in_denominator, MASK_DENOMINATOR_ONLY, MASK_HIDDEN)
+            values = np.where(grid.visible, MASK_VISIBLE, hidden)
             _set_title(heatmap.plot, grid.title)
             rows = [f"⚠{label}" if empty else label for label, empty in zip(grid.query_labels, grid.empty_rows)]
             heatmap.set_data(values.astype(np.float32), row_labels=rows, col_labels=grid.key_labels, levels=(0.0, 1.0))
@@ -947,7 +995,8 @@ class TokensPanel(Panel):
         masked, denominator, visible = (colour.name() for colour in self._mask_colours())
         swatch = "<span style='color:{}; font-size:large'>■</span>"
         self.mask_note.setText("<br>".join(notes) + f"<br>{swatch.format(visible)} can attend &nbsp; "
-                               f"{swatch.format(denominator)} in the softmax denominator, weight zeroed after it &nbsp; "
+                               f"{swatch.format(denominator)} in the softmax denominator, "
+                               "weight zeroed after it &nbsp; "
                                f"{swatch.format(masked)} masked &nbsp; ⚠ a query that sees nothing")
 
     @staticmethod
@@ -966,7 +1015,8 @@ class TokensPanel(Panel):
     def _mask_hovered(self, heatmap: Heatmap, row: int, col: int, value: float) -> None:
         meaning = {MASK_VISIBLE: "can attend", MASK_DENOMINATOR_ONLY: "in the softmax denominator, weight zeroed after",
                    MASK_HIDDEN: "masked"}.get(float(value), "")
-        heatmap.readout.setText(f"query {row} '{heatmap.row_labels[row]}' → key {col} '{heatmap.col_labels[col]}': {meaning}")
+        heatmap.readout.setText(f"query {row} '{heatmap.row_labels[row]}' → "
+                                f"key {col} '{heatmap.col_labels[col]}': {meaning}")
 
     def _pick_head(self, layer: int, head: int) -> None:
         self.state.set_selected_layer(layer)
@@ -979,7 +1029,8 @@ class TokensPanel(Panel):
         layer = min(self.state.selected_layer, maps.weights.shape[0] - 1)
         head = min(self.state.selected_head, maps.weights.shape[1] - 1)
         weights = maps.weights[layer, head]
-        self.attention_map.set_data(weights, row_labels=maps.query_labels, col_labels=maps.key_labels, levels=(0.0, 1.0))
+        self.attention_map.set_data(weights, row_labels=maps.query_labels, col_labels=maps.key_labels,
+                                    levels=(0.0, 1.0))
         _set_title(self.attention_map.plot, f"block {layer}, head {head} ({maps.mask_mode} mask)")
         self.overview.set_maps(maps.weights, maps.query_labels)
         self.overview.select(layer, head)
@@ -993,11 +1044,12 @@ class TokensPanel(Panel):
             return
         labels = [str(i) for i in range(split.n_tokens)]
         maps = (split.single_head_weights, split.multi_head_weights, split.wrong_reshape_weights)
+        correct = f"{split.correct_difference:.1e}" if split.correct_difference else "0.0"
         captions = (
             "reference: softmax(q k^T / sqrt(d_head)) on columns 0..d_head-1",
-            f"view(B,T,H,d).transpose(1,2): max |Δ| vs reference = <b>{split.correct_difference:.1e}</b>" if split.correct_difference else
-            "view(B,T,H,d).transpose(1,2): max |Δ| vs reference = <b>0.0</b>",
-            f"one view(B,H,T,d): max |Δ| vs reference = <b style='color:{theme.current().warning}'>{split.wrong_difference:.3f}</b>",
+            f"view(B,T,H,d).transpose(1,2): max |Δ| vs reference = <b>{correct}</b>",
+            f"one view(B,H,T,d): max |Δ| vs reference = "
+            f"<b style='color:{theme.current().warning}'>{split.wrong_difference:.3f}</b>",
         )
         for heatmap, weights, caption, text in zip(self.split_maps, maps, self.split_captions, captions):
             heatmap.set_data(weights, row_labels=labels, col_labels=labels, levels=(0.0, 1.0))
@@ -1018,7 +1070,7 @@ class TokensPanel(Panel):
         ys = np.arange(k, dtype=float)
         self.prediction_bars.setOpts(x0=np.zeros(k), y=ys, width=predictions.probabilities, height=0.7,
                                      brush=theme.brush("primary"), pen=theme.pen("primary", width=1))
-        self.predictions_plot.getAxis("left").setTicks([[(float(i), label) for i, label in enumerate(predictions.labels)]])
+        self.predictions_plot.getAxis("left").setTicks([list(enumerate(predictions.labels))])
         top = float(predictions.probabilities.max()) if k else 1.0
         self.predictions_plot.setXRange(0, min(1.0, top * 1.25) or 1.0, padding=0)
         self.predictions_plot.setYRange(-0.6, k - 0.4, padding=0)
@@ -1031,13 +1083,16 @@ class TokensPanel(Panel):
                 label.hide()
                 continue
             probability = float(predictions.probabilities[index])
-            label.setText(f"{probability:.3f}" if probability >= 1e-3 else f"{probability:.1e}", color=theme.color("text"))
+            text = f"{probability:.3f}" if probability >= 1e-3 else f"{probability:.1e}"
+            label.setText(text, color=theme.color("text"))
             label.setFont(theme.font(0.85))
             label.setPos(probability, index)
             label.show()
         context = "".join(predictions.context_labels[-24:])
-        _set_title(self.predictions_plot, f"Next token after position {predictions.position} (T = {predictions.temperature:g})")
-        self.predictions_note.setText(f"Context seen: …{context}" if len(predictions.context_labels) > 24 else f"Context seen: {context}")
+        _set_title(self.predictions_plot,
+                   f"Next token after position {predictions.position} (T = {predictions.temperature:g})")
+        ellipsis = "…" if len(predictions.context_labels) > 24 else ""
+        self.predictions_note.setText(f"Context seen: {ellipsis}{context}")
 
     # ---- theme, export, session ----------------------------------------------------------------
     def apply_theme(self) -> None:
@@ -1092,6 +1147,7 @@ class TokensPanel(Panel):
         widgets_values = []
         if index >= 0:
             widgets_values.append((self.mode_combo.setCurrentIndex, index, self.mode_combo))
+            self._mode_chosen_by_user = True
         for key, spin in (("n_blocks", self.depth_spin), ("top_k", self.top_k_spin)):
             value = data.get(key)
             if isinstance(value, int) and not isinstance(value, bool):

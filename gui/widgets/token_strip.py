@@ -215,7 +215,8 @@ class ChipRow(QWidget):
         exposed = event.rect()
         accent, highlight = QColor(palette.accent), theme.color("highlight")
         text_color, muted = QColor(palette.text), QColor(palette.muted)
-        visible = [i for i, rect in enumerate(self._geometry.rects) if rect.adjusted(0, -index_height, 0, 0).intersects(exposed)]
+        visible = [i for i, rect in enumerate(self._geometry.rects)
+                   if rect.adjusted(0, -index_height, 0, 0).intersects(exposed)]
         # Grouped by font and pen: switching the painter's state per chip costs more than the drawing.
         painter.setFont(index_font)
         painter.setPen(muted)
@@ -223,7 +224,8 @@ class ChipRow(QWidget):
             rect = self._geometry.rects[index]
             if index == self._selected:
                 painter.setPen(accent)
-            self._draw_centered(painter, self._index_texts[index], QRect(rect.x(), rect.y() - index_height, rect.width(), index_height))
+            above = QRect(rect.x(), rect.y() - index_height, rect.width(), index_height)
+            self._draw_centered(painter, self._index_texts[index], above)
             if index == self._selected:
                 painter.setPen(muted)
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
@@ -326,7 +328,8 @@ class TokenStrip(QWidget):
         self.text_edit = QLineEdit()
         self.text_edit.setObjectName("token-text")
         self.text_edit.setPlaceholderText("Type text; it is re-tokenized as you type")
-        self.text_edit.setToolTip("The input text. Characters the tokenizer does not know are refused; the last valid tokens stay.")
+        self.text_edit.setToolTip("The input text. Characters the tokenizer does not know are refused; "
+                                  "the last valid tokens stay.")
         self.text_edit.setClearButtonEnabled(True)
         self.text_caption.setBuddy(self.text_edit)
         text_row.addWidget(self.text_caption)

@@ -1,0 +1,711 @@
+"""Train: fit the current config to a corpus, watch the losses fall, then sample from the result.
+
+The run is one job on the one compute worker (core.training.train); while it runs, other panels'
+requests wait behind it and the status bar names the job. The worker never touches a widget: every
+step it puts a progress record on a thread-safe queue that a GUI-thread timer drains into the
+curves and labels, and it reports a fraction to the status bar's progress bar. Pause and stop are
+flags the training loop polls (its `should_stop` callback) between steps; the status bar's Cancel
+throws the run away instead. When a run ends, its model becomes the lab's model: `model_ready`
+carries it to the main window, which installs it as it installs any built model.
+"""
+
+from __future__ import annotations
+
+import math
+import queue
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyqtgraph as pg
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QFontDatabase
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDoubleSpinBox,
+    QFileDialog,
+    QGridLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPlainTextEdit,
+    QPushButton,
+    QSpinBox,
+    QSplitter,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from core.tokenizers import CharTokenizer
+from gui import theme
+from gui.panels.base import Panel
+from resources import resource_path
+
+BUNDLED_CORPUS = "tinyshakespeare.txt"
+MIN_CORPUS_CHARS = 1000  # below this a validation split of a tenth holds too few windows to mean anything
+MAX_CORPUS_BYTES = 200_000_000  # the corpus is held in memory twice (text and ids)
+POLL_INTERVAL_MS = 100
+REPORT_INTERVAL_S = 0.25  # status-bar progress: a few updates a second are enough to read
+SAMPLE_EVERY_RUNS = 10  # about ten samples per run
+DEFAULT_PROMPT = "ROMEO:\n"
+GENERATE_CHANNEL = "train-generate"  # not the training channel: a request there would cancel the run
+SAVE_CHANNEL = "train-save"
+
+
+class CorpusError(ValueError):
+    """A text file that cannot serve as a training corpus."""
+
+
+@dataclass(frozen=True)
+class Corpus:
+    name: str
+    text: str
+    vocab_size: int  # distinct characters: the vocabulary a character model of it needs
+
+
+def read_corpus(path: str | Path) -> Corpus:
+    """A UTF-8 text file as a corpus, or CorpusError saying why it cannot be one."""
+    path = Path(path)
+    try:
+        if path.stat().st_size > MAX_CORPUS_BYTES:
+            raise CorpusError(f"{path.name} is larger than {MAX_CORPUS_BYTES // 1_000_000} MB")
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise CorpusError(f"{path.name} is not UTF-8 text (byte {error.start} cannot be decoded)") from None
+    except OSError as error:
+        raise CorpusError(f"cannot read {path}: {error.strerror or error}") from None
+    if len(text) < MIN_CORPUS_CHARS:
+        raise CorpusError(f"{path.name} has {len(text):,} characters; a corpus needs at least {MIN_CORPUS_CHARS:,}")
+    return Corpus(path.name, text, CharTokenizer.from_text(text).vocab_size)
+
+
+@dataclass(frozen=True)
+class TrainRequest:
+    config: Any  # core.config.ModelConfig
+    corpus: Corpus
+    steps: int
+    batch_size: int
+    seq_len: int
+    lr: float
+    seed: int  # of the run: weights and batch order
+    device: str
+    state_seed: int  # the lab's seed, recorded so the main window sees the model as built
+
+
+@dataclass(frozen=True)
+class TrainOutcome:
+    loaded: Any  # gui.model_loader.LoadedModel of the trained model
+    metadata: dict[str, Any]  # TrainResult.metadata(): settings, losses, timing (plain JSON types)
+    loss_history: tuple[tuple[int, float], ...]
+    val_history: tuple[tuple[int, float], ...]
+    final_val_loss: float
+    steps_done: int
+    stopped: bool
+    tokens_per_s: float
+
+
+@dataclass(frozen=True)
+class GeneratedText:
+    prompt: str
+    continuation: str
+    new_tokens: int
+
+
+class TrainingControl:
+    """Flags the GUI sets and the worker reads, and the queue of progress records going the other way."""
+
+    def __init__(self) -> None:
+        self.paused = threading.Event()
+        self.stop_requested = threading.Event()
+        self.updates: queue.SimpleQueue[tuple] = queue.SimpleQueue()
+
+
+def run_training(request: TrainRequest, control: TrainingControl, token) -> TrainOutcome:
+    """Worker side: core.training.train with progress going into control.updates."""
+    from core.device import choose_device
+    from core.training import train
+    from gui.model_loader import LoadedModel
+
+    device = str(choose_device(request.device).device)
+    last_report = [0.0]
+
+    def should_stop() -> bool:
+        while control.paused.is_set() and not control.stop_requested.is_set():
+            token.check()  # Cancel in the status bar also ends a paused run
+            time.sleep(0.05)
+        token.check()
+        return control.stop_requested.is_set()
+
+    def on_progress(step: int, loss: float, tokens_per_s: float, eta_s: float, val_loss: float | None) -> None:
+        control.updates.put(("progress", step, loss, tokens_per_s, eta_s, val_loss))
+        now = time.perf_counter()
+        if now - last_report[0] >= REPORT_INTERVAL_S or step == request.steps:
+            last_report[0] = now
+            token.report(step / request.steps, f"training: step {step:,}/{request.steps:,}")
+
+    def on_sample(step: int, text: str) -> None:
+        control.updates.put(("sample", step, text))
+
+    result = train(
+        request.config, request.corpus.text, steps=request.steps, batch_size=request.batch_size,
+        seq_len=request.seq_len, lr=request.lr, seed=request.seed, device=device, on_progress=on_progress,
+        should_stop=should_stop, sample_every=max(1, request.steps // SAMPLE_EVERY_RUNS), on_sample=on_sample,
+        warmup_steps=min(100, max(1, request.steps // 10)), eval_every=max(1, request.steps // 20),
+    )
+    metadata = result.metadata()
+    metadata["corpus"] = request.corpus.name
+    source = f"trained here ({result.steps_done:,} steps on {request.corpus.name})"
+    from core.model import count_parameters
+
+    loaded = LoadedModel(result.model, result.config, device, source, count_parameters(result.model), "",
+                         result.tokenizer, request.state_seed)
+    return TrainOutcome(loaded, metadata, tuple(result.loss_history), tuple(result.val_history),
+                        float(result.final_val_loss), result.steps_done, result.stopped, float(result.tokens_per_s))
+
+
+def run_generation(model, tokenizer, prompt: str, max_new: int, temperature: float, top_k: int | None, seed: int) -> GeneratedText:
+    """Worker side: encode the prompt, sample max_new tokens, decode the continuation."""
+    from core.training import generate
+
+    ids = tokenizer.encode(prompt)
+    out = generate(model, ids, max_new, temperature=temperature, top_k=top_k, seed=seed)
+    return GeneratedText(prompt, tokenizer.decode(out[len(ids):]), len(out) - len(ids))
+
+
+def format_duration(seconds: float) -> str:
+    if not math.isfinite(seconds):
+        return "-"
+    seconds = max(0, round(seconds))
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes} min {seconds:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min"
+
+
+def _spin(low: int, high: int, value: int, tip: str, step: int = 1) -> QSpinBox:
+    box = QSpinBox()
+    box.setRange(low, high)
+    box.setValue(value)
+    box.setSingleStep(step)
+    box.setToolTip(tip)
+    box.setKeyboardTracking(False)
+    box.setGroupSeparatorShown(True)
+    return box
+
+
+class TrainPanel(Panel):
+    title = "Train"
+    refresh_on = frozenset({"config", "model", "tokenizer"})
+
+    model_ready = Signal(object)  # gui.model_loader.LoadedModel of a finished run
+    training_finished = Signal()  # a run ended (finished or stopped) and its model is installed
+    generated = Signal(str)  # the continuation just shown
+
+    def __init__(self, state, compute, parent: QWidget | None = None) -> None:
+        super().__init__(state, compute, parent)
+        self.corpus: Corpus | None = None
+        self.control: TrainingControl | None = None
+        self.request: TrainRequest | None = None
+        self.outcome: TrainOutcome | None = None
+        self.train_points: tuple[list[float], list[float]] = ([], [])
+        self.val_points: tuple[list[float], list[float]] = ([], [])
+        self.last_progress: tuple | None = None
+        layout = self.layout()
+
+        # ---- corpus and settings ----
+        settings_box = QGroupBox("Training run")
+        grid = QGridLayout(settings_box)
+        self.corpus_combo = QComboBox()
+        self.corpus_combo.addItem("Tiny Shakespeare (bundled)", "bundled")
+        self.corpus_combo.setToolTip("the text to train on; the last 10% is held out for validation")
+        self.corpus_button = QPushButton("Text file...")
+        self.corpus_button.setToolTip("train on a UTF-8 text file of your own")
+        self.corpus_label = QLabel("")
+        self.corpus_label.setWordWrap(True)
+        self.steps_spin = _spin(1, 1_000_000, 500, "optimizer steps", 100)
+        self.batch_spin = _spin(1, 1024, 16, "sequences per step")
+        self.seq_spin = _spin(2, 100_000, 128, "characters per sequence (at most the config's context length)", 16)
+        self.lr_spin = QDoubleSpinBox()
+        self.lr_spin.setDecimals(5)
+        self.lr_spin.setRange(1e-5, 1.0)
+        self.lr_spin.setSingleStep(5e-4)
+        self.lr_spin.setValue(3e-3)
+        self.lr_spin.setToolTip("peak learning rate (AdamW; linear warm-up, then a cosine decay to a tenth)")
+        self.lr_spin.setKeyboardTracking(False)
+        self.seed_spin = _spin(0, 999_999, 0, "seeds the initial weights and the batch order")
+        # Two short rows rather than one long one: at the projector's text size one row outgrows the window.
+        grid.addWidget(QLabel("Corpus"), 0, 0)
+        grid.addWidget(self.corpus_combo, 0, 1, 1, 3)
+        grid.addWidget(self.corpus_button, 0, 4)
+        grid.addWidget(self.corpus_label, 0, 5, 1, 2)
+        placed = ((("Steps", self.steps_spin), ("Batch", self.batch_spin), ("Seed", self.seed_spin)),
+                  (("Seq len", self.seq_spin), ("Learning rate", self.lr_spin)))
+        for row, pairs in enumerate(placed, start=1):
+            for column, (caption, box) in enumerate(pairs):
+                label = QLabel(caption)
+                label.setBuddy(box)
+                grid.addWidget(label, row, 2 * column)
+                grid.addWidget(box, row, 2 * column + 1)
+        grid.setColumnStretch(6, 1)
+        buttons = QHBoxLayout()
+        self.train_button = QPushButton("Train")
+        self.train_button.setToolTip("train the current config from fresh weights; the worker is busy until the run ends")
+        self.pause_button = QPushButton("Pause")
+        self.pause_button.setToolTip("hold the run between steps; Resume continues it")
+        self.stop_button = QPushButton("Stop")
+        self.stop_button.setToolTip("end the run after this step and keep the model trained so far")
+        self.save_button = QPushButton("Save model...")
+        self.save_button.setToolTip("write the trained model, its tokenizer and its training record as a safetensors folder")
+        for button in (self.train_button, self.pause_button, self.stop_button, self.save_button):
+            buttons.addWidget(button)
+        buttons.addStretch(1)
+        grid.addLayout(buttons, 3, 0, 1, 7)
+        layout.addWidget(settings_box)
+
+        self.status_label = QLabel("Choose the settings and press Train.")
+        self.status_label.setWordWrap(True)
+        self.status_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        layout.addWidget(self.status_label)
+
+        # ---- loss curves | samples and generation ----
+        splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.loss_plot = pg.PlotWidget()
+        self.loss_plot.setMenuEnabled(False)
+        self.loss_plot.setTitle("Loss (nats per character)")
+        self.loss_plot.setLabel("bottom", "step")
+        self.loss_plot.setLabel("left", "loss")
+        self.loss_plot.showGrid(x=True, y=True, alpha=0.25)
+        self.loss_plot.getAxis("left").enableAutoSIPrefix(False)
+        self.loss_plot.getAxis("bottom").enableAutoSIPrefix(False)
+        self.loss_plot.addLegend(offset=(-10, 5))
+        self.train_curve = self.loss_plot.plot([], [], name="train (batch)")
+        self.val_curve = self.loss_plot.plot([], [], name="validation", symbol="o", symbolSize=7)
+        # The final validation loss is a different measurement (the whole split, in windows of the context
+        # length), so it gets its own marker instead of extending the estimates' line.
+        self.final_val_marker = self.loss_plot.plot([], [], name="validation, whole split", pen=None, symbol="star",
+                                                    symbolSize=14)
+        # A legend entry rather than a line label: at the projector's text size a label collides with the legend.
+        self.uniform_line = self.loss_plot.plot([], [], name="uniform guess, ln V")
+        splitter.addWidget(self.loss_plot)
+
+        self.side_tabs = QTabWidget()
+        sample_page = QWidget()
+        sample_layout = QVBoxLayout(sample_page)
+        self.sample_caption = QLabel("Samples appear here during a run.")
+        self.sample_caption.setWordWrap(True)
+        self.sample_text = QPlainTextEdit()
+        self.sample_text.setReadOnly(True)
+        self.sample_text.setToolTip("200 characters sampled at temperature 0.8 from the corpus's first character")
+        sample_layout.addWidget(self.sample_caption)
+        sample_layout.addWidget(self.sample_text, 1)
+        self.side_tabs.addTab(sample_page, "Samples")
+
+        generate_page = QWidget()
+        generate_layout = QGridLayout(generate_page)
+        self.prompt_edit = QLineEdit(DEFAULT_PROMPT.replace("\n", "\\n"))
+        self.prompt_edit.setToolTip("the text the current model continues; write \\n for a new line")
+        self.max_new_spin = _spin(1, 5000, 200, "tokens to sample after the prompt", 50)
+        self.temperature_spin = QDoubleSpinBox()
+        self.temperature_spin.setRange(0.0, 5.0)
+        self.temperature_spin.setSingleStep(0.1)
+        self.temperature_spin.setValue(0.8)
+        self.temperature_spin.setToolTip("divides the logits; 0 always picks the most likely token")
+        self.top_k_spin = _spin(0, 1_000_000, 0, "keep only the k most likely tokens (0: all)")
+        self.top_k_spin.setSpecialValueText("all")
+        self.generate_seed_spin = _spin(0, 999_999, 0, "seeds the sampling")
+        self.generate_button = QPushButton("Generate")
+        generate_layout.addWidget(QLabel("Prompt"), 0, 0)
+        generate_layout.addWidget(self.prompt_edit, 0, 1)
+        for index, (caption, box) in enumerate((("New tokens", self.max_new_spin), ("Temperature", self.temperature_spin),
+                                                ("Top-k", self.top_k_spin), ("Seed", self.generate_seed_spin))):
+            # One setting per row keeps this column narrow enough for the plot at the projector's text size.
+            label = QLabel(caption)
+            label.setBuddy(box)
+            generate_layout.addWidget(label, 1 + index, 0)
+            generate_layout.addWidget(box, 1 + index, 1)
+        generate_layout.addWidget(self.generate_button, 5, 0, 1, 2)
+        self.generated_text = QPlainTextEdit()
+        self.generated_text.setReadOnly(True)
+        self.generated_text.setPlaceholderText("Text generated by the current model appears here.")
+        generate_layout.addWidget(self.generated_text, 6, 0, 1, 2)
+        generate_layout.setRowStretch(6, 1)
+        self.side_tabs.addTab(generate_page, "Generate")
+        splitter.addWidget(self.side_tabs)
+        splitter.setStretchFactor(0, 3)
+        splitter.setStretchFactor(1, 2)
+        splitter.setSizes([600, 400])
+        layout.addWidget(splitter, 1)
+
+        self.poll_timer = QTimer(self)
+        self.poll_timer.setInterval(POLL_INTERVAL_MS)
+        self.poll_timer.timeout.connect(self.drain_updates)
+
+        self.corpus_combo.currentIndexChanged.connect(self._on_corpus_chosen)
+        self.corpus_button.clicked.connect(self.choose_corpus_file)
+        self.train_button.clicked.connect(self.start_training)
+        self.pause_button.clicked.connect(self.toggle_pause)
+        self.stop_button.clicked.connect(self.stop_training)
+        self.save_button.clicked.connect(self.save_dialog)
+        self.generate_button.clicked.connect(self.generate_text)
+        self.prompt_edit.returnPressed.connect(self.generate_text)
+        compute.busy_changed.connect(self._on_busy_changed)
+        self._use_bundled_corpus()
+        self._update_buttons()
+        self.apply_theme()
+
+    # ---- corpus --------------------------------------------------------------------------------
+    def _use_bundled_corpus(self) -> None:
+        self.corpus = read_corpus(resource_path(BUNDLED_CORPUS))
+        self._describe_corpus()
+
+    def _on_corpus_chosen(self, index: int) -> None:
+        data = self.corpus_combo.itemData(index)
+        if data == "bundled":
+            self._use_bundled_corpus()
+        elif isinstance(data, str):
+            self.load_corpus_file(data)
+
+    def choose_corpus_file(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Train on a text file", str(Path.home()), "Text files (*.txt);;All files (*)")
+        if path:
+            self.load_corpus_file(path)
+
+    def load_corpus_file(self, path: str | Path) -> bool:
+        """Use a text file as the corpus; a file that cannot be one shows why and changes nothing."""
+        try:
+            corpus = read_corpus(path)
+        except CorpusError as error:
+            self.show_error(f"That file cannot be a corpus: {error}. The corpus is still {self.corpus.name}.")
+            return False
+        self.clear_error()
+        self.corpus = corpus
+        path = str(path)
+        index = self.corpus_combo.findData(path)
+        if index < 0:
+            self.corpus_combo.addItem(Path(path).name, path)
+            index = self.corpus_combo.count() - 1
+        self.corpus_combo.blockSignals(True)
+        self.corpus_combo.setCurrentIndex(index)
+        self.corpus_combo.blockSignals(False)
+        self._describe_corpus()
+        return True
+
+    def vocabulary_problem(self) -> str:
+        """Why the current config cannot be trained on the corpus, or ""."""
+        config, corpus = self.state.config, self.corpus
+        if config.architecture != "decoder" or not config.self_attention_causal:
+            return (f"{config.name} is not a causal decoder; the trainer makes next-character models. "
+                    "Pick a decoder preset (tiny-gpt, tiny-llama) in the Model sidebar.")
+        if corpus is not None and config.vocab_size != corpus.vocab_size:
+            return (f"The config's vocab_size is {config.vocab_size:,} but {corpus.name} has {corpus.vocab_size} distinct "
+                    f"characters: set vocab_size to {corpus.vocab_size} in the Model sidebar to train on it.")
+        return ""
+
+    def _describe_corpus(self) -> None:
+        corpus = self.corpus
+        text = f"{len(corpus.text):,} characters, {corpus.vocab_size} distinct"
+        problem = self.vocabulary_problem()
+        if problem:
+            text += f" <span style='color:{theme.current().warning}'>- {problem}</span>"
+        self.corpus_label.setText(text)
+
+    # ---- training ------------------------------------------------------------------------------
+    @property
+    def training(self) -> bool:
+        return self.control is not None
+
+    def refresh(self) -> None:
+        self.seq_spin.setMaximum(max(2, self.state.config.context_length))
+        self._describe_corpus()
+        self._update_buttons()
+
+    def start_training(self) -> bool:
+        if self.training:
+            return False
+        problem = self.vocabulary_problem()
+        if problem:
+            self.show_error(problem)
+            return False
+        if not self.state.torch_ready:
+            self.show_error("torch is still loading; try again in a moment.")
+            return False
+        config = self.state.config
+        seq_len = min(self.seq_spin.value(), config.context_length)
+        needed = int((seq_len + 2) / 0.9) + 1
+        if len(self.corpus.text) < needed:
+            self.show_error(f"{self.corpus.name} has {len(self.corpus.text):,} characters; windows of {seq_len} "
+                            f"need at least {needed:,}. Shorten the sequence length.")
+            return False
+        self.request = TrainRequest(config, self.corpus, self.steps_spin.value(), self.batch_spin.value(), seq_len,
+                                    self.lr_spin.value(), self.seed_spin.value(), self.state.device, self.state.seed)
+        control = self.control = TrainingControl()
+        request = self.request
+        self.outcome = None
+        self.train_points, self.val_points = ([], []), ([], [])
+        self.last_progress = None
+        self.train_curve.setData([], [])
+        self.val_curve.setData([], [])
+        self.final_val_marker.setData([], [])
+        self.uniform_line.setData([0, request.steps], [math.log(config.vocab_size)] * 2)
+        self.loss_plot.setXRange(0, request.steps, padding=0.02)
+        self.sample_text.setPlainText("")
+        self.sample_caption.setText("Samples appear here during the run.")
+        self.side_tabs.setCurrentIndex(0)
+        self.status_label.setText(f"Training {config.name} on {self.corpus.name}: {request.steps:,} steps of "
+                                  f"{request.batch_size} x {request.seq_len} characters. Other panels wait until the run ends.")
+        self.clear_error()
+        self.compute.submit(self.channel, lambda token: run_training(request, control, token), self._on_trained,
+                            f"training {config.name} ({request.steps:,} steps)", on_error=self._on_training_failed)
+        self.poll_timer.start()
+        self._update_buttons()
+        return True
+
+    def toggle_pause(self) -> None:
+        if not self.training:
+            return
+        if self.control.paused.is_set():
+            self.control.paused.clear()
+        else:
+            self.control.paused.set()
+        self._update_buttons()
+        self._show_progress()
+
+    def stop_training(self) -> None:
+        if self.training:
+            self.control.stop_requested.set()
+            self.control.paused.clear()
+            self.status_label.setText("Stopping after this step; then the whole validation split is scored...")
+            self._update_buttons()
+
+    def drain_updates(self) -> None:
+        """GUI thread: move what the worker queued into the curves, labels and sample box."""
+        control = self.control
+        if control is None:
+            return
+        progressed = False
+        while True:
+            try:
+                update = control.updates.get_nowait()
+            except queue.Empty:
+                break
+            if update[0] == "progress":
+                _, step, loss, _, _, val_loss = update
+                self.train_points[0].append(step)
+                self.train_points[1].append(loss)
+                if val_loss is not None:
+                    self.val_points[0].append(step)
+                    self.val_points[1].append(val_loss)
+                self.last_progress = update
+                progressed = True
+            elif update[0] == "sample":
+                _, step, text = update
+                self.sample_caption.setText(f"Sample at step {step:,}")
+                self.sample_text.setPlainText(text)
+        if progressed:
+            self.train_curve.setData(self.train_points[0], self.train_points[1])
+            self.val_curve.setData(self.val_points[0], self.val_points[1])
+            self._show_progress()
+
+    def _show_progress(self) -> None:
+        if self.last_progress is None or self.request is None:
+            return
+        _, step, loss, tokens_per_s, eta_s, _ = self.last_progress
+        val = f", validation {self.val_points[1][-1]:.3f}" if self.val_points[1] else ""
+        paused = self.control is not None and self.control.paused.is_set()
+        eta = "paused" if paused else f"ETA {format_duration(eta_s)}"
+        self.status_label.setText(f"Step {step:,} of {self.request.steps:,}: loss {loss:.3f}{val}. "
+                                  f"{tokens_per_s:,.0f} tokens/s, {eta}.")
+
+    def _on_trained(self, outcome: TrainOutcome) -> None:
+        self._finish_run()
+        self.outcome = outcome
+        self.train_points = ([s for s, _ in outcome.loss_history], [v for _, v in outcome.loss_history])
+        estimates = outcome.val_history[:-1]  # the last entry is the whole-split score at the end
+        self.val_points = ([s for s, _ in estimates], [v for _, v in estimates])
+        self.train_curve.setData(*self.train_points)
+        self.val_curve.setData(*self.val_points)
+        self.final_val_marker.setData([outcome.steps_done], [outcome.final_val_loss])
+        how = "Stopped" if outcome.stopped else "Finished"
+        config = outcome.loaded.config
+        window_note = ""
+        if self.request is not None and self.request.seq_len < config.context_length:
+            window_note = (f"The whole-split loss is scored in windows of the context length ({config.context_length}); "
+                           f"positions past the training sequence length ({self.request.seq_len}) were never trained, "
+                           "so it can sit above the estimates made during the run.")
+        self.status_label.setText(
+            f"<b>{how} after {outcome.steps_done:,} steps</b>: validation loss {outcome.final_val_loss:.3f} nats/char "
+            f"on the whole held-out split (uniform guess {math.log(config.vocab_size):.3f}), "
+            f"{outcome.tokens_per_s:,.0f} tokens/s. The other panels now use this model.")
+        self.status_label.setToolTip(window_note)
+        loaded = outcome.loaded
+        if loaded.config != self.state.config:
+            self.show_error("The config changed during the run, so the trained model was not loaded; "
+                            "Save model... still writes it.")
+        else:
+            self.adopt(loaded)
+        self._update_buttons()
+        self.result_shown.emit()
+        self.training_finished.emit()
+
+    def adopt(self, loaded) -> None:
+        """Make a trained model the lab's model, through the main window when one listens."""
+        self.model_ready.emit(loaded)
+        if self.state.model is not loaded.model:  # no main window (the panel on its own): set the state here
+            if loaded.tokenizer is not None:
+                self.state.set_tokenizer(loaded.tokenizer)
+            self.state.set_model(loaded.model)
+
+    def _on_training_failed(self, message: str) -> None:
+        self._finish_run()
+        self.status_label.setText("The run ended without a model; the previous model stays.")
+        self.show_error(message)
+
+    def _finish_run(self) -> None:
+        self.drain_updates()
+        self.poll_timer.stop()
+        self.control = None
+        self._update_buttons()
+
+    def _on_busy_changed(self, busy: bool, _name: str) -> None:
+        if not busy:
+            self._check_cancelled()
+
+    def _check_cancelled(self) -> None:
+        # Cancel from the status bar drops the run's result; nothing arrives, so notice the idle worker.
+        if self.training and not self.compute.busy:
+            self._finish_run()
+            self.status_label.setText("The run was cancelled; the previous model stays.")
+
+    def _update_buttons(self) -> None:
+        training = self.training
+        paused = training and self.control.paused.is_set()
+        stopping = training and self.control.stop_requested.is_set()
+        self.train_button.setEnabled(not training)
+        self.pause_button.setEnabled(training and not stopping)
+        self.pause_button.setText("Resume" if paused else "Pause")
+        self.stop_button.setEnabled(training and not stopping)
+        self.save_button.setEnabled(not training and self.outcome is not None)
+        self.generate_button.setEnabled(not training)
+        self.generate_button.setToolTip("the worker is busy training; generate when the run ends" if training
+                                        else "sample from the current model")
+        for box in (self.corpus_combo, self.corpus_button, self.steps_spin, self.batch_spin, self.seq_spin,
+                    self.lr_spin, self.seed_spin):
+            box.setEnabled(not training)
+
+    # ---- saving --------------------------------------------------------------------------------
+    def save_dialog(self) -> None:
+        path = QFileDialog.getExistingDirectory(self, "Save the trained model into folder", str(Path.home()))
+        if path:
+            self.save_model(path)
+
+    def save_model(self, path: str | Path) -> bool:
+        """Write the last trained model as a checkpoint folder on the worker; False if there is none."""
+        from gui.model_loader import save_model_folder
+
+        outcome = self.outcome
+        if outcome is None:
+            self.show_error("Train a model first; Save model... writes the last trained model.")
+            return False
+        folder = str(path)
+        loaded = outcome.loaded
+        self.compute.submit(SAVE_CHANNEL, lambda: save_model_folder(loaded.model, folder, loaded.tokenizer, outcome.metadata),
+                            self._on_saved, "saving the trained model", on_error=self.show_error)
+        return True
+
+    def _on_saved(self, folder) -> None:
+        self.status_label.setText(f"Saved the trained model to {folder}.")
+        self.result_shown.emit()
+
+    # ---- generation ----------------------------------------------------------------------------
+    def generation_prompt(self) -> str:
+        return self.prompt_edit.text().replace("\\n", "\n")
+
+    def generate_text(self) -> bool:
+        model, tokenizer = self.state.model, self.state.tokenizer
+        if model is None:
+            self.show_error("No model is loaded yet.")
+            return False
+        if tokenizer is None:
+            self.show_error("The current model has no tokenizer to turn the prompt into tokens.")
+            return False
+        prompt = self.generation_prompt()
+        if not prompt:
+            self.show_error("Type a prompt of at least one character.")
+            return False
+        max_new, temperature = self.max_new_spin.value(), self.temperature_spin.value()
+        top_k, seed = self.top_k_spin.value() or None, self.generate_seed_spin.value()
+        self.clear_error()
+        self.compute.submit(GENERATE_CHANNEL, lambda: run_generation(model, tokenizer, prompt, max_new, temperature, top_k, seed),
+                            self._on_generated, f"generating {max_new} tokens", on_error=self.show_error)
+        return True
+
+    def _on_generated(self, result: GeneratedText) -> None:
+        self.generated_text.setPlainText(result.prompt + result.continuation)
+        self.side_tabs.setCurrentIndex(1)
+        self.result_shown.emit()
+        self.generated.emit(result.continuation)
+
+    # ---- theme, export, session ----------------------------------------------------------------
+    def apply_theme(self) -> None:
+        super().apply_theme()
+        self.train_curve.setPen(theme.pen("primary"))
+        self.val_curve.setPen(theme.pen("secondary"))
+        self.val_curve.setSymbolBrush(theme.brush("secondary"))
+        self.val_curve.setSymbolPen(theme.pen("secondary", width=1))
+        self.val_curve.setSymbolSize(4 + 2 * theme.current().line_width)
+        self.final_val_marker.setSymbolBrush(theme.brush("tertiary"))
+        self.final_val_marker.setSymbolPen(theme.pen("tertiary", width=1))
+        self.final_val_marker.setSymbolSize(10 + 2 * theme.current().line_width)
+        self.uniform_line.setPen(theme.pen("muted", width=max(1.0, theme.current().line_width / 2), style=Qt.PenStyle.DashLine))
+        legend = self.loss_plot.getPlotItem().legend
+        fill = theme.color("base")
+        fill.setAlpha(220)  # the dashed line and early losses pass behind the legend
+        legend.setBrush(pg.mkBrush(fill))
+        legend.setPen(theme.pen("muted", width=1))
+        mono = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
+        mono.setPointSizeF(theme.font().pointSizeF())
+        for box in (self.sample_text, self.generated_text):
+            box.setFont(mono)
+        self._describe_corpus()
+
+    def export_targets(self) -> list[tuple[str, Any]]:
+        return [(self.title, self), ("Loss curves (plot)", self.loss_plot.getPlotItem())]
+
+    def settings(self) -> dict[str, Any]:
+        return {
+            "steps": self.steps_spin.value(),
+            "batch_size": self.batch_spin.value(),
+            "seq_len": self.seq_spin.value(),
+            "lr": self.lr_spin.value(),
+            "seed": self.seed_spin.value(),
+            "prompt": self.prompt_edit.text(),
+            "max_new": self.max_new_spin.value(),
+            "temperature": self.temperature_spin.value(),
+            "top_k": self.top_k_spin.value(),
+        }
+
+    def restore_settings(self, data: dict[str, Any]) -> None:
+        if not isinstance(data, dict):
+            return
+        integers = {"steps": self.steps_spin, "batch_size": self.batch_spin, "seq_len": self.seq_spin, "seed": self.seed_spin,
+                    "max_new": self.max_new_spin, "top_k": self.top_k_spin}
+        for key, box in integers.items():
+            value = data.get(key)
+            if isinstance(value, int) and not isinstance(value, bool) and box.minimum() <= value <= box.maximum():
+                box.setValue(value)
+        for key, box in (("lr", self.lr_spin), ("temperature", self.temperature_spin)):
+            value = data.get(key)
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and box.minimum() <= value <= box.maximum():
+                box.setValue(float(value))
+        if isinstance(data.get("prompt"), str):
+            self.prompt_edit.setText(data["prompt"])
+
+
+__all__ = ["TrainPanel", "Corpus", "CorpusError", "read_corpus", "run_training", "run_generation", "format_duration"]

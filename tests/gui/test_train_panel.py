@@ -1,0 +1,201 @@
+"""The Train panel: a short run through the panel, stop, install, save and reload, generation, bad input."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from core.config import ModelConfig
+from gui.compute import ComputeController
+from gui.panels import PANEL_CLASSES
+from gui.panels.train import TrainPanel, format_duration
+from gui.state import LabState
+
+TINY = ModelConfig(name="test-tiny", vocab_size=65, context_length=32, d_model=32, n_heads=2, n_layers=1, d_ff=64)
+
+
+@pytest.fixture
+def compute(qtbot):
+    controller = ComputeController(torch_threads=1)
+    yield controller
+    controller.shutdown()
+
+
+@pytest.fixture
+def panel(qtbot, compute):
+    state = LabState()
+    state.set_config(TINY)
+    widget = TrainPanel(state, compute)
+    qtbot.addWidget(widget)
+    widget.resize(1200, 800)
+    widget.show()
+    state.set_torch_ready(True)
+    widget.steps_spin.setValue(20)
+    widget.batch_spin.setValue(4)
+    widget.seq_spin.setValue(32)
+    widget.lr_spin.setValue(0.01)
+    return widget
+
+
+def train_to_end(qtbot, panel: TrainPanel) -> None:
+    with qtbot.waitSignal(panel.training_finished, timeout=60_000):
+        assert panel.start_training()
+
+
+def test_the_panel_is_registered():
+    assert TrainPanel in PANEL_CLASSES
+
+
+def test_a_short_run_plots_its_losses_and_becomes_the_labs_model(qtbot, panel, tmp_path):
+    import torch
+
+    from core.checkpoints import load_checkpoint
+
+    old_model = panel.state.model
+    train_to_end(qtbot, panel)
+    steps, losses = panel.train_curve.getData()
+    assert list(steps) == list(range(1, 21))
+    assert all(math.isfinite(loss) for loss in losses)
+    assert losses[-1] < losses[0]  # 20 steps at lr 0.01 leave the uniform guess behind
+    val_steps, val_losses = panel.val_curve.getData()
+    assert len(val_steps) >= 2 and math.isfinite(val_losses[-1])
+    assert list(panel.final_val_marker.getData()[1]) == [panel.outcome.final_val_loss]
+    assert "Finished after 20 steps" in panel.status_label.text()
+    assert panel.sample_text.toPlainText()  # a sample arrived during the run
+
+    outcome = panel.outcome
+    assert panel.state.model is outcome.loaded.model and panel.state.model is not old_model
+    assert panel.state.tokenizer is outcome.loaded.tokenizer
+    assert panel.state.tokens == outcome.loaded.tokenizer.encode(panel.state.text)
+
+    folder = tmp_path / "trained"
+    with qtbot.waitSignal(panel.result_shown, timeout=30_000):
+        assert panel.save_model(folder)
+    loaded = load_checkpoint(folder)
+    assert loaded.config == TINY and loaded.metadata["steps_done"] == 20
+    ids = torch.tensor([panel.state.tokens[:32]])
+    with torch.no_grad():
+        assert torch.equal(loaded.model(ids), outcome.loaded.model(ids))
+
+
+def test_stop_ends_the_run_early_and_keeps_its_model(qtbot, panel):
+    panel.steps_spin.setValue(100_000)
+    assert panel.start_training()
+    assert not panel.train_button.isEnabled() and not panel.generate_button.isEnabled()
+    qtbot.waitUntil(lambda: len(panel.train_points[0]) >= 3, timeout=30_000)
+    panel.toggle_pause()
+    assert panel.pause_button.text() == "Resume"
+    qtbot.wait(300)
+    panel.drain_updates()
+    paused_at = len(panel.train_points[0])
+    qtbot.wait(300)
+    panel.drain_updates()
+    assert len(panel.train_points[0]) <= paused_at + 1  # at most the step that was running
+    with qtbot.waitSignal(panel.training_finished, timeout=60_000):
+        panel.stop_training()
+    assert panel.outcome.stopped and panel.outcome.steps_done < 100_000
+    assert "Stopped after" in panel.status_label.text()
+    assert panel.state.model is panel.outcome.loaded.model
+    assert panel.train_button.isEnabled()
+
+
+def test_generation_shows_the_requested_number_of_characters(qtbot, panel):
+    train_to_end(qtbot, panel)
+    panel.prompt_edit.setText("ROMEO:\\n")
+    panel.max_new_spin.setValue(37)
+    panel.top_k_spin.setValue(5)
+    with qtbot.waitSignal(panel.generated, timeout=30_000) as blocker:
+        assert panel.generate_text()
+    continuation = blocker.args[0]
+    assert len(continuation) == 37
+    assert panel.generated_text.toPlainText() == "ROMEO:\n" + continuation
+
+
+def test_a_bad_corpus_file_shows_why_and_changes_nothing(qtbot, panel, tmp_path):
+    before = panel.corpus
+    binary = tmp_path / "latin1.txt"
+    binary.write_bytes("caf\xe9 ".encode("latin-1") * 500)
+    short = tmp_path / "short.txt"
+    short.write_text("To be.", encoding="utf-8")
+    for path, reason in ((binary, "not UTF-8"), (short, "at least 1,000"), (tmp_path / "missing.txt", "cannot read")):
+        assert not panel.load_corpus_file(path)
+        assert reason in panel.last_error and panel.message_label.isVisibleTo(panel)
+        assert panel.corpus is before and panel.corpus_combo.count() == 1
+
+    good = tmp_path / "abc.txt"
+    good.write_text("abc " * 400, encoding="utf-8")
+    assert panel.load_corpus_file(good)
+    assert panel.corpus.vocab_size == 4
+    assert not panel.start_training()  # the config's vocabulary is 65: the message says what to set
+    assert "set vocab_size to 4" in panel.last_error
+    assert not panel.training
+
+
+def test_format_duration():
+    assert format_duration(5.2) == "5 s"
+    assert format_duration(125) == "2 min 05 s"
+    assert format_duration(7300) == "2 h 01 min"
+
+
+def test_opening_a_corrupt_model_folder_shows_a_message_and_keeps_the_model(qtbot, window, tmp_path):
+    folder = tmp_path / "broken"
+    folder.mkdir()
+    (folder / "config.json").write_text('{"format": "transformer-explorer-checkpoint", "format_version": 1, '
+                                        '"config": {"name": "x", "vocab_size": 65}}', encoding="utf-8")
+    (folder / "model.safetensors").write_bytes(b"not safetensors at all")
+    model, config = window.state.model, window.state.config
+    window.open_model(folder)
+    qtbot.waitUntil(lambda: any(box.isVisible() for box in window.message_boxes), timeout=30_000)
+    box = [box for box in window.message_boxes if box.isVisible()][-1]
+    assert "model.safetensors" in box.text() and "Traceback" not in box.text()
+    box.close()
+    assert window.state.model is model and window.state.config == config
+
+
+def test_save_model_as_then_open_model_folder_round_trips(qtbot, window, tmp_path):
+    folder = tmp_path / "saved"
+    with qtbot.waitSignal(window.compute.result_delivered, timeout=30_000):
+        window.save_model(folder)
+    old = window.state.model
+    with qtbot.waitSignal(window.model_loaded, timeout=30_000):
+        window.open_model(folder)
+    assert window.state.model is not old
+    assert window.loaded.source == str(folder)
+    assert window.state.config == window.loaded.config
+    qtbot.wait(50)  # the config change must not make the window rebuild a random model
+    assert not window.compute.busy and window.state.model is window.loaded.model
+
+
+def test_in_the_window_a_finished_run_becomes_the_loaded_model(qtbot, settings):
+    from gui.main_window import MainWindow
+
+    win = MainWindow(settings=settings, panel_classes=[TrainPanel])
+    win.remember_preferences = False
+    qtbot.addWidget(win)
+    win.show()
+    with qtbot.waitSignal(win.model_loaded, timeout=60_000):
+        win.start_loading()
+    panel = win.panels[0]
+    panel.steps_spin.setValue(3)
+    panel.batch_spin.setValue(2)
+    panel.seq_spin.setValue(16)
+    with qtbot.waitSignal(panel.training_finished, timeout=60_000):
+        assert panel.start_training()
+        qtbot.waitUntil(lambda: "training" in win.busy_label.text(), timeout=30_000)  # the status bar names the job
+    assert win.loaded is panel.outcome.loaded and win.state.model is win.loaded.model
+    assert "trained here (3 steps" in win.model_label.text()
+    qtbot.wait(50)
+    assert win.state.model is panel.outcome.loaded.model  # no rebuild replaced it
+    win.close()
+
+
+def test_cancel_in_the_status_bar_throws_the_run_away(qtbot, panel):
+    old_model = panel.state.model
+    panel.steps_spin.setValue(100_000)
+    assert panel.start_training()
+    qtbot.waitUntil(lambda: len(panel.train_points[0]) >= 2, timeout=30_000)
+    panel.compute.cancel()
+    qtbot.waitUntil(lambda: not panel.training, timeout=30_000)
+    assert "cancelled" in panel.status_label.text() and panel.state.model is old_model
+    assert panel.train_button.isEnabled()
