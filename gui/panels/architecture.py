@@ -68,7 +68,7 @@ def describe_config(config: ModelConfig) -> str:
 
 class ArchitecturePanel(Panel):
     title = "Architecture"
-    refresh_on = frozenset({"model", "tokens", "tokenizer"})
+    refresh_on = frozenset({"config", "model", "tokens", "tokenizer"})
 
     navigate_requested = Signal(str)  # the title of the panel a clicked part asks for
 
@@ -109,7 +109,7 @@ class ArchitecturePanel(Panel):
         layout.addLayout(controls)
 
         splitter = QSplitter(Qt.Orientation.Horizontal)
-        left = QWidget()
+        left = self.diagram_pane = QWidget()
         left_layout = QVBoxLayout(left)
         left_layout.setContentsMargins(0, 0, 0, 0)
         self.view = BlockDiagramView()
@@ -149,7 +149,7 @@ class ArchitecturePanel(Panel):
         self.norm_plot.setMenuEnabled(False)
         self.norm_plot.setMouseEnabled(x=False, y=False)
         self.norm_plot.hideButtons()
-        self.norm_plot.setLabel("bottom", "length (L2 norm)")
+        self.norm_plot.setLabel("bottom", "length after each stage")
         self.norm_plot.getAxis("bottom").enableAutoSIPrefix(False)
         self.norm_plot.invertY(True)
         self.norm_plot.showGrid(x=True, y=False, alpha=0.25)
@@ -162,7 +162,7 @@ class ArchitecturePanel(Panel):
         right.addWidget(self.norm_plot)
         right.setSizes([420, 300])
         splitter.addWidget(right)
-        splitter.setSizes([640, 560])
+        splitter.setSizes([700, 480])
         splitter.setStretchFactor(0, 1)
         splitter.setStretchFactor(1, 1)
         layout.addWidget(splitter, 1)
@@ -288,6 +288,7 @@ class ArchitecturePanel(Panel):
         self.table.setRowCount(0)
         for bars in (self.norm_bars, self.update_bars):
             bars.setOpts(x0=[], y=[], width=[], height=0.38)
+        self.norm_plot.getAxis("left").setTicks([[]])
 
     def show_result(self, result, config: ModelConfig | None = None) -> None:
         self.result = result
@@ -297,8 +298,9 @@ class ArchitecturePanel(Panel):
         final = result.top_labels[-1][0]
         self.follow_caption.setText(
             f"Token {result.position} <b>'{result.token_label}'</b> of {result.model_name}; {next_text}. "
-            f"The last stage predicts <b>'{final}'</b> ({result.top_probs[-1][0]:.0%}). Every stage is read through "
-            f"the final norm and the head (a logit lens): where does the right guess appear? "
+            f"The last stage predicts <b>'{final}'</b> ({result.top_probs[-1][0]:.0%}). ‖x‖ is the vector's length "
+            f"after a stage, ‖update‖ the length of what the stage added; every stage is read through the final "
+            f"norm and the head (a logit lens): where does the right guess appear? "
             f"{'(post-norm: each stage includes its norm.)' if result.placement == 'post' else ''}")
         self._fill_table(result)
         self._update_bars()
@@ -352,8 +354,9 @@ class ArchitecturePanel(Panel):
     def _style_plot_title(self) -> None:
         size = round(theme.font(0.9).pointSizeF() * 1.35 * 1.1)
         norm, update = theme.color("primary").name(), theme.color("secondary").name()
-        self.norm_plot.setTitle(f"<span style='color:{norm}'>■</span> ‖x‖ after the stage &nbsp; "
-                                f"<span style='color:{update}'>■</span> ‖update‖ it added",
+        # Short: a title wider than the plot would push the plot past its widget's right edge.
+        self.norm_plot.setTitle(f"<span style='color:{norm}'>■</span> ‖x‖ &nbsp;&nbsp; "
+                                f"<span style='color:{update}'>■</span> ‖update‖",
                                 color=theme.current().text, size=f"{size}px")
 
     def _on_row_selected(self) -> None:
@@ -387,7 +390,8 @@ class ArchitecturePanel(Panel):
         return [
             (self.title, self),
             ("Block diagram (whole)", self.picture),
-            ("Block diagram (as shown)", self.view),
+            # The container, not the QGraphicsView: a view's own render() takes other arguments than export's.
+            ("Block diagram (as shown, with the hover text)", self.diagram_pane),
             ("Stage norms (plot)", self.norm_plot.getPlotItem()),
         ]
 

@@ -207,6 +207,7 @@ class TrainPanel(Panel):
     model_ready = Signal(object)  # gui.model_loader.LoadedModel of a finished run
     training_finished = Signal()  # a run ended (finished or stopped) and its model is installed
     generated = Signal(str)  # the continuation just shown
+    saved = Signal(str)  # the checkpoint folder just written
 
     def __init__(self, state, compute, parent: QWidget | None = None) -> None:
         super().__init__(state, compute, parent)
@@ -244,7 +245,7 @@ class TrainPanel(Panel):
         grid.addWidget(QLabel("Corpus"), 0, 0)
         grid.addWidget(self.corpus_combo, 0, 1, 1, 3)
         grid.addWidget(self.corpus_button, 0, 4)
-        grid.addWidget(self.corpus_label, 0, 5, 1, 2)
+        grid.addWidget(self.corpus_label, 1, 6, 2, 1)  # beside the settings: a row of its own would widen the panel
         placed = ((("Steps", self.steps_spin), ("Batch", self.batch_spin), ("Seed", self.seed_spin)),
                   (("Seq len", self.seq_spin), ("Learning rate", self.lr_spin)))
         for row, pairs in enumerate(placed, start=1):
@@ -286,6 +287,9 @@ class TrainPanel(Panel):
         self.loss_plot.getAxis("bottom").enableAutoSIPrefix(False)
         self.loss_plot.addLegend(offset=(-10, 5))
         self.train_curve = self.loss_plot.plot([], [], name="train (batch)")
+        # Redrawn ten times a second with every step so far: long runs are drawn at screen resolution.
+        self.train_curve.setDownsampling(auto=True, method="peak")
+        self.train_curve.setClipToView(True)
         self.val_curve = self.loss_plot.plot([], [], name="validation", symbol="o", symbolSize=7)
         # The final validation loss is a different measurement (the whole split, in windows of the context
         # length), so it gets its own marker instead of extending the estimates' line.
@@ -422,9 +426,11 @@ class TrainPanel(Panel):
         return self.control is not None
 
     def refresh(self) -> None:
+        """No computation: the limits and the corpus check follow the config (the run itself starts on Train)."""
         self.seq_spin.setMaximum(max(2, self.state.config.context_length))
         self._describe_corpus()
         self._update_buttons()
+        self.result_shown.emit()
 
     def start_training(self) -> bool:
         if self.training:
@@ -621,7 +627,7 @@ class TrainPanel(Panel):
 
     def _on_saved(self, folder) -> None:
         self.status_label.setText(f"Saved the trained model to {folder}.")
-        self.result_shown.emit()
+        self.saved.emit(str(folder))
 
     # ---- generation ----------------------------------------------------------------------------
     def generation_prompt(self) -> str:

@@ -391,8 +391,8 @@ class _Builder:
                 label = "Self-attention"
                 detail = f"{'causal' if causal else 'bidirectional'}, {heads}"
                 explanation = ("Each token looks at " + ("the tokens before it (a causal mask hides the future)"
-                               if causal else "every token of the sequence, both directions")
-                               + " and adds a weighted mix of their values: the only place where tokens exchange "
+                               if causal else "every token of the sequence, in both directions")
+                               + ", and adds a weighted mix of their values: the only place where tokens exchange "
                                f"information. {c.n_heads} heads of size {c.d_head} look for different relations"
                                + (f"; {c.kv_heads} key/value heads are shared between them (grouped-query)."
                                   if c.kv_heads != c.n_heads else "."))

@@ -70,7 +70,7 @@ def test_a_short_run_plots_its_losses_and_becomes_the_labs_model(qtbot, panel, t
     assert panel.state.tokens == outcome.loaded.tokenizer.encode(panel.state.text)
 
     folder = tmp_path / "trained"
-    with qtbot.waitSignal(panel.result_shown, timeout=30_000):
+    with qtbot.waitSignal(panel.saved, timeout=30_000):
         assert panel.save_model(folder)
     loaded = load_checkpoint(folder)
     assert loaded.config == TINY and loaded.metadata["steps_done"] == 20
@@ -199,3 +199,15 @@ def test_cancel_in_the_status_bar_throws_the_run_away(qtbot, panel):
     qtbot.waitUntil(lambda: not panel.training, timeout=30_000)
     assert "cancelled" in panel.status_label.text() and panel.state.model is old_model
     assert panel.train_button.isEnabled()
+
+
+def test_open_model_folder_takes_a_hugging_face_gpt2_folder(qtbot, window, tmp_path):
+    transformers = pytest.importorskip("transformers")
+    config = transformers.GPT2Config(vocab_size=65, n_positions=32, n_embd=16, n_layer=1, n_head=2)
+    transformers.GPT2LMHeadModel(config).save_pretrained(str(tmp_path / "hf-gpt2"), safe_serialization=True)
+    with qtbot.waitSignal(window.model_loaded, timeout=30_000):
+        window.open_model(tmp_path / "hf-gpt2")
+    assert window.state.config.d_model == 16 and window.state.config.context_length == 32
+    assert window.state.model is window.loaded.model and "Hugging Face" in window.loaded.source
+    qtbot.wait(50)
+    assert not window.compute.busy and window.state.model is window.loaded.model

@@ -1,0 +1,296 @@
+"""The Architecture panel: the drawing matches the config, hover and click tell the truth, the table matches core."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from PySide6.QtCore import Qt
+
+from core.config import ModelConfig
+from core.params import attention_params, block_breakdown, ffn_params
+from core.presets import PRESETS, get_preset
+from gui.compute import ComputeController
+from gui.panels import PANEL_CLASSES
+from gui.panels.architecture import ArchitecturePanel
+from gui.state import LabState
+from gui.widgets.block_diagram import DRAWN_EDGE, MAX_FULL_DEPTH, Diagram, diagram_parts, drawn_layers
+from gui.widgets.export import export
+from tests.configs import small_configs
+
+T = 7
+
+
+# ---- the pure layout ----------------------------------------------------------------------------
+def _overlaps(a, b) -> bool:
+    ax, ay, aw, ah = a
+    bx, by, bw, bh = b
+    return ax < bx + bw - 1e-9 and bx < ax + aw - 1e-9 and ay < by + bh - 1e-9 and by < ay + ah - 1e-9
+
+
+def check_diagram(config: ModelConfig, diagram: Diagram) -> None:
+    """Every structural claim the drawing makes about `config`."""
+    pair = config.architecture == "encoder-decoder"
+    expected_towers = {"decoder": ("decoder",), "encoder": ("encoder",), "encoder-decoder": ("encoder", "decoder")}
+    assert diagram.towers == expected_towers[config.architecture]
+    keys = [p.key for p in diagram.parts]
+    assert len(keys) == len(set(keys))
+
+    for tower in diagram.towers:
+        depth = config.encoder_layers if tower == "encoder" else config.decoder_layers
+        drawn = drawn_layers(depth)
+        assert diagram.drawn_layers[tower] == drawn
+        blocks = diagram.of_kind("block", tower)
+        assert [b.layer for b in blocks] == list(drawn)
+        ellipses = diagram.of_kind("ellipsis", tower)
+        if depth > MAX_FULL_DEPTH:
+            assert len(drawn) == 2 * DRAWN_EDGE and drawn[-1] == depth - 1
+            assert len(ellipses) == 1 and f"× {depth - 2 * DRAWN_EDGE} more" in ellipses[0].label
+        else:
+            assert drawn == tuple(range(depth)) and not ellipses
+        cross = pair and tower == "decoder"
+        sublayers = ["attention"] + (["cross_attention"] if cross else []) + ["ffn"]
+        norms = diagram.of_kind("norm", tower)
+        assert len(norms) == len(drawn) * len(sublayers)
+        assert {n.placement for n in norms} == {config.norm_placement}
+        for layer in drawn:
+            prefix = f"{tower}.block{layer}."
+            for sublayer, norm_name in zip(sublayers, (["norm1"] + (["norm_cross"] if cross else []) + ["norm2"])):
+                norm, add = diagram.part(prefix + norm_name), diagram.part(prefix + f"add_{sublayer}")
+                if config.norm_placement == "pre":
+                    # On the branch, in the sublayer's row, before the ⊕.
+                    assert not norm.on_stream and norm.center[0] != pytest.approx(add.center[0])
+                    assert norm.rect[1] + norm.rect[3] < add.rect[1]
+                else:
+                    # On the stream, after the ⊕.
+                    assert norm.on_stream and norm.center[0] == pytest.approx(add.center[0])
+                    assert norm.rect[1] > add.rect[1] + add.rect[3]
+            if config.is_moe:
+                assert diagram.part(prefix + "router").detail == f"top-{config.top_k} of {config.n_experts}"
+                assert f"top-{config.top_k} of {config.n_experts}" in diagram.part(prefix + "experts").detail
+            elif config.activation == "swiglu":
+                for kind in ("ffn_gate", "ffn_up", "ffn_multiply", "ffn_down"):
+                    diagram.part(prefix + kind)
+            else:
+                diagram.part(prefix + "ffn")
+        assert len(diagram.of_kind("router", tower)) == len(diagram.of_kind("experts", tower)) == (len(drawn) if config.is_moe else 0)
+        gated = config.activation == "swiglu" and not config.is_moe
+        assert len(diagram.of_kind("ffn_gate", tower)) == (len(drawn) if gated else 0)
+        assert len(diagram.of_kind("ffn", tower)) == (0 if gated or config.is_moe else len(drawn))
+        attention_boxes = diagram.of_kind("attention", tower)
+        assert len(attention_boxes) == len(drawn)
+        causal = config.self_attention_causal and tower == "decoder"
+        assert all(("causal" if causal else "bidirectional") in a.detail for a in attention_boxes)
+        markers = {"rope": "rope_marker", "alibi": "alibi_marker"}
+        for kind in markers.values():
+            assert len(diagram.of_kind(kind, tower)) == (len(drawn) if markers.get(config.positional) == kind else 0)
+        additive = config.positional in ("learned", "sinusoidal")
+        assert len(diagram.of_kind("position_embedding", tower)) == int(additive)
+        assert len(diagram.of_kind("position_note", tower)) == int(config.positional == "none")
+        assert len(diagram.of_kind("final_norm", tower)) == int(config.final_norm)
+        assert len(diagram.of_kind("token_embedding", tower)) == 1
+
+    head_tower = "decoder" if config.architecture != "encoder" else "encoder"
+    assert len(diagram.of_kind("head")) == 1 and diagram.of_kind("head")[0].tower == head_tower
+    tied = diagram.links_of_kind("tied")
+    if config.tie_embeddings:
+        assert len(tied) == 1 and tied[0].label == "tied"
+        head, embedding = diagram.part(f"{head_tower}.head"), diagram.part(f"{head_tower}.token_embedding")
+        assert tied[0].points[0][1] == pytest.approx(head.center[1])
+        assert tied[0].points[-1][1] == pytest.approx(embedding.center[1])
+    else:
+        assert not tied
+    cross_boxes = diagram.of_kind("cross_attention")
+    cross_links = diagram.links_of_kind("cross")
+    if pair:
+        assert len(cross_boxes) == len(cross_links) == len(diagram.drawn_layers["decoder"])
+        memory = diagram.part("encoder.memory")
+        for link, box in zip(cross_links, cross_boxes):
+            assert link.points[0][1] == pytest.approx(memory.center[1])
+            assert link.points[-1][1] == pytest.approx(box.center[1])
+            x, _, w, _ = box.rect
+            assert link.points[-1][0] in (pytest.approx(x), pytest.approx(x + w))
+    else:
+        assert not cross_boxes and not cross_links
+
+    # Readable: no two boxes overlap (frames hold boxes; a marker sits on its own attention box), all inside.
+    boxes = [p for p in diagram.parts if p.kind != "block"]
+    for a, b in itertools.combinations(boxes, 2):
+        if {a.kind, b.kind} & {"rope_marker", "alibi_marker"} and a.layer == b.layer and a.tower == b.tower \
+                and {a.kind, b.kind} & {"attention"}:
+            continue
+        assert not _overlaps(a.rect, b.rect), (a.key, b.key)
+    for part in diagram.parts:
+        x, y, w, h = part.rect
+        assert 0 <= x and x + w <= diagram.width and 0 <= y and y + h <= diagram.height, part.key
+
+
+@pytest.mark.parametrize("name", list(PRESETS))
+def test_the_drawing_matches_every_preset(name):
+    config = get_preset(name)
+    check_diagram(config, diagram_parts(config, T))
+
+
+@settings(max_examples=25)
+@given(small_configs(max_layers=8))
+def test_the_drawing_matches_drawn_configs(config):
+    check_diagram(config, diagram_parts(config, T))
+
+
+def test_parameter_counts_and_shapes_come_from_core_params():
+    config = get_preset("mixtral-8x7b")
+    diagram = diagram_parts(config, 42)
+    block = block_breakdown(config, cross_attention=False)
+    assert diagram.part("decoder.block0.attention").parameters == attention_params(config)
+    assert diagram.part("decoder.block0.experts").parameters == block.ffn
+    assert diagram.part("decoder.block0.router").parameters == block.router
+    assert diagram.part("decoder.block0.norm1").parameters == block.norms // 2
+    assert diagram.part("decoder.block31").parameters == block.total
+    assert diagram.part("decoder.ellipsis2").parameters == 28 * block.total
+    assert diagram.part("decoder.block0.router").shape == (1, 42, 8)
+    assert diagram.part("decoder.head").shape == (1, 42, 32000)
+    llama = get_preset("llama2-7b")
+    gated = diagram_parts(llama, 5)
+    parts = [gated.part(f"decoder.block0.{kind}").parameters for kind in ("ffn_gate", "ffn_up", "ffn_down")]
+    assert sum(parts) == ffn_params(llama)
+    assert diagram_parts(get_preset("tiny-gpt"), 0).part("decoder.block0.ffn").shape == (1, "T", 128)
+
+
+# ---- the panel ----------------------------------------------------------------------------------
+@pytest.fixture
+def compute(qtbot):
+    controller = ComputeController()
+    yield controller
+    controller.shutdown()
+
+
+@pytest.fixture
+def panel(qtbot, compute):
+    state = LabState()
+    widget = ArchitecturePanel(state, compute)
+    qtbot.addWidget(widget)
+    widget.resize(1300, 850)
+    widget.show()
+    qtbot.waitExposed(widget)
+    return widget
+
+
+def test_the_panel_is_registered():
+    assert ArchitecturePanel in PANEL_CLASSES
+
+
+def test_hover_shows_parameters_and_shape_from_core(qtbot, panel):
+    state = panel.state
+    state.set_config(get_preset("tiny-llama"))
+    state.set_tokens([1, 2, 3, 4, 5])
+    config = state.config
+    expected = {
+        "decoder.block0.attention": (attention_params(config), "(1, 5, 128)"),
+        "decoder.block1.norm2": (block_breakdown(config, False).norms // 2, "(1, 5, 128)"),
+        "decoder.block0.ffn_up": (config.d_model * config.d_ff, "(1, 5, 352)"),
+        "decoder.token_embedding": (config.vocab_size * config.d_model, "(1, 5, 128)"),
+        "decoder.head": (config.vocab_size * config.d_model, "(1, 5, 65)"),  # untied
+    }
+    for key, (count, shape) in expected.items():
+        panel.view.hover_key(key)
+        text = panel.hover_label.text()
+        assert f"<b>Parameters:</b> {count:,}" in text and shape in text, key
+    # A real mouse move over the box does the same.
+    with qtbot.waitSignal(panel.view.part_hovered, check_params_cb=lambda part: part is not None and part.kind == "ffn_down"):
+        qtbot.mouseMove(panel.view.viewport(), panel.view.item_center("decoder.block0.ffn_down"))
+    assert f"{config.d_ff * config.d_model:,}" in panel.hover_label.text()
+
+
+def test_clicking_a_part_asks_for_the_panel_that_studies_it(qtbot, panel):
+    view = panel.view
+    for key, title in (("decoder.block0.attention", "Tokens & masks"), ("decoder.position_embedding", "Positions"),
+                       ("decoder.block1.norm1", "Norms"), ("decoder.block0.ffn", "Parameters"),
+                       ("decoder.input", "Tensor shapes")):
+        view.ensureVisible(view.items[key])
+        with qtbot.waitSignal(panel.navigate_requested, check_params_cb=lambda t, title=title: t == title):
+            qtbot.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, pos=view.item_center(key))
+
+
+def test_the_layer_control_changes_the_model_everywhere(qtbot, panel):
+    state = panel.state
+    panel.layers_spin.setValue(7)
+    assert state.config.n_layers == 7 and state.config.d_model == get_preset("tiny-gpt").d_model
+    assert [b.layer for b in panel.diagram.of_kind("block")] == [0, 1, 5, 6]
+    assert "× 3 more blocks" in panel.diagram.of_kind("ellipsis")[0].label
+    state.undo_stack.undo()
+    assert state.config.n_layers == 4 and panel.layers_spin.value() == 4
+    state.set_config(get_preset("gpt2-xl"))
+    assert panel.layers_spin.value() == 48
+    assert len(panel.view.items) == len(panel.diagram.parts)
+    assert "gpt2-xl" in panel.config_label.text() and "48 blocks" in panel.config_label.text()
+
+
+def test_the_follow_table_matches_core(qtbot, panel, tmp_path):
+    import torch  # noqa: F401  (the worker imports it too; importing here keeps the timing honest)
+
+    from core.checkpoints import load_bundled
+    from core.experiments.follow_token import follow_token
+
+    bundled = load_bundled("tiny-gpt")
+    state = panel.state
+    state.set_tokenizer(bundled.tokenizer)
+    state.set_text("To be, or not to be")
+    state.set_model(bundled.model)
+    with qtbot.waitSignal(panel.result_shown, timeout=30_000):
+        state.set_torch_ready(True)
+    tokens = state.tokens
+    position = len(tokens) - 2
+    assert panel.token_combo.currentIndex() == position
+    expected = follow_token(bundled.model, tokens, position, bundled.tokenizer, k=5)
+    table = panel.table
+    assert table.rowCount() == expected.n_stages
+    for row in range(expected.n_stages):
+        assert table.item(row, 0).text() == expected.stage_labels[row]
+        assert table.item(row, 1).text() == f"{expected.norms[row]:.2f}"
+        assert table.item(row, 2).text() == f"{expected.update_norms[row]:.2f}"
+        assert table.item(row, 3).text().startswith(expected.top_labels[row][0] + " ")
+    np.testing.assert_allclose(panel.norm_bars.opts["width"], expected.norms)
+    np.testing.assert_allclose(panel.update_bars.opts["width"], expected.update_norms)
+    assert f"Token {position}" in panel.follow_caption.text()
+
+    with qtbot.waitSignal(panel.result_shown, timeout=30_000):
+        panel.token_combo.setCurrentIndex(1)
+        panel.token_combo.activated.emit(1)
+    assert panel.result.position == 1 and panel.settings() == {"follow_position": 1}
+
+    table.selectRow(2)  # a stage row lights up its ⊕ in the drawing
+    assert panel.view.hovered is not None and panel.view.hovered.key == "decoder.block0.add_ffn"
+
+    # Another config: the old numbers go; no model for it yet, so the panel says it waits.
+    state.set_config(get_preset("tiny-moe"))
+    qtbot.waitUntil(lambda: panel.table.rowCount() == 0)
+    assert "Waiting" in panel.follow_caption.text()
+
+
+def test_export_theme_and_settings(qtbot, panel, tmp_path):
+    state = panel.state
+    state.set_config(get_preset("transformer-base"))
+    normal_unit = panel.view.unit
+    state.set_font_scale(1.6)
+    from gui import theme
+    from PySide6.QtWidgets import QApplication
+
+    theme.apply_theme(QApplication.instance(), "projector", 1.6)
+    state.set_theme("projector")
+    assert panel.view.unit > 1.5 * normal_unit
+    for name in ("whole.png", "whole.svg"):
+        path = export(panel.picture, tmp_path / name, 900, 1600)
+        assert path.stat().st_size > 5000
+    assert "Cross-attention" in (tmp_path / "whole.svg").read_text()
+    export(panel.diagram_pane, tmp_path / "view.png", 800, 600)
+    assert (tmp_path / "view.png").stat().st_size > 5000
+    labels = [label for label, _ in panel.export_targets()]
+    assert labels[:2] == ["Architecture", "Block diagram (whole)"]
+    panel.restore_settings({"follow_position": "x", "unknown": 1})
+    panel.restore_settings(None)
+    assert panel.chosen_position is None
+    panel.restore_settings({"follow_position": 3})
+    assert panel.chosen_position == 3
+    theme.apply_theme(QApplication.instance(), "light", 1.0)
