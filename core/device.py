@@ -11,6 +11,7 @@ from typing import TypeVar
 import torch
 
 from core.config import ModelConfig
+from core.display import format_bytes
 
 DEVICE_ENV = "TRANSFORMER_EXPLORER_DEVICE"
 KNOWN_DEVICES = ("cpu", "cuda", "mps")
@@ -187,11 +188,3 @@ def check_fits(estimate: MemoryEstimate, device: torch.device, headroom: float =
     available = available_memory(device)
     if estimate.total > headroom * available:
         raise MemoryBudgetError(estimate, available, str(device))
-
-
-def format_bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    raise AssertionError("unreachable")

@@ -22,6 +22,7 @@ import torch
 import torch.nn.functional as F
 
 from core.config import ConfigError, ModelConfig
+from core.display import display_token
 from core.hooks import capture
 from core.model import (
     MASK_MODES,
@@ -62,16 +63,6 @@ class _ReadOnlyArrays:
 
 
 # ---- labels ------------------------------------------------------------------------------------
-def display_token(text: str) -> str:
-    """A token's text made visible on a chip: spaces and control characters get a glyph."""
-    replacements = {" ": "␣", "\n": "⏎", "\t": "⇥", "\r": "␍"}
-    if text in replacements:
-        return replacements[text]
-    if text == "":
-        return "∅"
-    return "".join(replacements.get(c, c if c.isprintable() else f"\\x{ord(c):02x}") for c in text)
-
-
 def token_labels(ids: Sequence[int], tokenizer_or_labels=None) -> tuple[str, ...]:
     """Labels for token ids from a tokenizer (anything with `token_text`), a list of labels, or the ids."""
     if tokenizer_or_labels is None:

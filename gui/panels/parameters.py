@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 )
 
 from core.config import ConfigError, ModelConfig
+from core.display import format_bytes, format_flops
 from core.experiments.budgets import BudgetError, compare_configs, compute_budget, embedding_share_sweep, scaled_config
 from core.params import GROUP_LABELS, ParameterBreakdown, parameter_breakdown
 from core.presets import PRESETS
@@ -42,23 +43,6 @@ DEFAULT_COMPARE = ("gpt2-small", "gpt2-medium")
 MAX_SWEEP_WIDTH = 16384
 AGREES, DIFFERS = "✓ agrees", "✗ differs"
 SUBTABS = ("Breakdown", "Compare two", "Width sweep", "Budgets")
-
-
-def format_flops(n: float) -> str:
-    """Decimal prefixes, as FLOP counts are quoted: 746.6 MFLOP."""
-    for divisor, prefix in ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(n) >= divisor:
-            return f"{n / divisor:.1f} {prefix}FLOP"
-    return f"{n:.0f} FLOP"
-
-
-def format_bytes(n: float) -> str:
-    """Binary prefixes, as memory is sized: 14.0 GiB."""
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    raise AssertionError("unreachable")
 
 
 def _role_colors() -> dict[str, QColor]:

@@ -26,19 +26,11 @@ from PySide6.QtWidgets import (
 )
 
 from core.config import ConfigError, ModelConfig
+from core.display import format_bytes
 from gui import theme
 from gui.panels.base import Panel
 
 COLUMNS = ("step", "shape", "elements", "memory", "meaning")
-
-
-def format_bytes(n: float) -> str:
-    # core.device.format_bytes imports torch; the GUI thread must not.
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    raise AssertionError("unreachable")
 
 
 _meta_models: dict[ModelConfig, Any] = {}  # touched on the worker thread only

@@ -41,22 +41,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from core.display import TOKEN_GLYPHS, display_token
 from gui import theme
 
-# Glyphs for characters that would otherwise be invisible on a chip (the same as
-# core.experiments.causal.display_token, which the GUI thread may not import: it imports torch).
-_VISIBLE = {" ": "␣", "\n": "⏎", "\t": "⇥", "\r": "␍"}
-_FROM_GLYPH = {glyph: char for char, glyph in _VISIBLE.items()}
+_FROM_GLYPH = {glyph: char for char, glyph in TOKEN_GLYPHS.items()}
 TEXT_APPLY_DELAY_MS = 300  # typing pauses this long before the text is re-tokenized (one undo step per pause)
 
 
-def visible_token(text: str) -> str:
-    """A token's text with spaces and control characters replaced by visible glyphs."""
-    if text in _VISIBLE:
-        return _VISIBLE[text]
-    if text == "":
-        return "∅"
-    return "".join(_VISIBLE.get(c, c if c.isprintable() else f"\\x{ord(c):02x}") for c in text)
+visible_token = display_token
 
 
 @dataclass(frozen=True)
