@@ -23,6 +23,16 @@ def isolated_settings(tmp_path_factory):
 
 
 @pytest.fixture
+def compute(qtbot):
+    """The one compute worker, with one torch thread: the tests' tensors are tiny."""
+    from gui.compute import ComputeController
+
+    controller = ComputeController(torch_threads=1)
+    yield controller
+    controller.shutdown()
+
+
+@pytest.fixture
 def settings(tmp_path):
     return QSettings(str(tmp_path / "prefs.ini"), QSettings.Format.IniFormat)
 

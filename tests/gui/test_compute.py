@@ -10,13 +10,6 @@ import pytest
 from gui.compute import CancelToken, ComputeController, JobCancelled
 
 
-@pytest.fixture
-def compute(qtbot):
-    controller = ComputeController()
-    yield controller
-    controller.shutdown()
-
-
 def wait_idle(qtbot, compute):
     qtbot.waitUntil(lambda: not compute.busy, timeout=10_000)
     qtbot.wait(20)

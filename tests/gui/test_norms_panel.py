@@ -7,17 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from gui.compute import ComputeController
 from gui.panels.norms import D_MODEL, MAX_DEPTH, NormsPanel
 from gui.state import LabState
 from gui.widgets.export import export
-
-
-@pytest.fixture
-def compute(qtbot):
-    controller = ComputeController()
-    yield controller
-    controller.shutdown()
 
 
 @pytest.fixture

@@ -8,18 +8,10 @@ from PySide6.QtCore import QPoint
 from core.experiments.budgets import compare_configs, compute_budget
 from core.params import parameter_breakdown
 from core.presets import get_preset
-from gui.compute import ComputeController
 from gui.panels.parameters import AGREES, ParametersPanel, block_norm_params, format_bytes, format_flops
 from gui.state import LabState
 from gui.widgets.export import export
 from gui.widgets.pie import format_count, format_share
-
-
-@pytest.fixture
-def compute(qtbot):
-    controller = ComputeController()
-    yield controller
-    controller.shutdown()
 
 
 @pytest.fixture

@@ -16,19 +16,11 @@ from core.experiments.positions import model_qk, rope_score, seeded_qk, sinusoid
 from core.model import Transformer
 from core.presets import get_preset
 from gui import theme
-from gui.compute import ComputeController
 from gui.panels import PANEL_CLASSES
 from gui.panels.positions import PositionsPanel, format_difference, parse_permutation
 from gui.state import LabState
 
 READING_PAIR = seeded_qk(0, 8)  # the reading's np.random.seed(0), d = 8
-
-
-@pytest.fixture
-def compute(qtbot):
-    controller = ComputeController(torch_threads=1)
-    yield controller
-    controller.shutdown()
 
 
 @pytest.fixture
