@@ -133,6 +133,10 @@ class ArchitecturePanel(Panel):
         self.table = QTableWidget(0, len(COLUMNS))
         self.table.setObjectName("architecture-follow-table")
         self.table.setHorizontalHeaderLabels(list(COLUMNS))
+        for column, tip in enumerate(("after which sublayer the vector is read", "length of the token's vector after the stage",
+                                      "length of what the stage added to it", "the next tokens the vector would predict if "
+                                      "the model stopped here: final norm, head, softmax")):
+            self.table.horizontalHeaderItem(column).setToolTip(tip)
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
@@ -191,7 +195,7 @@ class ArchitecturePanel(Panel):
             self.layers_spin.setValue(config.n_layers)
             self.layers_spin.blockSignals(False)
         hovered = self.view.hovered
-        self.hover_label.setText(describe_part(hovered) if hovered is not None else HOVER_HINT)
+        self.hover_label.setText(describe_part(hovered, self.diagram.seq_len) if hovered is not None else HOVER_HINT)
 
     def _on_layers_changed(self, layers: int) -> None:
         config = self.state.config
@@ -203,8 +207,8 @@ class ArchitecturePanel(Panel):
             self.show_error(f"{error.field}: {error.message}")
 
     def _on_part_hovered(self, part: Part | None) -> None:
-        if part is not None:
-            self.hover_label.setText(describe_part(part))
+        if part is not None and self.diagram is not None:
+            self.hover_label.setText(describe_part(part, self.diagram.seq_len))
 
     def _on_part_clicked(self, part: Part) -> None:
         self.navigate_requested.emit(part.panel)
@@ -294,14 +298,13 @@ class ArchitecturePanel(Panel):
         self.result = result
         self.result_config = config or self.state.config
         next_text = (f"the text continues with <b>'{result.next_token_label}'</b>" if result.next_token_label is not None
-                     else "it is the last token, so the text gives no next token")
+                     else "the last token (the text has no next one)")
         final = result.top_labels[-1][0]
+        post = " Post-norm: each stage includes its norm." if result.placement == "post" else ""
         self.follow_caption.setText(
-            f"Token {result.position} <b>'{result.token_label}'</b> of {result.model_name}; {next_text}. "
-            f"The last stage predicts <b>'{final}'</b> ({result.top_probs[-1][0]:.0%}). ‖x‖ is the vector's length "
-            f"after a stage, ‖update‖ the length of what the stage added; every stage is read through the final "
-            f"norm and the head (a logit lens): where does the right guess appear? "
-            f"{'(post-norm: each stage includes its norm.)' if result.placement == 'post' else ''}")
+            f"Token {result.position} <b>'{result.token_label}'</b>: {next_text}; {result.model_name} predicts "
+            f"<b>'{final}'</b> ({result.top_probs[-1][0]:.0%}). Each row reads the vector after a stage through the "
+            f"final norm and the head (a logit lens).{post}")
         self._fill_table(result)
         self._update_bars()
         self.result_shown.emit()

@@ -242,10 +242,13 @@ class TrainPanel(Panel):
         self.lr_spin.setKeyboardTracking(False)
         self.seed_spin = _spin(0, 999_999, 0, "seeds the initial weights and the batch order")
         # Two short rows rather than one long one: at the projector's text size one row outgrows the window.
-        grid.addWidget(QLabel("Corpus"), 0, 0)
-        grid.addWidget(self.corpus_combo, 0, 1, 1, 3)
-        grid.addWidget(self.corpus_button, 0, 4)
-        grid.addWidget(self.corpus_label, 1, 6, 2, 1)  # beside the settings: a row of its own would widen the panel
+        # A row of its own, so the wide file button does not set the width of a settings column.
+        corpus_row = QHBoxLayout()
+        corpus_row.addWidget(QLabel("Corpus"))
+        corpus_row.addWidget(self.corpus_combo)
+        corpus_row.addWidget(self.corpus_button)
+        corpus_row.addWidget(self.corpus_label, 1)
+        grid.addLayout(corpus_row, 0, 0, 1, 7)
         placed = ((("Steps", self.steps_spin), ("Batch", self.batch_spin), ("Seed", self.seed_spin)),
                   (("Seq len", self.seq_spin), ("Learning rate", self.lr_spin)))
         for row, pairs in enumerate(placed, start=1):

@@ -554,13 +554,16 @@ def _tower_extent(builder_factory: Callable[[], _Builder], tower: str, direction
     return min(xs), max(xs)
 
 
-def describe_part(part: Part) -> str:
+def describe_part(part: Part, seq_len: int = 0) -> str:
     """The hover text of a part, as rich text: what it is, its parameters, its output shape, where to study it."""
-    where = f" (block {part.layer})" if part.layer is not None and part.kind != "block" else ""
-    tower = f"{part.tower} " if part.tower == "encoder" and part.kind not in ("memory",) else ""
-    return (f"<b>{tower}{part.label}{where}</b> — {part.explanation}<br>"
-            f"<b>Parameters:</b> {part.parameters:,} &nbsp; <b>Output shape:</b> {format_shape(part.shape)} "
-            f"(B = 1, T = {part.shape[1]}) &nbsp; <i>click to open {part.panel}</i>")
+    if part.layer is not None and part.kind != "block":
+        where = f" ({'encoder ' if part.tower == 'encoder' else ''}block {part.layer})"
+    else:
+        where = " (encoder)" if part.tower == "encoder" and part.kind not in ("block", "memory") else ""
+    sizes = f" for B = 1, T = {seq_len}" if seq_len > 0 else " for B = 1 and T tokens"
+    return (f"<b>{part.label}{where}</b> — {part.explanation}<br>"
+            f"<b>Parameters:</b> {part.parameters:,} &nbsp; <b>Output shape:</b> {format_shape(part.shape)}{sizes}"
+            f" &nbsp; <i>click to open {part.panel}</i>")
 
 
 def diagram_parts(config: ModelConfig, seq_len: int = 0) -> Diagram:
@@ -784,7 +787,7 @@ class BlockDiagramView(QGraphicsView):
         item.setPen(pen)
         item.setBrush(QBrush(fill))
         item.setZValue(z)
-        item.setToolTip(_plain(describe_part(part)))
+        item.setToolTip(_plain(describe_part(part, self.diagram.seq_len)))
         self.scene().addItem(item)
         self.items[part.key] = item
         if part.kind == "experts":

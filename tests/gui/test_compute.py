@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from gui.compute import CancelToken, ComputeController, JobCancelled
+from gui.compute import CancelToken, JobCancelled
 
 
 def wait_idle(qtbot, compute):
