@@ -32,7 +32,8 @@ log = logging.getLogger("transformer_explorer.compute")
 # short interval keeps the GUI thread responsive while the worker runs Python-heavy code.
 GIL_SWITCH_INTERVAL_S = 0.0005
 EXPECTED_ERRORS = ("ConfigError", "SequenceError", "MemoryBudgetError", "ModelTooLargeError", "DeviceError",
-                   "UnknownTokenError", "UnknownPresetError", "CheckpointError")
+                   "UnknownTokenError", "UnknownPresetError", "CheckpointError", "TokenizerFileError",
+                   "TrainingError", "PositionsError", "NormsError", "BudgetError")
 
 
 class JobCancelled(Exception):

@@ -63,7 +63,8 @@ def stage_plan(model: Transformer) -> list[tuple[str, str, int, str]]:
         then_norm = ", norm" if post else ""
         plan.append((f"block {index}: + attention{then_norm}", "attention", index, f"blocks.{index}.hook_resid_mid"))
         if cross:
-            plan.append((f"block {index}: + cross-attention{then_norm}", "cross-attention", index, f"blocks.{index}.hook_resid_cross"))
+            plan.append((f"block {index}: + cross-attention{then_norm}", "cross-attention", index,
+                         f"blocks.{index}.hook_resid_cross"))
         ffn = "experts" if config.is_moe else "FFN"
         plan.append((f"block {index}: + {ffn}{then_norm}", "ffn", index, f"blocks.{index}.hook_resid_post"))
     if config.final_norm:

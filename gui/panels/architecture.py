@@ -162,6 +162,7 @@ class ArchitecturePanel(Panel):
         self.update_bars = pg.BarGraphItem(x0=[0], y=[0], height=0.38, width=[0])
         self.norm_plot.addItem(self.norm_bars)
         self.norm_plot.addItem(self.update_bars)
+        self.norm_plot.getViewBox().sigResized.connect(self._update_stage_ticks)
         self._style_plot_title()
         right.addWidget(self.norm_plot)
         right.setSizes([420, 300])
@@ -345,14 +346,21 @@ class ArchitecturePanel(Panel):
                                brush=theme.brush("primary"), pen=theme.pen("primary", width=1))
         self.update_bars.setOpts(x0=np.zeros(result.n_stages), y=ys + 0.2, width=result.update_norms, height=0.38,
                                  brush=theme.brush("secondary"), pen=theme.pen("secondary", width=1))
+        self._update_stage_ticks()
+        self.norm_plot.setYRange(-0.6, result.n_stages - 0.4, padding=0)
+        largest = float(max(result.norms.max(), result.update_norms.max(), 1e-6))
+        self.norm_plot.setXRange(0, largest * 1.05, padding=0)
+
+    def _update_stage_ticks(self) -> None:
+        """A stage name on every row when there is room, on every k-th row of a cramped (or big-text) plot."""
+        result = self.result
+        if result is None:
+            return
         line = QFontMetrics(theme.font(0.9)).height()
         room = max(1, int(self.norm_plot.getViewBox().height() // max(1, line)))
         step = max(1, -(-result.n_stages // room))
         short = [label.replace("block ", "b").replace(": + ", " +") for label in result.stage_labels]
         self.norm_plot.getAxis("left").setTicks([[(float(i), short[i]) for i in range(0, result.n_stages, step)]])
-        self.norm_plot.setYRange(-0.6, result.n_stages - 0.4, padding=0)
-        largest = float(max(result.norms.max(), result.update_norms.max(), 1e-6))
-        self.norm_plot.setXRange(0, largest * 1.05, padding=0)
 
     def _style_plot_title(self) -> None:
         size = round(theme.font(0.9).pointSizeF() * 1.35 * 1.1)

@@ -229,10 +229,6 @@ class _Builder:
         if after_positions is not None:
             y = after_positions
 
-        def set_y(value: float) -> None:
-            nonlocal y
-            y = value
-
         layers = c.encoder_layers if tower == "encoder" else c.decoder_layers
         drawn = drawn_layers(layers)
         self.drawn[tower] = drawn
@@ -250,14 +246,14 @@ class _Builder:
                            "drawn as one row so the diagram stays readable.")
             frame_top = y
             # RoPE / ALiBi tags sit on the attention box's top edge and need a taller header.
-            set_y(y + BLOCK_HEADER + (0.7 if c.positional in ("rope", "alibi") else 0.0))
+            y += BLOCK_HEADER + (0.7 if c.positional in ("rope", "alibi") else 0.0)
             first_part = len(self.parts)
             sublayers = ["attention"] + (["cross_attention"] if decoder_of_pair else []) + ["ffn"]
             for sublayer in sublayers:
                 new_y, target = self.sublayer_row(tower, sx, direction, y, index, sublayer, cursor)
                 if target is not None:
                     cross_targets.append(target)
-                set_y(new_y)
+                y = new_y
             block_parts = self.parts[first_part:]
             xs = [p.rect[0] for p in block_parts] + [p.rect[0] + p.rect[2] for p in block_parts]
             xs += [p.rect[0] + p.rect[2] + EXPERT_SHADOW * 2 for p in block_parts if p.kind == "experts"]
@@ -373,7 +369,8 @@ class _Builder:
                      "stream itself is never normalised and can grow with depth.")
         if pre:
             chain.append(self.add(key=prefix + norm_key, kind="norm", label=_norm_name(c), detail="pre-norm",
-                                  tower=tower, layer=layer, rect=self.side_rect(sx, direction, offset, NORM_W, mid - BOX_H / 2, BOX_H),
+                                  tower=tower, layer=layer,
+                                  rect=self.side_rect(sx, direction, offset, NORM_W, mid - BOX_H / 2, BOX_H),
                                   parameters=self.norm_params, shape=d_shape, panel=PANEL_NORMS, placement="pre",
                                   explanation=norm_text))
             offset += NORM_W + BOX_GAP
@@ -408,7 +405,8 @@ class _Builder:
                 self.marker(prefix, tower, layer, box, direction)
         elif c.is_moe:
             router = self.add(key=prefix + "router", kind="router", label="Router", detail=f"top-{c.top_k} of {c.n_experts}",
-                              tower=tower, layer=layer, rect=self.side_rect(sx, direction, offset, ROUTER_W, mid - BOX_H / 2, BOX_H),
+                              tower=tower, layer=layer,
+                              rect=self.side_rect(sx, direction, offset, ROUTER_W, mid - BOX_H / 2, BOX_H),
                               parameters=c.d_model * c.n_experts, shape=(1, self.T, c.n_experts), panel=PANEL_PARAMETERS,
                               explanation=f"The router scores all {c.n_experts} experts for each token and keeps the "
                               f"top {c.top_k}; their outputs are mixed with softmax weights over those {c.top_k}.")
@@ -427,7 +425,8 @@ class _Builder:
             chain.extend(self.gated_ffn(prefix, tower, layer, sx, direction, offset, top, mid))
         else:
             chain.append(self.add(
-                key=prefix + "ffn", kind="ffn", label="Feed-forward", detail=f"{_activation_name(c)}, {c.d_model}→{c.d_ff}→{c.d_model}",
+                key=prefix + "ffn", kind="ffn", label="Feed-forward",
+                detail=f"{_activation_name(c)}, {c.d_model}→{c.d_ff}→{c.d_model}",
                 tower=tower, layer=layer, rect=self.side_rect(sx, direction, offset, WIDE_W, mid - BOX_H / 2, BOX_H),
                 parameters=ffn_params(c), shape=d_shape, panel=PANEL_PARAMETERS,
                 explanation=f"Each token on its own (no mixing between tokens): expand {c.d_model} → {c.d_ff}, apply "
@@ -679,8 +678,12 @@ class BlockDiagramView(QGraphicsView):
 
     # ---- public --------------------------------------------------------------------------------
     def set_diagram(self, diagram: Diagram) -> None:
+        another_model = self.diagram is None or self.diagram.config.name != diagram.config.name
         self.diagram = diagram
         self.rebuild()
+        if another_model:  # a new model starts at its input; a changed depth keeps the place being read
+            self.verticalScrollBar().setValue(0)
+            self.horizontalScrollBar().setValue(0)
 
     def rebuild(self) -> None:
         """Redraw the whole scene (a new config, new T, or a new theme / font scale)."""
@@ -906,7 +909,9 @@ class BlockDiagramView(QGraphicsView):
         size = max(0.42 * self.unit, 2.6 * width)
         half = size * 0.5
         base = QPointF(end.x() - ux * size, end.y() - uy * size)
-        polygon = QPolygonF([end, QPointF(base.x() - uy * half, base.y() + ux * half), QPointF(base.x() + uy * half, base.y() - ux * half)])
+        left = QPointF(base.x() - uy * half, base.y() + ux * half)
+        right = QPointF(base.x() + uy * half, base.y() - ux * half)
+        polygon = QPolygonF([end, left, right])
         path = QPainterPath()
         path.addPolygon(polygon)
         path.closeSubpath()

@@ -75,7 +75,8 @@ def check_diagram(config: ModelConfig, diagram: Diagram) -> None:
                     diagram.part(prefix + kind)
             else:
                 diagram.part(prefix + "ffn")
-        assert len(diagram.of_kind("router", tower)) == len(diagram.of_kind("experts", tower)) == (len(drawn) if config.is_moe else 0)
+        moe_parts = len(drawn) if config.is_moe else 0
+        assert len(diagram.of_kind("router", tower)) == len(diagram.of_kind("experts", tower)) == moe_parts
         gated = config.activation == "swiglu" and not config.is_moe
         assert len(diagram.of_kind("ffn_gate", tower)) == (len(drawn) if gated else 0)
         assert len(diagram.of_kind("ffn", tower)) == (0 if gated or config.is_moe else len(drawn))
@@ -228,8 +229,6 @@ def test_the_layer_control_changes_the_model_everywhere(qtbot, panel):
 
 
 def test_the_follow_table_matches_core(qtbot, panel, tmp_path):
-    import torch  # noqa: F401  (the worker imports it too; importing here keeps the timing honest)
-
     from core.checkpoints import load_bundled
     from core.experiments.follow_token import follow_token
 
@@ -284,6 +283,7 @@ def test_export_theme_and_settings(qtbot, panel, tmp_path):
         path = export(panel.picture, tmp_path / name, 900, 1600)
         assert path.stat().st_size > 5000
     assert "Cross-attention" in (tmp_path / "whole.svg").read_text()
+    export(panel, tmp_path / "panel.png", 1200, 800)  # the whole panel, the view inside it included
     export(panel.diagram_pane, tmp_path / "view.png", 800, 600)
     assert (tmp_path / "view.png").stat().st_size > 5000
     labels = [label for label, _ in panel.export_targets()]
