@@ -9,7 +9,7 @@ torch.equal as "0 (exact)"; a tiny nonzero change is printed as the number it is
 from __future__ import annotations
 
 import argparse
-import importlib.util
+import sys
 
 from core.cli import CliError
 from core.cli.common import add_model_arguments, config_from_args, print_json, print_table
@@ -46,6 +46,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--mask", choices=MASK_MODES, help="the self-attention mask (default: the model's own)")
     parser.add_argument("--layers", type=int, metavar="N", help="run only the first N blocks")
     parser.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the random weights (default 0)")
+    parser.add_argument("--device", metavar="D", help="cpu, cuda, cuda:N or mps (default: the best present)")
     parser.add_argument("--json", action="store_true", help="print the measurement as JSON")
     parser.set_defaults(run=run_causal)
 
@@ -81,16 +82,12 @@ def _run_textbook(args: argparse.Namespace) -> int:
 
 
 # ---- model, tokenizer, sequence ------------------------------------------------------------------------
-def _load_checkpoint(name_or_dir: str):
-    if importlib.util.find_spec("core.checkpoints") is None:
-        raise CliError("--checkpoint is not available in this build (core.checkpoints is missing)")
-    checkpoints = importlib.import_module("core.checkpoints")
-    if not hasattr(checkpoints, "resolve_checkpoint"):
-        raise CliError("--checkpoint is not available in this build (core.checkpoints has no resolve_checkpoint)")
-    checkpoint_error = getattr(checkpoints, "CheckpointError", ValueError)
+def _load_checkpoint(name_or_dir: str, device):
+    from core.checkpoints import CheckpointError, resolve_checkpoint
+
     try:
-        loaded = checkpoints.resolve_checkpoint(name_or_dir, device="cpu")
-    except checkpoint_error as error:
+        loaded = resolve_checkpoint(name_or_dir, device=device)
+    except CheckpointError as error:
         raise CliError(str(error)) from None
     return loaded.model, loaded.tokenizer, loaded.source
 
@@ -151,22 +148,25 @@ def _sequence(args: argparse.Namespace, tokenizer, vocab_size: int):
 
 def _build_model(args: argparse.Namespace, n_tokens_hint: int | None):
     """(model, tokenizer or None, description)."""
+    import torch
+
+    from core.device import check_fits, choose_device, estimate_memory
+    from core.model import Transformer
+
+    choice = choose_device(args.device)
+    if choice.message:
+        print(f"note: {choice.message}", file=sys.stderr)
     if args.checkpoint:
         if args.preset or args.config or args.set:
             raise CliError("--checkpoint brings its own config; leave out --preset, --config and --set")
-        return _load_checkpoint(args.checkpoint)
+        return _load_checkpoint(args.checkpoint, choice.device)
     if not args.preset and not args.config:
         args.preset = "tiny-gpt"
     config = config_from_args(args)
-    import torch
-
-    from core.device import check_fits, estimate_memory
-    from core.model import Transformer
-
     seq = min(n_tokens_hint or config.context_length, config.context_length)
     estimate = estimate_memory(config, batch=2, seq=seq, captured_residual_layers=config.n_layers + 1)
-    check_fits(estimate, torch.device("cpu"))
-    model = Transformer.from_seed(config, seed=args.seed)
+    check_fits(estimate, choice.device)
+    model = Transformer.from_seed(config, seed=args.seed, device=choice.device)
     tokenizer = _char_tokenizer() if config.vocab_size == CHAR_VOCAB_SIZE else None
     return model, tokenizer, f"{config.name}, random weights from seed {args.seed}"
 
