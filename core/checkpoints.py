@@ -106,6 +106,8 @@ def read_json_file(path: Path, what: str) -> Any:
         raise CheckpointError(f"{path} is not valid JSON (line {error.lineno}: {error.msg})") from None
     except UnicodeDecodeError:
         raise CheckpointError(f"{path} is not UTF-8 text") from None
+    except RecursionError:  # "[[[[..." nested deeper than the parser's stack
+        raise CheckpointError(f"{path} nests too deeply to be {what}") from None
     except OSError as error:
         raise CheckpointError(f"cannot read {path}: {error.strerror or error}") from None
 

@@ -227,6 +227,10 @@ class MainWindow(QMainWindow):
         self._action(model_menu, "&Rebuild model", lambda: self.request_model(force=True), QKeySequence("Ctrl+R"))
         self._action(model_menu, "&Cancel computation", lambda: self.compute.cancel(), QKeySequence("Esc"))
 
+        from gui.lessons import LessonController
+
+        self.lessons = LessonController(self, menus.addMenu("&Lessons"), view_menu)
+
         help_menu = menus.addMenu("&Help")
         self._action(help_menu, "&About", self.show_about)
 
@@ -264,6 +268,9 @@ class MainWindow(QMainWindow):
             model_ready = getattr(panel, "model_ready", None)  # a panel that makes models (Train)
             if model_ready is not None:
                 model_ready.connect(self.adopt_model)
+            navigate = getattr(panel, "navigate_requested", None)  # a panel that points at another (Architecture)
+            if navigate is not None:
+                navigate.connect(self.show_panel)
             self.tabs.addTab(panel, panel.title.replace("&", "&&"))  # "&" would be read as a mnemonic
             shortcut = panel.shortcut or (f"Ctrl+{index + 1}" if index < 9 else None)
             action = self._action(self.panels_menu, panel.title.replace("&", "&&"), lambda _=False, p=panel: self.tabs.setCurrentWidget(p), shortcut)
@@ -447,6 +454,14 @@ class MainWindow(QMainWindow):
             if panel.title == title:
                 return panel
         raise KeyError(title)
+
+    def show_panel(self, title: str) -> bool:
+        """Bring the panel with this title to the front; False when there is none."""
+        try:
+            self.tabs.setCurrentWidget(self.panel(title))
+        except KeyError:
+            return False
+        return True
 
     # ---- export --------------------------------------------------------------------------------
     def export_dialog(self) -> None:

@@ -122,13 +122,18 @@ def read_session(path: str | Path) -> Session:
         data = json.loads(raw)
     except json.JSONDecodeError as error:
         raise SessionError(f"{path.name} is not valid JSON (line {error.lineno}: {error.msg})") from None
+    except RecursionError:  # e.g. "[[[[..." nested deeper than the parser's stack
+        raise SessionError(f"{path.name} nests too deeply to be a session file") from None
     return parse_session(data)
 
 
 def write_session(path: str | Path, session: Session) -> Path:
     """Write atomically: a temporary file in the same folder, flushed, then os.replace."""
     path = Path(path)
-    text = json.dumps(session.to_json(), indent=2, ensure_ascii=False) + "\n"
+    try:
+        text = json.dumps(session.to_json(), indent=2, ensure_ascii=False) + "\n"
+    except (TypeError, ValueError) as error:  # a panel's settings that JSON cannot hold (an object, a set)
+        raise SessionError(f"the session cannot be written as JSON: {error}") from None
     try:
         handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     except OSError as error:

@@ -10,13 +10,13 @@ from gui.panels.tokens import TokensPanel
 from gui.panels.train import TrainPanel
 
 PANEL_CLASSES: list[type[Panel]] = [
-    ShapesPanel,
+    ArchitecturePanel,
+    TokensPanel,
     PositionsPanel,
     NormsPanel,
     ParametersPanel,
-    TokensPanel,
+    ShapesPanel,
     TrainPanel,
-    ArchitecturePanel,
 ]
 
 __all__ = ["PANEL_CLASSES", "Panel"]

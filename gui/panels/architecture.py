@@ -33,11 +33,11 @@ from PySide6.QtWidgets import (
 )
 
 from core.config import ConfigError, ModelConfig
+from core.display import display_token
 from core.params import parameter_breakdown
 from gui import theme
 from gui.panels.base import Panel
 from gui.widgets.block_diagram import BlockDiagramView, DiagramPicture, Part, describe_part, diagram_parts, format_count
-from gui.widgets.token_strip import visible_token
 
 TOP_K = 5
 MAX_LAYERS = 1024  # core.config's limit
@@ -223,7 +223,7 @@ class ArchitecturePanel(Panel):
         labels = []
         for token in tokens:
             try:
-                labels.append(visible_token(tokenizer.token_text(token)))
+                labels.append(display_token(tokenizer.token_text(token)))
             except Exception:  # each tokenizer has its own unknown-id error; the id still identifies it
                 labels.append(str(token))
         return labels
@@ -278,7 +278,7 @@ class ArchitecturePanel(Panel):
             self.follow_caption.setText(f"Waiting for {config.name} to be built...")
             return  # its arrival refreshes again
         if position is None:
-            self.follow_caption.setText("Type some text in the Tokens & masks panel to follow one of its tokens.")
+            self.follow_caption.setText("Type some text (the sidebar's text field) to follow one of its tokens.")
             return
         tokenizer = self.state.tokenizer
         if tokenizer is not None and getattr(tokenizer, "vocab_size", config.vocab_size) != config.vocab_size:
@@ -290,6 +290,7 @@ class ArchitecturePanel(Panel):
     def clear_result(self) -> None:
         """Drop a result that belongs to another config (its numbers describe a model no longer shown)."""
         self.result = self.result_config = None
+        self.view.set_annotations({})
         self.table.setRowCount(0)
         for bars in (self.norm_bars, self.update_bars):
             bars.setOpts(x0=[], y=[], width=[], height=0.38)
@@ -308,6 +309,7 @@ class ArchitecturePanel(Panel):
             f"final norm and the head (a logit lens).{post}")
         self._fill_table(result)
         self._update_bars()
+        self._annotate_diagram()
         self.result_shown.emit()
 
     def _fill_table(self, result) -> None:
@@ -316,7 +318,7 @@ class ArchitecturePanel(Panel):
             self.table.setRowCount(result.n_stages)
             plain, bold = theme.font(), theme.font(bold=True)
             for row in range(result.n_stages):
-                guesses = "  ·  ".join(f"{label} {prob:.0%}" if prob >= 0.01 else f"{label} <1%"
+                guesses = "  │  ".join(f"{label} {prob:.0%}" if prob >= 0.01 else f"{label} <1%"
                                      for label, prob in zip(result.top_labels[row], result.top_probs[row]))
                 cells = (result.stage_labels[row], f"{result.norms[row]:.2f}", f"{result.update_norms[row]:.2f}", guesses)
                 for column, text in enumerate(cells):
@@ -370,20 +372,37 @@ class ArchitecturePanel(Panel):
                                 f"<span style='color:{update}'>■</span> ‖update‖",
                                 color=theme.current().text, size=f"{size}px")
 
+    def stage_part_key(self, row: int) -> str:
+        """The diagram part where a stage's vector is read: its ⊕ (or the embedding, or the final norm)."""
+        kind, layer = self.result.stage_kinds[row], int(self.result.stage_layers[row])
+        tower = "encoder" if self.state.config.architecture == "encoder" else "decoder"
+        if kind == "embedding":
+            positions = f"{tower}.add_positions"
+            return positions if positions in self.view.items else f"{tower}.token_embedding"
+        if kind == "final-norm":
+            return f"{tower}.final_norm"
+        sublayer = {"attention": "attention", "cross-attention": "cross_attention", "ffn": "ffn"}[kind]
+        if self.result.placement == "post":  # the vector is read after the norm that follows the ⊕
+            norm = {"attention": "norm1", "cross_attention": "norm_cross", "ffn": "norm2"}[sublayer]
+            return f"{tower}.block{layer}.{norm}"
+        return f"{tower}.block{layer}.add_{sublayer}"
+
+    def _annotate_diagram(self) -> None:
+        """‖x‖ of the followed token beside every place of the drawing where a stage is read."""
+        if self.result is None:
+            self.view.set_annotations({})
+            return
+        self.view.set_annotations({self.stage_part_key(row): f"‖x‖ {self.result.norms[row]:.2f}"
+                                   for row in range(self.result.n_stages)})
+
     def _on_row_selected(self) -> None:
-        """Selecting a stage highlights its ⊕ (or norm) in the diagram when that block is drawn."""
+        """Selecting a stage highlights where it is read in the diagram, when that block is drawn."""
         if self.result is None or self.diagram is None:
             return
         rows = self.table.selectionModel().selectedRows()
         if not rows:
             return
-        row = rows[0].row()
-        kind, layer = self.result.stage_kinds[row], int(self.result.stage_layers[row])
-        tower = "encoder" if self.state.config.architecture == "encoder" else "decoder"
-        key = {"embedding": f"{tower}.token_embedding", "final-norm": f"{tower}.final_norm"}.get(kind)
-        if key is None:
-            sublayer = {"attention": "attention", "cross-attention": "cross_attention", "ffn": "ffn"}[kind]
-            key = f"{tower}.block{layer}.add_{sublayer}"
+        key = self.stage_part_key(rows[0].row())
         if key in self.view.items:
             self.view.hover_key(key)
 

@@ -51,7 +51,7 @@ def _compute_shapes(config: ModelConfig, batch: int, seq: int):
 
 class ShapesPanel(Panel):
     title = "Tensor shapes"
-    shortcut = "Ctrl+1"
+    shortcut = ""
     refresh_on = frozenset({"config"})
 
     def __init__(self, state, compute, parent: QWidget | None = None) -> None:

@@ -674,6 +674,8 @@ class BlockDiagramView(QGraphicsView):
         self.diagram: Diagram | None = None
         self.items: dict[str, PartItem] = {}
         self.hovered: Part | None = None
+        self.annotations: dict[str, str] = {}  # part key -> a short reading beside it (the followed token)
+        self.annotation_items: dict[str, QGraphicsSimpleTextItem] = {}
         self.unit = 16.0  # pixels per line of text, set from the theme font on every rebuild
 
     # ---- public --------------------------------------------------------------------------------
@@ -691,6 +693,7 @@ class BlockDiagramView(QGraphicsView):
         hovered_key = self.hovered.key if self.hovered is not None else None
         scene.clear()
         self.items = {}
+        self.annotation_items = {}
         diagram = self.diagram
         self.setBackgroundBrush(QBrush(theme.color("base")))
         if diagram is None:
@@ -706,12 +709,41 @@ class BlockDiagramView(QGraphicsView):
                 self._draw_part(part, z=3 if part.kind.endswith("_marker") else 2)
         u = self.unit
         scene.setSceneRect(QRectF(0, 0, diagram.width * u, diagram.height * u))
+        self._draw_annotations()
         if hovered_key in self.items:
             self.hovered = self.items[hovered_key].part
             self.items[hovered_key].set_highlighted(True)
         else:
             self.hovered = None
         self.fit()
+
+    def set_annotations(self, annotations: dict[str, str]) -> None:
+        """Write a short text beside each part named (keys not drawn are skipped); {} removes them all."""
+        self.annotations = dict(annotations)
+        for item in self.annotation_items.values():
+            self.scene().removeItem(item)
+        self.annotation_items = {}
+        self._draw_annotations()
+
+    def _draw_annotations(self) -> None:
+        u = self.unit
+        for key, text in self.annotations.items():
+            if key not in self.items:
+                continue
+            part = self.items[key].part
+            label = QGraphicsSimpleTextItem(text)
+            label.setFont(theme.font(0.82, bold=True))
+            label.setBrush(QBrush(theme.color("primary")))
+            label.setZValue(4)
+            bounds = label.boundingRect()
+            rect = self._rect(part)
+            # A ⊕ is read on the stream's free side; a box on the stream, beside it on the branch side.
+            side = -part.branch_side if part.kind == "add" else part.branch_side
+            gap = 0.45 * u
+            x = rect.right() + gap if side > 0 else rect.left() - gap - bounds.width()
+            label.setPos(x, rect.center().y() - bounds.height() / 2)
+            self.scene().addItem(label)
+            self.annotation_items[key] = label
 
     def fit(self) -> None:
         """Full size when it fits the width; shrink to the width down to MIN_VIEW_SCALE, then scroll."""

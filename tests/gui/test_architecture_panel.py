@@ -253,6 +253,11 @@ def test_the_follow_table_matches_core(qtbot, panel, tmp_path):
     np.testing.assert_allclose(panel.norm_bars.opts["width"], expected.norms)
     np.testing.assert_allclose(panel.update_bars.opts["width"], expected.update_norms)
     assert f"Token {position}" in panel.follow_caption.text()
+    # The drawing carries the same readings beside the places they are read.
+    annotations = panel.view.annotation_items
+    assert annotations["decoder.add_positions"].text() == f"‖x‖ {expected.norms[0]:.2f}"
+    assert annotations["decoder.block0.add_attention"].text() == f"‖x‖ {expected.norms[1]:.2f}"
+    assert annotations["decoder.final_norm"].text() == f"‖x‖ {expected.norms[-1]:.2f}"
 
     with qtbot.waitSignal(panel.result_shown, timeout=30_000):
         panel.token_combo.setCurrentIndex(1)
@@ -265,6 +270,7 @@ def test_the_follow_table_matches_core(qtbot, panel, tmp_path):
     # Another config: the old numbers go; no model for it yet, so the panel says it waits.
     state.set_config(get_preset("tiny-moe"))
     qtbot.waitUntil(lambda: panel.table.rowCount() == 0)
+    assert not panel.view.annotation_items
     assert "Waiting" in panel.follow_caption.text()
 
 

@@ -1,0 +1,334 @@
+"""One benchmark command: every figure the issue names, with its target, in one table.
+
+    python -m bench [--quick] [--json] [--runs N]
+
+Runs the existing bench scripts' measurements (each in a fresh process, so one figure's memory and
+threads do not colour the next) several times, and prints each figure as the median with its spread
+(min-max over the runs). Ratios are measured side by side in the same run: the window against a bare
+`python -c "import torch"`, the edit-to-result diff against a bare forward of the same model.
+
+    time to visible window          <= 1.0 s      bench/startup.py (main.py gui --self-test)
+    edit-to-panel p50 / p95, T=64/128   p95 < 50 ms   bench/tokens_edit.py (bundled tiny-gpt)
+    edit-to-result / bare forward   <= 1.3x       bench/causal_latency.py overhead() (GPT-2 small shape, T=256)
+    longest GUI stall computing     < 50 ms       bench/stall.py
+    RoPE drag redraws per second    >= 30 /s      bench/positions_drag.py
+    peak RSS, gpt2-small, T=1024    < 2 GB        a window with every panel open (this module's --rss-probe)
+
+--quick uses fewer runs and fewer edits / moves; it is for checking that the command works, not for
+figures to quote. The exit code is 0 when every figure meets its target, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH = ROOT / "bench"
+
+
+@dataclass
+class Figure:
+    """One row of the table: a measured quantity over several runs and its target."""
+
+    name: str
+    unit: str
+    values: list[float] = field(default_factory=list)
+    target: str = ""
+    meets: Callable[[float], bool] | None = None  # applied to the median
+    beside: str = ""  # what it was measured against in the same runs, e.g. "import torch 0.61 s"
+    error: str = ""  # why the figure could not be measured
+
+    @property
+    def median(self) -> float | None:
+        return statistics.median(self.values) if self.values else None
+
+    @property
+    def verdict(self) -> str:
+        if self.error or self.median is None:
+            return "error"
+        if self.meets is None:
+            return "-"
+        return "pass" if self.meets(self.median) else "MISS"
+
+    def to_json(self) -> dict:
+        return {
+            "name": self.name, "unit": self.unit, "values": self.values, "median": self.median,
+            "min": min(self.values) if self.values else None, "max": max(self.values) if self.values else None,
+            "target": self.target, "verdict": self.verdict, "beside": self.beside, "error": self.error,
+        }
+
+
+def _number(value: float | None, unit: str) -> str:
+    if value is None:
+        return "-"
+    if unit in ("ms", "/s", "x"):
+        text = f"{value:.2f}" if unit == "x" else f"{value:.1f}"
+    elif unit == "GB":
+        text = f"{value:.2f}"
+    else:
+        text = f"{value:.3f}"
+    return f"{text} {unit}" if unit != "x" else f"{text}x"
+
+
+def format_table(figures: list[Figure]) -> str:
+    """The figures as one plain-text table: median, spread (min-max, n runs), target, pass / MISS."""
+    header = ("figure", "median", "spread (min-max, n)", "target", "result", "measured beside it")
+    rows = []
+    for figure in figures:
+        if figure.values:
+            spread = f"{_number(min(figure.values), figure.unit)} - {_number(max(figure.values), figure.unit)}, n={len(figure.values)}"
+        else:
+            spread = figure.error or "-"
+        rows.append((figure.name, _number(figure.median, figure.unit), spread, figure.target, figure.verdict, figure.beside))
+    widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
+    lines = ["  ".join(str(cell).ljust(width) for cell, width in zip(header, widths)).rstrip(),
+             "  ".join("-" * width for width in widths)]
+    lines += ["  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
+    return "\n".join(lines)
+
+
+# ---- running the scripts --------------------------------------------------------------------------
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.setdefault("QT_QPA_PLATFORM", "offscreen")
+    env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return env
+
+
+def _run(args: list[str], timeout: float) -> str:
+    result = subprocess.run([sys.executable, *args], cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=timeout)
+    return result.stdout + "\n" + result.stderr
+
+
+def _find(pattern: str, text: str) -> float:
+    match = re.search(pattern, text)
+    if match is None:
+        tail = " | ".join(text.strip().splitlines()[-2:])
+        raise RuntimeError(f"no figure in the output ({tail[:160]})")
+    return float(match.group(1))
+
+
+def _log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def measure_startup(runs: int) -> list[Figure]:
+    sys.path.insert(0, str(BENCH))
+    import startup  # bench/startup.py
+
+    window = Figure("time to visible window", "s", target="<= 1.0 s", meets=lambda v: v <= 1.0)
+    torch_import = []
+    ratio = Figure("window / `import torch`", "x", target="-", meets=None)
+    try:
+        startup.one_run()  # warm the file cache so that every measured run starts alike
+        for index in range(runs):
+            _log(f"  startup run {index + 1}/{runs}")
+            shown = startup.one_run()["window_shown"]
+            bare = startup.torch_import_seconds()  # side by side, in the same run
+            window.values.append(shown)
+            torch_import.append(bare)
+            ratio.values.append(shown / bare)
+    except (SystemExit, Exception) as error:  # startup.one_run raises SystemExit when the app fails
+        window.error = str(error).splitlines()[0][:120]
+    if torch_import:
+        window.beside = f"import torch {statistics.median(torch_import):.3f} s"
+    return [window, ratio]
+
+
+def measure_tokens_edit(runs: int, edits: int) -> list[Figure]:
+    figures = []
+    for tokens in (64, 128):
+        p50 = Figure(f"edit-to-panel p50, T={tokens}", "ms", target="-", beside="bundled tiny-gpt, Tokens & masks panel")
+        p95 = Figure(f"edit-to-panel p95, T={tokens}", "ms", target="< 50 ms", meets=lambda v: v < 50.0)
+        try:
+            for index in range(runs):
+                _log(f"  tokens_edit T={tokens} run {index + 1}/{runs}")
+                out = _run([str(BENCH / "tokens_edit.py"), "--tokens", str(tokens), "--edits", str(edits)], timeout=600)
+                line = re.search(r"edit -> result_shown:\s+p50 ([\d.]+) ms, p95 ([\d.]+) ms", out)
+                if line is None:
+                    _find(r"(?!)", out)  # raises with the output's tail
+                p50.values.append(float(line.group(1)))
+                p95.values.append(float(line.group(2)))
+        except Exception as error:
+            p95.error = str(error)[:120]
+        figures += [p50, p95]
+    return figures
+
+
+_OVERHEAD_PROBE = """
+import json, os, sys
+import torch
+torch.set_num_threads(max(1, (os.cpu_count() or 2) - 1))  # what the app's one compute worker uses
+sys.path.insert(0, {bench!r})
+import causal_latency
+print("OVERHEAD " + json.dumps(causal_latency.overhead("gpt2-small", 256, {repeats})))
+"""
+
+
+def measure_overhead(runs: int, repeats: int) -> list[Figure]:
+    ratio = Figure("edit-to-result / bare forward, gpt2-small T=256", "x", target="<= 1.3x", meets=lambda v: v <= 1.3)
+    diff = Figure("edit-to-result, gpt2-small T=256", "ms", target="-")
+    bare = []
+    try:
+        for index in range(runs):
+            _log(f"  causal overhead run {index + 1}/{runs}")
+            out = _run(["-c", _OVERHEAD_PROBE.format(bench=str(BENCH), repeats=repeats)], timeout=600)
+            match = re.search(r"^OVERHEAD (.*)$", out, re.MULTILINE)
+            if match is None:
+                _find(r"(?!)", out)
+            data = json.loads(match.group(1))
+            ratio.values.append(data["diff"] / data["bare_batch2"])  # both timed alternately in this run
+            diff.values.append(data["diff"] * 1e3)
+            bare.append(data["bare_batch2"] * 1e3)
+    except Exception as error:
+        ratio.error = str(error)[:120]
+    if bare:
+        ratio.beside = f"bare forward (batch 2) {statistics.median(bare):.0f} ms"
+    return [diff, ratio]
+
+
+def measure_stall(runs: int) -> list[Figure]:
+    stall = Figure("longest GUI-thread stall while computing", "ms", target="< 50 ms", meets=lambda v: v < 50.0,
+                   beside="bench/stall.py: torch import, gpt2-small build, mixtral trace, T=256 forwards")
+    try:
+        for index in range(runs):
+            _log(f"  stall run {index + 1}/{runs}")
+            out = _run([str(BENCH / "stall.py")], timeout=600)
+            stall.values.append(_find(r"longest stall while computing: ([\d.]+) ms", out))
+    except Exception as error:
+        stall.error = str(error)[:120]
+    return [stall]
+
+
+def measure_drag(runs: int, moves: int) -> list[Figure]:
+    slider = Figure("RoPE drag redraws, slider", "/s", target=">= 30/s", meets=lambda v: v >= 30.0)
+    line = Figure("RoPE drag redraws, dashed line", "/s", target=">= 30/s", meets=lambda v: v >= 30.0)
+    try:
+        for index in range(runs):
+            _log(f"  positions drag run {index + 1}/{runs}")
+            out = _run([str(BENCH / "positions_drag.py"), "--moves", str(moves)], timeout=600)
+            slider.values.append(_find(r"slider m\s+\d+ moves:\s+([\d.]+) redraws/s", out))
+            line.values.append(_find(r"dashed line m \(plot\)\s+\d+ moves:\s+([\d.]+) redraws/s", out))
+    except Exception as error:
+        slider.error = str(error)[:120]
+    return [slider, line]
+
+
+def measure_rss(runs: int) -> list[Figure]:
+    rss = Figure("peak RSS, gpt2-small, T=1024, every panel", "GB", target="< 2 GB", meets=lambda v: v < 2.0)
+    try:
+        for index in range(runs):
+            _log(f"  peak memory run {index + 1}/{runs}")
+            out = _run(["-m", "bench", "--rss-probe"], timeout=900)
+            rss.values.append(_find(r"RSS_BYTES (\d+)", out) / 1e9)
+    except Exception as error:
+        rss.error = str(error)[:120]
+    return [rss]
+
+
+def rss_probe(timeout_s: float = 600.0) -> int:
+    """In this process: the window with every panel, gpt2-small, a 1,024-token text; print the peak RSS."""
+    import resource
+
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    os.environ.setdefault("TRANSFORMER_EXPLORER_DEVICE", "cpu")
+    from PySide6.QtCore import QSettings, QStandardPaths
+    from PySide6.QtWidgets import QApplication
+
+    from core.presets import get_preset
+    from gui.main_window import MainWindow
+    from resources import resource_path
+
+    app = QApplication.instance() or QApplication([sys.argv[0], "-style", "Fusion"])
+    QStandardPaths.setTestModeEnabled(True)
+    settings = QSettings(str(Path(os.environ.get("TMPDIR", "/tmp")) / "transformer-explorer-rss.ini"), QSettings.Format.IniFormat)
+    window = MainWindow(settings=settings)
+    window.remember_preferences = False
+    window.resize(1400, 900)
+    window.show()
+    deadline = time.monotonic() + timeout_s
+
+    def wait_until(condition) -> bool:
+        while not condition():
+            if time.monotonic() > deadline:
+                return False
+            app.processEvents()
+            time.sleep(0.005)
+        return True
+
+    loaded = []
+    window.model_loaded.connect(lambda: loaded.append(window.loaded))
+    window.start_loading()
+    if not wait_until(lambda: loaded):
+        print("rss probe: the default model did not load", file=sys.stderr)
+        return 1
+    shown: set[str] = set()
+    for panel in window.panels:
+        panel.result_shown.connect(lambda p=panel: shown.add(p.title))
+        panel.error_shown.connect(lambda _message, p=panel: shown.add(p.title))
+    corpus = resource_path("tinyshakespeare.txt").read_text(encoding="utf-8")
+    loaded.clear()
+    window.state.set_config(get_preset("gpt2-small"))
+    window.state.set_text(corpus[:1024])
+    if not wait_until(lambda: loaded and window.loaded is not None and window.loaded.config.name == "gpt2-small"):
+        print("rss probe: gpt2-small did not load", file=sys.stderr)
+        return 1
+    shown.clear()
+    for panel in window.panels:  # every panel open once, computing on the big model
+        window.tabs.setCurrentWidget(panel)
+        panel.refresh()
+        wait_until(lambda p=panel: p.title in shown or not window.compute.busy)
+    wait_until(lambda: not window.compute.busy)
+    tokens = len(window.state.tokens)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * (1 if sys.platform == "darwin" else 1024)
+    window.close()
+    print(f"rss probe: {tokens} tokens, {len(shown)} of {len(window.panels)} panels showed a result or message")
+    print(f"RSS_BYTES {peak}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer runs, edits and moves: checks that it works")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON instead of the table")
+    parser.add_argument("--runs", type=int, default=None, help="runs per figure (default 5, or 2 with --quick)")
+    parser.add_argument("--rss-probe", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.rss_probe:
+        return rss_probe()
+    runs = args.runs or (2 if args.quick else 5)
+    heavy_runs = 1 if args.quick else max(1, min(runs, 3))  # the stall and memory runs take minutes each
+    started = time.monotonic()
+    figures: list[Figure] = []
+    _log(f"python -m bench: {runs} run(s) per figure{' (quick)' if args.quick else ''}; progress on stderr")
+    figures += measure_startup(runs)
+    figures += measure_tokens_edit(runs, edits=20 if args.quick else 100)
+    figures += measure_overhead(runs, repeats=3 if args.quick else 7)
+    figures += measure_stall(heavy_runs)
+    figures += measure_drag(runs, moves=60 if args.quick else 200)
+    figures += measure_rss(heavy_runs)
+    elapsed = time.monotonic() - started
+    if args.json:
+        print(json.dumps({"quick": args.quick, "runs": runs, "seconds": elapsed, "figures": [f.to_json() for f in figures]}, indent=2))
+    else:
+        print(format_table(figures))
+        load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+        print(f"\n{runs} run(s) per figure ({heavy_runs} for stall and memory), {elapsed:.0f} s, "
+              f"{os.cpu_count()} CPUs, load average {load:.1f}{'; --quick: not figures to quote' if args.quick else ''}")
+    return 0 if all(f.verdict in ("pass", "-") for f in figures) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,202 @@
+"""Lessons: guided walk-throughs of the reading, one JSON file each, loaded and validated here.
+
+A lesson file is one JSON object:
+
+    {
+      "title": "The causal mask",                  # required, non-empty string
+      "description": "Why the past cannot see...", # optional string (shown in the Lessons menu tip)
+      "steps": [                                   # required, at least one step
+        {
+          "title": "Edit a token, watch the past", # required, non-empty string
+          "text": "Paragraphs for the student.",   # required, non-empty string; blank lines split paragraphs
+          "predict": "What will positions 0-4 do?",# optional: a question asked before the result is revealed
+          "reveal": "Look at the {{verdict}} box.",# optional: shown by the Reveal button (needs "predict")
+          "panel": "Tokens & masks",               # optional: the title of the panel to show
+          "state": {                               # optional: the lab's state for this step
+            "preset": "textbook-block",            #   a preset name (core.presets)
+            "seed": 0,                             #   an integer >= 0
+            "text": "To be, or not to be",         #   the input text (non-empty)
+            "theme": "projector",                  #   a theme name (checked by the app)
+            "font_scale": 1.6,                     #   a number from 0.5 to 3
+            "selected_layer": 0,                   #   integers >= 0 (clamped to the model)
+            "selected_head": 0
+          },
+          "panel_settings": {"mask_mode": "causal"}, # optional: passed to that panel's restore_settings
+          "focus": "verdict"                       # optional: a widget of that panel (attribute or
+        }                                          #   objectName) outlined for a few seconds
+      ]
+    }
+
+Text fields are plain text. In "text", "predict" and "reveal", `{{name}}` stands for the text the
+panel's widget `name` shows when the step is displayed or revealed, so a lesson quotes the app's own
+computed numbers instead of typing them in. "panel_settings" and "focus" need "panel".
+
+Any problem raises LessonError with a message naming the step (counted from 1) and the field, for
+example "step 3: 'preset': unknown preset 'gpt5'". Which panels and themes exist is the app's
+business: `parse_lesson` checks them only when it is given the names.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from core.presets import PRESETS
+
+BUNDLED_LESSONS_DIR = Path(__file__).resolve().parent.parent / "resources" / "lessons"
+LESSON_KEYS = frozenset({"title", "description", "steps"})
+STEP_KEYS = frozenset({"title", "text", "predict", "reveal", "panel", "state", "panel_settings", "focus"})
+STATE_KEYS = ("preset", "seed", "text", "theme", "font_scale", "selected_layer", "selected_head")
+FONT_SCALE_RANGE = (0.5, 3.0)
+PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_-]*)\s*\}\}")
+MAX_FILE_BYTES = 1_000_000  # a lesson is prose; anything larger is the wrong file
+
+
+class LessonError(ValueError):
+    """A lesson file that cannot be used; the message names the step and field at fault."""
+
+
+@dataclass(frozen=True)
+class LessonStep:
+    title: str
+    text: str
+    predict: str = ""  # the question asked before the reveal; "" for a step without one
+    reveal: str = ""  # what the Reveal button shows
+    panel: str = ""  # title of the panel to show; "" leaves the current one
+    state: Mapping[str, Any] = field(default_factory=dict)  # LabState values: preset, seed, text, ...
+    panel_settings: Mapping[str, Any] = field(default_factory=dict)  # for the panel's restore_settings
+    focus: str = ""  # the panel widget (attribute or objectName) to outline
+
+    def placeholders(self) -> list[str]:
+        """The widget names that `{{name}}` refers to in this step's text, question and reveal."""
+        return [name for part in (self.text, self.predict, self.reveal) for name in PLACEHOLDER.findall(part)]
+
+
+@dataclass(frozen=True)
+class Lesson:
+    title: str
+    description: str
+    steps: tuple[LessonStep, ...]
+    source: str = ""  # the file it came from, for messages
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _text(data: Mapping[str, Any], key: str, where: str, required: bool) -> str:
+    value = data.get(key)
+    if value is None and not required:
+        return ""
+    if not isinstance(value, str) or (required and not value.strip()):
+        problem = "is missing" if value is None else "must be a non-empty string" if required else "must be a string"
+        raise LessonError(f"{where}'{key}': {problem}")
+    return value
+
+
+def _state(value: Any, where: str, themes: Collection[str] | None) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise LessonError(f"{where}'state': must be an object")
+    for key in value:
+        if key not in STATE_KEYS:
+            raise LessonError(f"{where}'state': unknown field {key!r}; use {', '.join(STATE_KEYS)}")
+    preset = value.get("preset")
+    if "preset" in value and (not isinstance(preset, str) or preset not in PRESETS):
+        raise LessonError(f"{where}'preset': unknown preset {preset!r}")
+    for key in ("seed", "selected_layer", "selected_head"):
+        if key in value and (not _is_int(value[key]) or value[key] < 0):
+            raise LessonError(f"{where}'{key}': must be an integer >= 0, not {value[key]!r}")
+    if "text" in value and (not isinstance(value["text"], str) or not value["text"]):
+        raise LessonError(f"{where}'text': must be a non-empty string")
+    theme = value.get("theme")
+    if "theme" in value and (not isinstance(theme, str) or (themes is not None and theme not in themes)):
+        raise LessonError(f"{where}'theme': unknown theme {theme!r}")
+    scale = value.get("font_scale")
+    low, high = FONT_SCALE_RANGE
+    if "font_scale" in value and (not isinstance(scale, (int, float)) or isinstance(scale, bool) or not low <= scale <= high):
+        raise LessonError(f"{where}'font_scale': must be a number from {low} to {high}, not {scale!r}")
+    return dict(value)
+
+
+def _step(data: Any, number: int, panels: Collection[str] | None, themes: Collection[str] | None) -> LessonStep:
+    where = f"step {number}: "
+    if not isinstance(data, dict):
+        raise LessonError(f"step {number}: must be an object")
+    for key in data:
+        if key not in STEP_KEYS:
+            raise LessonError(f"{where}unknown field {key!r}")
+    title = _text(data, "title", where, required=True)
+    text = _text(data, "text", where, required=True)
+    predict = _text(data, "predict", where, required=False)
+    reveal = _text(data, "reveal", where, required=False)
+    if reveal and not predict:
+        raise LessonError(f"{where}'reveal': needs a 'predict' question to answer")
+    panel = _text(data, "panel", where, required=False)
+    if panel and panels is not None and panel not in panels:
+        raise LessonError(f"{where}'panel': unknown panel {panel!r}; use one of: {', '.join(panels)}")
+    state = _state(data["state"], where, themes) if "state" in data else {}
+    settings = data.get("panel_settings", {})
+    if not isinstance(settings, dict):
+        raise LessonError(f"{where}'panel_settings': must be an object")
+    focus = _text(data, "focus", where, required=False)
+    for key, value in (("panel_settings", settings), ("focus", focus)):
+        if value and not panel:
+            raise LessonError(f"{where}'{key}': needs a 'panel'")
+    step = LessonStep(title, text, predict, reveal, panel, state, dict(settings), focus)
+    if step.placeholders() and not panel:
+        raise LessonError(f"{where}'text': a {{{{name}}}} placeholder needs a 'panel'")
+    return step
+
+
+def parse_lesson(data: Any, source: str = "", panels: Collection[str] | None = None,
+                 themes: Collection[str] | None = None) -> Lesson:
+    """Validate a decoded lesson; `panels` and `themes`, when given, are the names that exist."""
+    if not isinstance(data, dict):
+        raise LessonError("a lesson must be a JSON object with 'title' and 'steps'")
+    for key in data:
+        if key not in LESSON_KEYS:
+            raise LessonError(f"unknown field {key!r}; a lesson has {', '.join(sorted(LESSON_KEYS))}")
+    title = _text(data, "title", "", required=True)
+    description = _text(data, "description", "", required=False)
+    steps = data.get("steps")
+    if not isinstance(steps, list) or not steps:
+        raise LessonError("'steps': must be a non-empty list")
+    return Lesson(title, description, tuple(_step(step, n, panels, themes) for n, step in enumerate(steps, 1)), source)
+
+
+def load_lesson(path: str | Path, panels: Collection[str] | None = None,
+                themes: Collection[str] | None = None) -> Lesson:
+    """Read and validate a lesson file; every failure is a LessonError."""
+    path = Path(path)
+    try:
+        if path.stat().st_size > MAX_FILE_BYTES:
+            raise LessonError(f"{path.name} is larger than {MAX_FILE_BYTES:,} bytes; is it a lesson?")
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise LessonError(f"cannot read {path.name}: {error.strerror or error}") from None
+    except UnicodeDecodeError:
+        raise LessonError(f"{path.name} is not UTF-8 text") from None
+    except json.JSONDecodeError as error:
+        raise LessonError(f"{path.name} is not valid JSON: {error.msg} (line {error.lineno}, column {error.colno})") from None
+    return parse_lesson(data, str(path), panels, themes)
+
+
+def bundled_lesson_paths() -> list[Path]:
+    """The lessons shipped in resources/lessons, in file-name order (the files are numbered)."""
+    return sorted(BUNDLED_LESSONS_DIR.glob("*.json"))
+
+
+__all__ = [
+    "Lesson",
+    "LessonStep",
+    "LessonError",
+    "parse_lesson",
+    "load_lesson",
+    "bundled_lesson_paths",
+    "BUNDLED_LESSONS_DIR",
+    "STATE_KEYS",
+]

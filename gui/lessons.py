@@ -1,0 +1,549 @@
+"""Lesson mode: a dock of guided steps that set the lab's state, ask for a prediction, reveal the
+result and outline the part of the view that matters; plus the presentation view for projectors.
+
+The lesson files and their format live in core.lessons; this module only runs them.
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from PySide6.QtCore import QObject, QPoint, QRect, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QKeySequence, QPainter, QPen
+from PySide6.QtWidgets import (
+    QAbstractButton,
+    QAbstractSpinBox,
+    QComboBox,
+    QDockWidget,
+    QFileDialog,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QMenu,
+    QPushButton,
+    QScrollArea,
+    QSizePolicy,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from core.lessons import PLACEHOLDER, Lesson, LessonError, LessonStep, bundled_lesson_paths, load_lesson
+from core.presets import get_preset
+from gui import theme
+
+if TYPE_CHECKING:
+    from gui.main_window import MainWindow
+
+log = logging.getLogger("transformer_explorer.lessons")
+
+FOCUS_MS = 4000  # how long the outline stays: long enough to find it from the back row
+FOCUS_DELAY_MS = 150  # let the tab switch and the layout settle before measuring the target
+MODEL_WAIT_MS = 30_000  # a step whose model never arrives still finishes (its panel shows why)
+PRESENTATION_TEXT_SCALE = 1.1  # the lesson text, relative to the app's text, in presentation view
+LESSON_FILTER = "Lesson (*.json)"
+DOCK_WIDTH = 380  # pixels: a paragraph of lesson text at a readable line length
+_TAGS = re.compile(r"<[^>]+>")
+
+
+def widget_text(widget: Any) -> str:
+    """What a widget shows, as plain text, for a lesson's {{name}} placeholder."""
+    if isinstance(widget, QLabel):
+        text = widget.text()
+        if "<" in text:  # the panels write their captions as rich text
+            text = html.unescape(_TAGS.sub(" ", text.replace("<br>", " ")))
+        return " ".join(text.split())
+    if isinstance(widget, (QLineEdit, QAbstractSpinBox)):
+        return widget.text()
+    if isinstance(widget, QComboBox):
+        return widget.currentText()
+    if isinstance(widget, QAbstractButton):
+        return widget.text()
+    return ""
+
+
+def find_panel_widget(panel: QWidget, name: str) -> QWidget | None:
+    """The panel's widget called `name`: an attribute of the panel, else a child's objectName."""
+    candidate = getattr(panel, name, None)
+    if isinstance(candidate, QWidget):
+        return candidate
+    return panel.findChild(QWidget, name)
+
+
+class FocusOutline(QWidget):
+    """A frame drawn over a widget of the window for a few seconds; clicks pass through it."""
+
+    def __init__(self, parent: QWidget) -> None:
+        super().__init__(parent)
+        self.setObjectName("lesson-focus-outline")
+        self.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents)
+        self.setAttribute(Qt.WidgetAttribute.WA_NoSystemBackground)
+        self.target: QWidget | None = None
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.timeout.connect(self.clear)
+        self.hide()
+
+    def point_at(self, target: QWidget, milliseconds: int = FOCUS_MS) -> None:
+        window = self.parentWidget()
+        margin = 4
+        top_left = target.mapTo(window, QPoint(0, 0))
+        self.setGeometry(QRect(top_left, target.size()).adjusted(-margin, -margin, margin, margin))
+        self.target = target
+        self.show()
+        self.raise_()
+        self._timer.start(milliseconds)
+
+    def clear(self) -> None:
+        self._timer.stop()
+        self.target = None
+        self.hide()
+
+    def paintEvent(self, event) -> None:  # noqa: N802 (Qt's name)
+        painter = QPainter(self)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        width = 4
+        painter.setPen(QPen(theme.color("warning"), width))
+        painter.drawRoundedRect(self.rect().adjusted(width // 2, width // 2, -width // 2, -width // 2), 6, 6)
+
+
+class LessonDock(QDockWidget):
+    """The lesson's current step: its text, the question, the Reveal button and Previous / Next."""
+
+    previous_requested = Signal()
+    next_requested = Signal()
+
+    def __init__(self, parent: QWidget) -> None:
+        super().__init__("Lesson", parent)
+        self.setObjectName("lesson-dock")
+        self.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetMovable | QDockWidget.DockWidgetFeature.DockWidgetClosable)
+        # A label with a close button as the title bar: the style's title font ignores the text scale.
+        bar = QWidget()
+        bar_layout = QHBoxLayout(bar)
+        bar_layout.setContentsMargins(8, 4, 4, 2)
+        self.heading = QLabel("Lesson")
+        self.heading.setObjectName("lesson-dock-title")
+        close = QToolButton()
+        close.setText("✕")
+        close.setToolTip("Close the lesson panel")
+        close.clicked.connect(self.close)
+        bar_layout.addWidget(self.heading, 1)
+        bar_layout.addWidget(close, 0, Qt.AlignmentFlag.AlignTop)
+        self.setTitleBarWidget(bar)
+
+        body = QWidget()
+        layout = QVBoxLayout(body)
+        layout.setContentsMargins(12, 8, 12, 12)
+        layout.setSpacing(10)
+        self.lesson_title = QLabel("")
+        self.lesson_title.setObjectName("lesson-title")
+        self.lesson_title.setWordWrap(True)
+        self.counter = QLabel("")
+        self.counter.setObjectName("lesson-counter")
+        self.step_title = QLabel("Choose a lesson from the Lessons menu.")
+        self.step_title.setObjectName("lesson-step-title")
+        self.step_title.setWordWrap(True)
+        self.text = QLabel("")
+        self.text.setObjectName("lesson-text")
+        self.text.setWordWrap(True)
+        self.text.setTextFormat(Qt.TextFormat.RichText)
+        self.text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.predict_frame = QFrame()
+        self.predict_frame.setObjectName("lesson-predict")
+        predict_layout = QVBoxLayout(self.predict_frame)
+        predict_layout.setContentsMargins(10, 8, 10, 8)
+        self.predict_heading = QLabel("Predict first")
+        self.question = QLabel("")
+        self.question.setObjectName("lesson-question")
+        self.question.setWordWrap(True)
+        self.question.setTextFormat(Qt.TextFormat.RichText)
+        self.reveal_button = QPushButton("Reveal")
+        self.reveal_button.setObjectName("lesson-reveal-button")
+        self.reveal_button.setToolTip("Show what the app measured (Ctrl+Shift+R)")
+        self.reveal_text = QLabel("")
+        self.reveal_text.setObjectName("lesson-reveal")
+        self.reveal_text.setWordWrap(True)
+        self.reveal_text.setTextFormat(Qt.TextFormat.RichText)
+        self.reveal_text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.reveal_text.hide()
+        for widget in (self.predict_heading, self.question, self.reveal_button, self.reveal_text):
+            predict_layout.addWidget(widget)
+        predict_layout.setAlignment(self.reveal_button, Qt.AlignmentFlag.AlignLeft)
+        for widget in (self.lesson_title, self.counter, self.step_title, self.text, self.predict_frame):
+            layout.addWidget(widget)
+        layout.addStretch(1)
+        # Ignored: the body takes the viewport's width and the labels wrap to it, whatever the font size.
+        body.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QFrame.Shape.NoFrame)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        scroll.setWidget(body)
+
+        self.previous_button = QPushButton("◀ Back")
+        self.previous_button.setToolTip("Previous step (Page Up, ←)")
+        self.previous_button.clicked.connect(self.previous_requested)
+        self.next_button = QPushButton("Next ▶")
+        self.next_button.setToolTip("Next step (Page Down, →)")
+        self.next_button.clicked.connect(self.next_requested)
+        navigation = QHBoxLayout()
+        navigation.setContentsMargins(12, 4, 12, 8)
+        navigation.addWidget(self.previous_button)
+        navigation.addStretch(1)
+        navigation.addWidget(self.next_button)
+        outer = QWidget()
+        outer_layout = QVBoxLayout(outer)
+        outer_layout.setContentsMargins(0, 0, 0, 0)
+        outer_layout.addWidget(scroll, 1)
+        outer_layout.addLayout(navigation)
+        outer.setMinimumWidth(300)
+        outer.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Expanding)
+        self.setWidget(outer)
+        self.predict_frame.hide()
+        self.previous_button.setEnabled(False)
+        self.next_button.setEnabled(False)
+        self.reveal_button.clicked.connect(self.reveal)
+        self._reveal_source = ""
+        self._resolve = lambda text: html.escape(text)
+        self.text_scale = 1.0
+        self.apply_theme()
+
+    def showEvent(self, event) -> None:  # noqa: N802 (Qt's name)
+        # The dock is built before the window applies the saved theme and text size.
+        self.apply_theme()
+        super().showEvent(event)
+
+    def show_step(self, lesson: Lesson, index: int, resolve) -> None:
+        """Show step `index`; `resolve(text)` turns a lesson text into HTML with live values filled in."""
+        step = lesson.steps[index]
+        self._resolve = resolve
+        self.lesson_title.setText(lesson.title)
+        self.counter.setText(f"Step {index + 1} of {len(lesson.steps)}")
+        self.step_title.setText(step.title)
+        self.text.setText(resolve(step.text))
+        self.predict_frame.setVisible(bool(step.predict))
+        self.question.setText(resolve(step.predict))
+        self._reveal_source = step.reveal
+        self.reveal_button.setVisible(bool(step.reveal))
+        self.reveal_button.setEnabled(True)
+        self.reveal_text.hide()
+        self.reveal_text.setText("")
+        self.previous_button.setEnabled(index > 0)
+        self.next_button.setEnabled(index < len(lesson.steps) - 1)
+        self.next_button.setText("Next ▶" if index < len(lesson.steps) - 1 else "Last step")
+
+    def reveal(self) -> None:
+        if not self._reveal_source:
+            return
+        self.reveal_text.setText(self._resolve(self._reveal_source))
+        self.reveal_text.show()
+        self.reveal_button.setEnabled(False)
+
+    def refresh_live_text(self, step: LessonStep) -> None:
+        """Fill the placeholders in again (a panel showed a new result)."""
+        self.text.setText(self._resolve(step.text))
+        self.question.setText(self._resolve(step.predict))
+        if self.reveal_text.isVisible():
+            self.reveal_text.setText(self._resolve(self._reveal_source))
+
+    @property
+    def revealed(self) -> bool:
+        return self.reveal_text.isVisible()
+
+    def apply_theme(self) -> None:
+        scale = self.text_scale
+        spec = theme.current()
+        self.heading.setFont(theme.font(1.05, bold=True))
+        self.lesson_title.setFont(theme.font(1.05 * scale, bold=True))
+        self.counter.setFont(theme.font(0.95 * scale))
+        self.counter.setStyleSheet(f"color: {spec.muted};")
+        self.step_title.setFont(theme.font(1.25 * scale, bold=True))
+        self.text.setFont(theme.font(1.1 * scale))
+        self.predict_heading.setFont(theme.font(1.0 * scale, bold=True))
+        self.predict_heading.setStyleSheet(f"color: {spec.accent};")
+        self.question.setFont(theme.font(1.1 * scale))
+        self.reveal_text.setFont(theme.font(1.1 * scale))
+        for button in (self.reveal_button, self.previous_button, self.next_button):
+            button.setFont(theme.font(1.0 * scale))
+        self.predict_frame.setStyleSheet(
+            f"QFrame#lesson-predict {{ border: 2px solid {spec.accent}; border-radius: 6px; }}")
+
+
+class LessonController(QObject):
+    """Runs lessons in a MainWindow: the Lessons menu, the dock, step navigation, presentation view."""
+
+    step_shown = Signal(int)  # the step's state, panel and panel settings are in place
+    lesson_started = Signal(str)
+
+    def __init__(self, window: MainWindow, lessons_menu: QMenu, view_menu: QMenu) -> None:
+        super().__init__(window)
+        self.window = window
+        self.state = window.state
+        self.lesson: Lesson | None = None
+        self.index = 0
+        self._generation = 0  # which step a deferred finish belongs to (paging fast drops stale ones)
+        self._waiting_for_model = False
+        self.presentation = False
+        self._hidden_for_presentation: list[QWidget] = []
+
+        self.dock = LessonDock(window)
+        window.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.dock)
+        self.dock.hide()
+        self.dock.previous_requested.connect(self.previous_step)
+        self.dock.next_requested.connect(self.next_step)
+        self.dock.visibilityChanged.connect(lambda _visible: self._update_actions())
+        self.outline = FocusOutline(window)
+        self._model_timer = QTimer(self)
+        self._model_timer.setSingleShot(True)
+        self._model_timer.timeout.connect(self._finish_after_model)
+        self.state.changed.connect(self._on_state_changed)
+
+        self.menu = lessons_menu
+        for path in bundled_lesson_paths():
+            title, tip = path.stem, ""
+            try:
+                lesson = load_lesson(path)
+                title, tip = lesson.title, lesson.description
+            except LessonError as error:
+                tip = str(error)
+            action = QAction(title.replace("&", "&&"), window)
+            action.setStatusTip(tip)
+            action.triggered.connect(lambda _=False, p=path: self.open_lesson(p))
+            lessons_menu.addAction(action)
+        lessons_menu.addSeparator()
+        self._add_action(lessons_menu, "Open lesson file...", self.open_lesson_dialog)
+        lessons_menu.addSeparator()
+        self.show_dock_action = self.dock.toggleViewAction()
+        self.show_dock_action.setText("Lesson panel")
+        lessons_menu.addAction(self.show_dock_action)
+        self.next_action = self._add_action(lessons_menu, "Next step", self.next_step,
+                                            [QKeySequence(Qt.Key.Key_PageDown), QKeySequence(Qt.Key.Key_Right)])
+        self.previous_action = self._add_action(lessons_menu, "Previous step", self.previous_step,
+                                                [QKeySequence(Qt.Key.Key_PageUp), QKeySequence(Qt.Key.Key_Left)])
+        self.reveal_action = self._add_action(lessons_menu, "Reveal", self.dock.reveal, [QKeySequence("Ctrl+Shift+R")])
+        self.presentation_action = self._add_action(view_menu, "&Presentation view", self.toggle_presentation,
+                                                    [QKeySequence("Ctrl+Shift+P")])
+        self.presentation_action.setCheckable(True)
+        self.presentation_action.setStatusTip("hide the sidebar, menus and status bar; large lesson text")
+        self._update_actions()
+
+    def _add_action(self, menu: QMenu, text: str, slot, shortcuts: list[QKeySequence] | None = None) -> QAction:
+        action = QAction(text, self.window)
+        if shortcuts:
+            action.setShortcuts(shortcuts)
+        action.triggered.connect(lambda _=False: slot())
+        menu.addAction(action)
+        self.window.addAction(action)  # shortcuts keep working with the menu bar hidden
+        return action
+
+    # ---- opening ---------------------------------------------------------------------------------
+    def open_lesson_dialog(self) -> None:
+        store = self.window.settings_store
+        start = str(store.value("lesson/dir", str(Path.home())))
+        path, _ = QFileDialog.getOpenFileName(self.window, "Open lesson", start, LESSON_FILTER)
+        if path:
+            store.setValue("lesson/dir", str(Path(path).parent))
+            self.open_lesson(path)
+
+    def open_lesson(self, path: str | Path) -> str | None:
+        """Load, check and start a lesson; returns None, or the message shown (nothing changed)."""
+        if not self.window.panels:
+            return self._refuse(Path(path).name, "the panels are still loading; try again in a moment")
+        panels = [panel.title for panel in self.window.panels]
+        try:
+            lesson = load_lesson(path, panels=panels, themes=list(theme.THEMES))
+        except LessonError as error:
+            return self._refuse(Path(path).name, str(error))
+        self.start(lesson)
+        return None
+
+    def _refuse(self, name: str, message: str) -> str:
+        self.window._show_message("Could not open the lesson", f"{name}: {message}")
+        return message
+
+    def start(self, lesson: Lesson) -> None:
+        self.lesson = lesson
+        if not self.dock.isVisible():
+            self.dock.show()
+            self.window.resizeDocks([self.dock], [DOCK_WIDTH], Qt.Orientation.Horizontal)
+        self.dock.raise_()
+        self.lesson_started.emit(lesson.title)
+        self.go_to(0)
+
+    # ---- navigation ------------------------------------------------------------------------------
+    def next_step(self) -> None:
+        if self.lesson is not None and self.index < len(self.lesson.steps) - 1:
+            self.go_to(self.index + 1)
+
+    def previous_step(self) -> None:
+        if self.lesson is not None and self.index > 0:
+            self.go_to(self.index - 1)
+
+    def go_to(self, index: int) -> None:
+        """Show step `index`: its text now, its state now, its panel settings once the model is built."""
+        lesson = self.lesson
+        if lesson is None or not 0 <= index < len(lesson.steps):
+            return
+        self.index = index
+        self._generation += 1
+        self.outline.clear()
+        step = lesson.steps[index]
+        self._apply_state(step)
+        panel = self._panel(step)
+        if panel is not None:
+            self.window.tabs.setCurrentWidget(panel)
+        self.dock.show_step(lesson, index, self._resolver(panel))
+        self._update_actions()
+        if self._model_pending():
+            self._waiting_for_model = True
+            self._model_timer.start(MODEL_WAIT_MS)
+        else:
+            self._finish_step()
+
+    def _apply_state(self, step: LessonStep) -> None:
+        values = step.state
+        state = self.state
+        # Theme first, so the panels' re-styling happens before they compute.
+        if "theme" in values:
+            state.set_theme(values["theme"])
+        if "font_scale" in values:
+            state.set_font_scale(values["font_scale"])
+        undoable = [key for key in values if key not in ("theme", "font_scale")]
+        if not undoable:
+            return
+        state.undo_stack.beginMacro(f"lesson step: {step.title}")
+        try:
+            if "preset" in values:
+                state.set_config(get_preset(values["preset"]))
+            if "seed" in values:
+                state.set_seed(values["seed"])
+            if "text" in values:
+                state.set_text(values["text"])
+            config = state.config
+            if "selected_layer" in values:
+                state.set_selected_layer(min(values["selected_layer"], config.n_layers - 1))
+            if "selected_head" in values:
+                state.set_selected_head(min(values["selected_head"], config.n_heads - 1))
+        finally:
+            state.undo_stack.endMacro()
+
+    def _model_pending(self) -> bool:
+        """Whether the window is about to build a model for the state (panel settings wait for it)."""
+        state, loaded = self.state, self.window.loaded
+        if not state.torch_ready:
+            return False
+        return loaded is None or (loaded.config, loaded.seed, loaded.device) != (state.config, state.seed, state.device)
+
+    def _on_state_changed(self, field: str) -> None:
+        if field == "model" and self._waiting_for_model and not self._model_pending():
+            # After this turn of the event loop: the panels' own handlers for the new model (limits of
+            # their spin boxes, say) must run before the step's settings are applied to them.
+            generation = self._generation
+            QTimer.singleShot(0, lambda: self._finish_if_current(generation))
+        elif field in ("theme", "font_scale"):
+            self.dock.apply_theme()
+
+    def _finish_if_current(self, generation: int) -> None:
+        if generation == self._generation and self._waiting_for_model:
+            self._finish_after_model()
+
+    def _finish_after_model(self) -> None:
+        self._model_timer.stop()
+        self._waiting_for_model = False
+        self._finish_step()
+
+    def _finish_step(self) -> None:
+        lesson = self.lesson
+        if lesson is None:
+            return
+        step = lesson.steps[self.index]
+        panel = self._panel(step)
+        if panel is not None and step.panel_settings:
+            try:
+                panel.restore_settings(dict(step.panel_settings))
+            except Exception:  # a panel's own defect must not stop the lesson
+                log.warning("panel %r could not take the lesson's settings", panel.title, exc_info=True)
+                self.window.statusBar().showMessage(f"the {panel.title} panel could not take this step's settings", 10000)
+        self.dock.refresh_live_text(step)
+        if panel is not None and step.focus:
+            generation = self._generation
+            QTimer.singleShot(FOCUS_DELAY_MS, lambda: self._point_at(generation, panel, step.focus))
+        self.step_shown.emit(self.index)
+
+    def _point_at(self, generation: int, panel: QWidget, name: str) -> None:
+        if generation != self._generation:
+            return
+        target = find_panel_widget(panel, name)
+        if target is None or not target.isVisible():
+            log.warning("lesson focus %r is not a visible widget of %s", name, panel.objectName())
+            return
+        self.outline.point_at(target)
+
+    def _panel(self, step: LessonStep):
+        if not step.panel:
+            return None
+        try:
+            return self.window.panel(step.panel)
+        except KeyError:
+            self.window.statusBar().showMessage(f"this lesson asks for a panel this window lacks: {step.panel}", 10000)
+            return None
+
+    def _resolver(self, panel):
+        """Turn a lesson text into HTML: escaped, paragraphs kept, {{name}} replaced by what `name` shows."""
+        def resolve(text: str) -> str:
+            if not text:
+                return ""
+            pieces = []
+            position = 0
+            for match in PLACEHOLDER.finditer(text):
+                pieces.append(html.escape(text[position:match.start()]))
+                widget = find_panel_widget(panel, match.group(1)) if panel is not None else None
+                value = widget_text(widget) if widget is not None else ""
+                pieces.append(f"<b>{html.escape(value or '(not computed yet)')}</b>")
+                position = match.end()
+            pieces.append(html.escape(text[position:]))
+            paragraphs = "".join(pieces).split("\n\n")
+            return "".join(f"<p>{paragraph.replace(chr(10), '<br>')}</p>" for paragraph in paragraphs)
+        return resolve
+
+    def _update_actions(self) -> None:
+        active = self.lesson is not None and self.dock.isVisible()
+        for action in (self.next_action, self.previous_action, self.reveal_action):
+            action.setEnabled(active)
+
+    # ---- presentation view -------------------------------------------------------------------------
+    def toggle_presentation(self) -> None:
+        self.set_presentation(not self.presentation)
+
+    def set_presentation(self, on: bool) -> None:
+        """Hide what a projected lesson does not need (sidebar, menus, status bar, tab bar); large lesson text."""
+        if on == self.presentation:
+            return
+        self.presentation = on
+        window = self.window
+        if on:
+            candidates = [window.sidebar_dock, window.menuBar(), window.statusBar(), window.tabs.tabBar()]
+            self._hidden_for_presentation = [widget for widget in candidates if widget.isVisible()]
+            for widget in self._hidden_for_presentation:
+                widget.hide()
+            self.dock.show()
+            self.dock.raise_()
+            # A third of the screen: the lesson text is read from the back of the room.
+            window.resizeDocks([self.dock], [max(DOCK_WIDTH, window.width() // 3)], Qt.Orientation.Horizontal)
+        else:
+            for widget in self._hidden_for_presentation:
+                widget.show()
+            self._hidden_for_presentation = []
+            window.resizeDocks([self.dock], [DOCK_WIDTH], Qt.Orientation.Horizontal)
+        self.presentation_action.setChecked(on)
+        self.dock.text_scale = PRESENTATION_TEXT_SCALE if on else 1.0
+        self.dock.apply_theme()
+        self._update_actions()
+
+
+__all__ = ["LessonController", "LessonDock", "FocusOutline", "find_panel_widget", "widget_text"]

@@ -1,0 +1,161 @@
+"""Lesson mode in the real window: every bundled lesson walked end to end, keys, presentation view, bad files.
+
+One window with every panel serves the whole module: building it (torch, the model, seven panels) is
+the slow part, and a lesson must work from whatever state the previous one left.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from PySide6.QtCore import QSettings, Qt
+from PySide6.QtWidgets import QWidget
+
+from core.lessons import bundled_lesson_paths, load_lesson
+from gui.lessons import find_panel_widget
+
+
+@pytest.fixture(scope="module")
+def window(request, tmp_path_factory):
+    from pytestqt.qtbot import QtBot
+
+    from gui.main_window import MainWindow
+
+    bot = QtBot(request)
+    settings = QSettings(str(tmp_path_factory.mktemp("lessons") / "prefs.ini"), QSettings.Format.IniFormat)
+    win = MainWindow(settings=settings)
+    win.remember_preferences = False
+    win.resize(1400, 900)
+    win.show()
+    with bot.waitSignal(win.model_loaded, timeout=60_000):
+        win.start_loading()
+    yield win
+    win.close()
+    win.deleteLater()
+
+
+def same(actual, expected) -> bool:
+    if isinstance(expected, float) or isinstance(actual, float):
+        return isinstance(actual, (int, float)) and math.isclose(actual, expected, rel_tol=1e-9)
+    return actual == expected
+
+
+def go(qtbot, window, action) -> None:
+    with qtbot.waitSignal(window.lessons.step_shown, timeout=60_000):
+        action()
+
+
+@pytest.mark.parametrize("path", bundled_lesson_paths(), ids=lambda p: p.stem)
+def test_every_step_of_every_bundled_lesson_reaches_its_state(qtbot, window, path):
+    lessons = window.lessons
+    lesson = load_lesson(path)
+    go(qtbot, window, lambda: lessons.open_lesson(path))
+    assert lessons.dock.isVisible()
+    expected_state: dict = {}
+    for index, step in enumerate(lesson.steps):
+        if index:
+            go(qtbot, window, lessons.next_step)
+        assert lessons.index == index
+        assert lessons.dock.step_title.text() == step.title
+        expected_state.update(step.state)
+        state = window.state
+        if "preset" in expected_state:
+            assert state.config.name == expected_state["preset"], step.title
+        if "text" in expected_state:
+            assert state.text == expected_state["text"], step.title
+        if "seed" in expected_state:
+            assert state.seed == expected_state["seed"], step.title
+        assert window.tabs.tabText(window.tabs.currentIndex()).replace("&&", "&") == step.panel, step.title
+        panel = window.panel(step.panel)
+        settings = panel.settings()
+        for key, value in step.panel_settings.items():
+            assert key in settings and same(settings[key], value), f"{path.name} step {index + 1}: {key} = {settings.get(key)!r}, not {value!r}"
+        for name in [step.focus, *step.placeholders()] if step.focus else step.placeholders():
+            widget = find_panel_widget(panel, name)
+            assert isinstance(widget, QWidget), f"{path.name} step {index + 1}: no widget {name!r}"
+            assert widget.isVisible(), f"{path.name} step {index + 1}: {name!r} is hidden"
+        assert lessons.dock.predict_frame.isVisible() == bool(step.predict)
+        if step.reveal:
+            assert not lessons.dock.revealed
+            qtbot.mouseClick(lessons.dock.reveal_button, Qt.MouseButton.LeftButton)
+            assert lessons.dock.revealed and lessons.dock.reveal_text.text()
+    assert not lessons.dock.next_button.isEnabled()
+
+
+def test_the_focus_outline_frames_the_named_widget(qtbot, window):
+    lessons = window.lessons
+    path = next(p for p in bundled_lesson_paths() if "pre-post-norm" in p.name)
+    go(qtbot, window, lambda: lessons.open_lesson(path))
+    qtbot.waitUntil(lambda: lessons.outline.isVisible(), timeout=5000)
+    assert lessons.outline.target is window.panel("Norms").forward_plot
+    target = lessons.outline.target
+    assert lessons.outline.geometry().contains(target.mapTo(window, target.rect().center()))
+
+
+def test_page_keys_and_arrows_step_through_the_lesson(qtbot, window):
+    lessons = window.lessons
+    path = next(p for p in bundled_lesson_paths() if "counting" in p.name)
+    go(qtbot, window, lambda: lessons.open_lesson(path))
+    window.activateWindow()
+    window.setFocus()
+    for key, expected in ((Qt.Key.Key_PageDown, 1), (Qt.Key.Key_Right, 2), (Qt.Key.Key_PageUp, 1), (Qt.Key.Key_Left, 0)):
+        go(qtbot, window, lambda k=key: qtbot.keyClick(window, k))
+        assert lessons.index == expected
+    lessons.dock.hide()
+    assert not lessons.next_action.isEnabled()  # the keys go back to the panels while the dock is closed
+    lessons.dock.show()
+    assert lessons.next_action.isEnabled()
+
+
+def test_presentation_view_hides_the_chrome_and_enlarges_the_lesson(qtbot, window):
+    lessons = window.lessons
+    window.sidebar_dock.show()
+    before = lessons.dock.text.font().pointSizeF()
+    lessons.presentation_action.trigger()
+    assert lessons.presentation
+    assert not window.sidebar_dock.isVisible() and not window.menuBar().isVisible() and not window.statusBar().isVisible()
+    assert lessons.dock.isVisible()
+    assert lessons.dock.text.font().pointSizeF() > before
+    window.state.set_font_scale(1.6)
+    assert lessons.dock.text.font().pointSizeF() > before * 1.5
+    lessons.presentation_action.trigger()
+    window.state.set_font_scale(1.0)
+    assert not lessons.presentation
+    assert window.sidebar_dock.isVisible() and window.menuBar().isVisible() and window.statusBar().isVisible()
+    assert lessons.dock.text.font().pointSizeF() == pytest.approx(before)
+
+
+def test_a_broken_lesson_file_shows_a_message_and_changes_nothing(qtbot, window, tmp_path):
+    lessons = window.lessons
+    bad = tmp_path / "mine.json"
+    bad.write_text(json.dumps({"title": "Mine", "steps": [
+        {"title": "fine", "text": "ok", "panel": "Norms"},
+        {"title": "fine", "text": "ok"},
+        {"title": "bad", "text": "no", "state": {"preset": "gpt5"}},
+    ]}), encoding="utf-8")
+    config, text, title = window.state.config, window.state.text, lessons.dock.step_title.text()
+    current = window.tabs.currentIndex()
+    message = lessons.open_lesson(bad)
+    assert message == "step 3: 'preset': unknown preset 'gpt5'"
+    box = window.message_boxes[-1]
+    assert "mine.json" in box.text() and "step 3: 'preset'" in box.text()
+    box.close()
+    assert (window.state.config, window.state.text, window.tabs.currentIndex()) == (config, text, current)
+    assert lessons.dock.step_title.text() == title
+
+
+def test_an_instructors_own_file_runs_and_undo_reverts_a_step(qtbot, window, tmp_path):
+    lessons = window.lessons
+    own = tmp_path / "own.json"
+    own.write_text(json.dumps({"title": "Own", "steps": [
+        {"title": "shapes", "text": "Look.", "panel": "Tensor shapes", "state": {"seed": 5, "text": "abc abc"},
+         "panel_settings": {"seq": 12}},
+    ]}), encoding="utf-8")
+    seed, text = window.state.seed, window.state.text
+    go(qtbot, window, lambda: lessons.open_lesson(own))
+    assert (window.state.seed, window.state.text) == (5, "abc abc")
+    assert window.panel("Tensor shapes").settings()["seq"] == 12
+    window.state.undo_stack.undo()  # one step is one undoable edit
+    assert (window.state.seed, window.state.text) == (seed, text)
