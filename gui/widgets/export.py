@@ -143,7 +143,8 @@ def _paint_scaled(painter: QPainter, widget: QWidget, source: QSize, width: int,
     scale = min(width / source.width(), height / source.height())
     painter.translate((width - source.width() * scale) / 2, (height - source.height() * scale) / 2)
     painter.scale(scale, scale)
-    widget.render(painter, QPoint())
+    # QWidget.render explicitly: QGraphicsView overrides render() with a scene-rendering signature.
+    QWidget.render(widget, painter, QPoint())
 
 
 __all__ = ["export", "export_format", "ExportError", "FORMATS"]

@@ -91,3 +91,19 @@ def test_heatmap_widget_marks_a_cell_and_exports_its_plot(qtbot, tmp_path):
     grid._mouse_moved(grid.plot.getViewBox().mapViewToScene(QPointF(1.5, 2.5)))
     assert grid.readout.text().endswith("score 9")
     assert export(grid.plot_item(), tmp_path / "grid.png", 300, 200).exists()
+
+
+def test_a_graphics_view_exports_like_any_widget(qtbot, tmp_path):
+    from PySide6.QtWidgets import QGraphicsScene, QGraphicsView
+
+    from gui.widgets.export import export
+
+    scene = QGraphicsScene()
+    scene.addRect(0, 0, 100, 50)
+    view = QGraphicsView(scene)
+    qtbot.addWidget(view)
+    view.resize(300, 200)
+    png = export(view, tmp_path / "view.png", 600, 400)
+    svg = export(view, tmp_path / "view.svg", 600, 400)
+    assert png.stat().st_size > 0
+    assert "<svg" in svg.read_text()
