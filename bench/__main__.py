@@ -275,9 +275,10 @@ def rss_probe(timeout_s: float = 600.0) -> int:
         print("rss probe: the default model did not load", file=sys.stderr)
         return 1
     shown: set[str] = set()
+    refused: dict[str, str] = {}
     for panel in window.panels:
         panel.result_shown.connect(lambda p=panel: shown.add(p.title))
-        panel.error_shown.connect(lambda _message, p=panel: shown.add(p.title))
+        panel.error_shown.connect(lambda message, p=panel: (shown.add(p.title), refused.__setitem__(p.title, message)))
     corpus = resource_path("tinyshakespeare.txt").read_text(encoding="utf-8")
     loaded.clear()
     window.state.set_config(get_preset("gpt2-small"))
@@ -286,6 +287,7 @@ def rss_probe(timeout_s: float = 600.0) -> int:
         print("rss probe: gpt2-small did not load", file=sys.stderr)
         return 1
     shown.clear()
+    refused.clear()
     for panel in window.panels:  # every panel open once, computing on the big model
         window.tabs.setCurrentWidget(panel)
         panel.refresh()
@@ -295,6 +297,8 @@ def rss_probe(timeout_s: float = 600.0) -> int:
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * (1 if sys.platform == "darwin" else 1024)
     window.close()
     print(f"rss probe: {tokens} tokens, {len(shown)} of {len(window.panels)} panels showed a result or message")
+    for title, message in refused.items():
+        print(f"rss probe: {title}: {message[:100]}")
     print(f"RSS_BYTES {peak}")
     return 0
 

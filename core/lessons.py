@@ -117,7 +117,8 @@ def _state(value: Any, where: str, themes: Collection[str] | None) -> dict[str, 
         raise LessonError(f"{where}'theme': unknown theme {theme!r}")
     scale = value.get("font_scale")
     low, high = FONT_SCALE_RANGE
-    if "font_scale" in value and (not isinstance(scale, (int, float)) or isinstance(scale, bool) or not low <= scale <= high):
+    is_number = isinstance(scale, (int, float)) and not isinstance(scale, bool)
+    if "font_scale" in value and (not is_number or not low <= scale <= high):
         raise LessonError(f"{where}'font_scale': must be a number from {low} to {high}, not {scale!r}")
     return dict(value)
 
@@ -181,7 +182,8 @@ def load_lesson(path: str | Path, panels: Collection[str] | None = None,
     except UnicodeDecodeError:
         raise LessonError(f"{path.name} is not UTF-8 text") from None
     except json.JSONDecodeError as error:
-        raise LessonError(f"{path.name} is not valid JSON: {error.msg} (line {error.lineno}, column {error.colno})") from None
+        where = f"line {error.lineno}, column {error.colno}"
+        raise LessonError(f"{path.name} is not valid JSON: {error.msg} ({where})") from None
     return parse_lesson(data, str(path), panels, themes)
 
 

@@ -12,11 +12,12 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QObject, QPoint, QRect, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QKeySequence, QPainter, QPen
+from PySide6.QtCore import QEvent, QObject, QPoint, QRect, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QKeyEvent, QKeySequence, QPainter, QPen
 from PySide6.QtWidgets import (
     QAbstractButton,
     QAbstractSpinBox,
+    QApplication,
     QComboBox,
     QDockWidget,
     QFileDialog,
@@ -24,14 +25,18 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QLineEdit,
+    QMainWindow,
     QMenu,
     QPushButton,
     QScrollArea,
     QSizePolicy,
+    QTabBar,
     QToolButton,
     QVBoxLayout,
     QWidget,
 )
+
+from shiboken6 import isValid
 
 from core.lessons import PLACEHOLDER, Lesson, LessonError, LessonStep, bundled_lesson_paths, load_lesson
 from core.presets import get_preset
@@ -45,9 +50,9 @@ log = logging.getLogger("transformer_explorer.lessons")
 FOCUS_MS = 4000  # how long the outline stays: long enough to find it from the back row
 FOCUS_DELAY_MS = 150  # let the tab switch and the layout settle before measuring the target
 MODEL_WAIT_MS = 30_000  # a step whose model never arrives still finishes (its panel shows why)
-PRESENTATION_TEXT_SCALE = 1.1  # the lesson text, relative to the app's text, in presentation view
 LESSON_FILTER = "Lesson (*.json)"
 DOCK_WIDTH = 380  # pixels: a paragraph of lesson text at a readable line length
+DOCK_MIN_WIDTH = 300
 _TAGS = re.compile(r"<[^>]+>")
 
 
@@ -56,7 +61,7 @@ def widget_text(widget: Any) -> str:
     if isinstance(widget, QLabel):
         text = widget.text()
         if "<" in text:  # the panels write their captions as rich text
-            text = html.unescape(_TAGS.sub(" ", text.replace("<br>", " ")))
+            text = html.unescape(_TAGS.sub("", re.sub(r"<br\s*/?>", " ", text)))
         return " ".join(text.split())
     if isinstance(widget, (QLineEdit, QAbstractSpinBox)):
         return widget.text()
@@ -73,6 +78,13 @@ def find_panel_widget(panel: QWidget, name: str) -> QWidget | None:
     if isinstance(candidate, QWidget):
         return candidate
     return panel.findChild(QWidget, name)
+
+
+def uses_arrow_keys(widget: QWidget) -> bool:
+    """Whether a focused widget has its own use for the arrow keys (buttons and tab bars do not)."""
+    if isinstance(widget, (QAbstractButton, QTabBar, QMainWindow, QDockWidget)):
+        return False
+    return bool(widget.focusPolicy() & Qt.FocusPolicy.TabFocus)
 
 
 class FocusOutline(QWidget):
@@ -179,7 +191,7 @@ class LessonDock(QDockWidget):
         layout.addStretch(1)
         # Ignored: the body takes the viewport's width and the labels wrap to it, whatever the font size.
         body.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
-        scroll = QScrollArea()
+        scroll = self.scroll = QScrollArea()
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QFrame.Shape.NoFrame)
         scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
@@ -201,7 +213,7 @@ class LessonDock(QDockWidget):
         outer_layout.setContentsMargins(0, 0, 0, 0)
         outer_layout.addWidget(scroll, 1)
         outer_layout.addLayout(navigation)
-        outer.setMinimumWidth(300)
+        outer.setMinimumWidth(DOCK_MIN_WIDTH)
         outer.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Expanding)
         self.setWidget(outer)
         self.predict_frame.hide()
@@ -210,7 +222,6 @@ class LessonDock(QDockWidget):
         self.reveal_button.clicked.connect(self.reveal)
         self._reveal_source = ""
         self._resolve = lambda text: html.escape(text)
-        self.text_scale = 1.0
         self.apply_theme()
 
     def showEvent(self, event) -> None:  # noqa: N802 (Qt's name)
@@ -230,7 +241,6 @@ class LessonDock(QDockWidget):
         self.question.setText(resolve(step.predict))
         self._reveal_source = step.reveal
         self.reveal_button.setVisible(bool(step.reveal))
-        self.reveal_button.setEnabled(True)
         self.reveal_text.hide()
         self.reveal_text.setText("")
         self.previous_button.setEnabled(index > 0)
@@ -242,7 +252,9 @@ class LessonDock(QDockWidget):
             return
         self.reveal_text.setText(self._resolve(self._reveal_source))
         self.reveal_text.show()
-        self.reveal_button.setEnabled(False)
+        self.reveal_button.hide()
+        # The answer may sit below the fold at projector sizes.
+        QTimer.singleShot(0, self, lambda: self.scroll.ensureWidgetVisible(self.reveal_text))
 
     def refresh_live_text(self, step: LessonStep) -> None:
         """Fill the placeholders in again (a panel showed a new result)."""
@@ -256,20 +268,19 @@ class LessonDock(QDockWidget):
         return self.reveal_text.isVisible()
 
     def apply_theme(self) -> None:
-        scale = self.text_scale
         spec = theme.current()
         self.heading.setFont(theme.font(1.05, bold=True))
-        self.lesson_title.setFont(theme.font(1.05 * scale, bold=True))
-        self.counter.setFont(theme.font(0.95 * scale))
+        self.lesson_title.setFont(theme.font(1.05, bold=True))
+        self.counter.setFont(theme.font(0.95))
         self.counter.setStyleSheet(f"color: {spec.muted};")
-        self.step_title.setFont(theme.font(1.25 * scale, bold=True))
-        self.text.setFont(theme.font(1.1 * scale))
-        self.predict_heading.setFont(theme.font(1.0 * scale, bold=True))
+        self.step_title.setFont(theme.font(1.25, bold=True))
+        self.text.setFont(theme.font(1.1))
+        self.predict_heading.setFont(theme.font(1.0, bold=True))
         self.predict_heading.setStyleSheet(f"color: {spec.accent};")
-        self.question.setFont(theme.font(1.1 * scale))
-        self.reveal_text.setFont(theme.font(1.1 * scale))
+        self.question.setFont(theme.font(1.1))
+        self.reveal_text.setFont(theme.font(1.1))
         for button in (self.reveal_button, self.previous_button, self.next_button):
-            button.setFont(theme.font(1.0 * scale))
+            button.setFont(theme.font(1.0))
         self.predict_frame.setStyleSheet(
             f"QFrame#lesson-predict {{ border: 2px solid {spec.accent}; border-radius: 6px; }}")
 
@@ -288,6 +299,7 @@ class LessonController(QObject):
         self.index = 0
         self._generation = 0  # which step a deferred finish belongs to (paging fast drops stale ones)
         self._waiting_for_model = False
+        self._followed_panel = None  # the panel whose results the current step quotes
         self.presentation = False
         self._hidden_for_presentation: list[QWidget] = []
 
@@ -321,10 +333,12 @@ class LessonController(QObject):
         self.show_dock_action = self.dock.toggleViewAction()
         self.show_dock_action.setText("Lesson panel")
         lessons_menu.addAction(self.show_dock_action)
-        self.next_action = self._add_action(lessons_menu, "Next step", self.next_step,
-                                            [QKeySequence(Qt.Key.Key_PageDown), QKeySequence(Qt.Key.Key_Right)])
+        self.next_action = self._add_action(lessons_menu, "Next step", self.next_step, [QKeySequence(Qt.Key.Key_PageDown)])
         self.previous_action = self._add_action(lessons_menu, "Previous step", self.previous_step,
-                                                [QKeySequence(Qt.Key.Key_PageUp), QKeySequence(Qt.Key.Key_Left)])
+                                                [QKeySequence(Qt.Key.Key_PageUp)])
+        # Clickers send arrows too; the arrows stay hidden from the menu, which lists the page keys.
+        self.next_arrow_action = self._arrow_action(Qt.Key.Key_Right, self.next_step)
+        self.previous_arrow_action = self._arrow_action(Qt.Key.Key_Left, self.previous_step)
         self.reveal_action = self._add_action(lessons_menu, "Reveal", self.dock.reveal, [QKeySequence("Ctrl+Shift+R")])
         self.presentation_action = self._add_action(view_menu, "&Presentation view", self.toggle_presentation,
                                                     [QKeySequence("Ctrl+Shift+P")])
@@ -340,6 +354,29 @@ class LessonController(QObject):
         menu.addAction(action)
         self.window.addAction(action)  # shortcuts keep working with the menu bar hidden
         return action
+
+    def _arrow_action(self, key: Qt.Key, step) -> QAction:
+        action = QAction(self.window)
+        action.setShortcut(QKeySequence(key))
+        action.triggered.connect(lambda _=False: self._on_arrow(key, step))
+        self.window.addAction(action)
+        return action
+
+    def _on_arrow(self, key: Qt.Key, step) -> None:
+        """Step the lesson, unless the focused control uses arrows itself (a slider, the token strip)."""
+        focus = QApplication.focusWidget()
+        if focus is not None and uses_arrow_keys(focus) and not self.dock.isAncestorOf(focus):
+            arrows = (self.next_arrow_action, self.previous_arrow_action)
+            # Disabled while the key is re-sent: the application would match it to this shortcut again.
+            for action in arrows:
+                action.setEnabled(False)
+            try:
+                for kind in (QEvent.Type.KeyPress, QEvent.Type.KeyRelease):
+                    QApplication.sendEvent(focus, QKeyEvent(kind, key, Qt.KeyboardModifier.NoModifier))
+            finally:
+                self._update_actions()
+            return
+        step()
 
     # ---- opening ---------------------------------------------------------------------------------
     def open_lesson_dialog(self) -> None:
@@ -397,6 +434,7 @@ class LessonController(QObject):
         panel = self._panel(step)
         if panel is not None:
             self.window.tabs.setCurrentWidget(panel)
+        self._follow_results(panel if step.placeholders() else None)
         self.dock.show_step(lesson, index, self._resolver(panel))
         self._update_actions()
         if self._model_pending():
@@ -404,6 +442,18 @@ class LessonController(QObject):
             self._model_timer.start(MODEL_WAIT_MS)
         else:
             self._finish_step()
+
+    def _follow_results(self, panel) -> None:
+        """Quote the panel's numbers afresh whenever it shows a new result (they are computed after the step)."""
+        if self._followed_panel is not None and isValid(self._followed_panel):
+            self._followed_panel.result_shown.disconnect(self._on_result_shown)
+        self._followed_panel = panel
+        if panel is not None:
+            panel.result_shown.connect(self._on_result_shown)
+
+    def _on_result_shown(self) -> None:
+        if self.lesson is not None:
+            self.dock.refresh_live_text(self.lesson.steps[self.index])
 
     def _apply_state(self, step: LessonStep) -> None:
         values = step.state
@@ -444,9 +494,11 @@ class LessonController(QObject):
             # After this turn of the event loop: the panels' own handlers for the new model (limits of
             # their spin boxes, say) must run before the step's settings are applied to them.
             generation = self._generation
-            QTimer.singleShot(0, lambda: self._finish_if_current(generation))
+            QTimer.singleShot(0, self, lambda: self._finish_if_current(generation))
         elif field in ("theme", "font_scale"):
             self.dock.apply_theme()
+            if self.lesson is not None:
+                self.dock.refresh_live_text(self.lesson.steps[self.index])
 
     def _finish_if_current(self, generation: int) -> None:
         if generation == self._generation and self._waiting_for_model:
@@ -472,11 +524,12 @@ class LessonController(QObject):
         self.dock.refresh_live_text(step)
         if panel is not None and step.focus:
             generation = self._generation
-            QTimer.singleShot(FOCUS_DELAY_MS, lambda: self._point_at(generation, panel, step.focus))
+            QTimer.singleShot(FOCUS_DELAY_MS, self, lambda: self._point_at(generation, panel, step.focus))
         self.step_shown.emit(self.index)
 
     def _point_at(self, generation: int, panel: QWidget, name: str) -> None:
-        if generation != self._generation:
+        # The window may have closed in the meantime (its panels go with it).
+        if generation != self._generation or not isValid(panel) or not self.window.isVisible():
             return
         target = find_panel_widget(panel, name)
         if target is None or not target.isVisible():
@@ -504,7 +557,9 @@ class LessonController(QObject):
                 pieces.append(html.escape(text[position:match.start()]))
                 widget = find_panel_widget(panel, match.group(1)) if panel is not None else None
                 value = widget_text(widget) if widget is not None else ""
-                pieces.append(f"<b>{html.escape(value or '(not computed yet)')}</b>")
+                # Colour, not bold: a quoted caption can run to several lines.
+                shown = html.escape(value or "(not computed yet)")
+                pieces.append(f"<span style='color:{theme.current().accent}'>{shown}</span>")
                 position = match.end()
             pieces.append(html.escape(text[position:]))
             paragraphs = "".join(pieces).split("\n\n")
@@ -513,7 +568,8 @@ class LessonController(QObject):
 
     def _update_actions(self) -> None:
         active = self.lesson is not None and self.dock.isVisible()
-        for action in (self.next_action, self.previous_action, self.reveal_action):
+        for action in (self.next_action, self.previous_action, self.next_arrow_action, self.previous_arrow_action,
+                       self.reveal_action):
             action.setEnabled(active)
 
     # ---- presentation view -------------------------------------------------------------------------
@@ -521,7 +577,7 @@ class LessonController(QObject):
         self.set_presentation(not self.presentation)
 
     def set_presentation(self, on: bool) -> None:
-        """Hide what a projected lesson does not need (sidebar, menus, status bar, tab bar); large lesson text."""
+        """Hide what a projected lesson does not need (sidebar, menus, status bar, tab bar); widen the lesson."""
         if on == self.presentation:
             return
         self.presentation = on
@@ -533,15 +589,17 @@ class LessonController(QObject):
                 widget.hide()
             self.dock.show()
             self.dock.raise_()
+            # Wide panels would otherwise squeeze the lesson to a column of single words.
+            self.dock.widget().setMinimumWidth(DOCK_WIDTH)
             # A third of the screen: the lesson text is read from the back of the room.
             window.resizeDocks([self.dock], [max(DOCK_WIDTH, window.width() // 3)], Qt.Orientation.Horizontal)
         else:
             for widget in self._hidden_for_presentation:
                 widget.show()
             self._hidden_for_presentation = []
+            self.dock.widget().setMinimumWidth(DOCK_MIN_WIDTH)
             window.resizeDocks([self.dock], [DOCK_WIDTH], Qt.Orientation.Horizontal)
         self.presentation_action.setChecked(on)
-        self.dock.text_scale = PRESENTATION_TEXT_SCALE if on else 1.0
         self.dock.apply_theme()
         self._update_actions()
 

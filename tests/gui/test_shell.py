@@ -36,7 +36,7 @@ def test_window_shows_panels_menus_and_status(qtbot, window):
     assert window.device_label.text() == "device: cpu"
     assert "tiny-gpt" in window.model_label.text() and "parameters" in window.model_label.text()
     menus = [action.text().replace("&", "") for action in window.menuBar().actions()]
-    assert menus == ["File", "Edit", "View", "Model", "Help"]
+    assert menus == ["File", "Edit", "View", "Model", "Lessons", "Help"]
     shortcuts = {action.shortcut().toString() for action in window.actions()}
     assert {"Ctrl+1", "F11", "Ctrl+=", "Ctrl+-", "Ctrl+0", "Ctrl+E", "Ctrl+O", "Ctrl+S"} <= shortcuts
     assert window.state.model is not None and window.state.tokens
