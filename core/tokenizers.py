@@ -224,4 +224,6 @@ def load_tokenizer(path: str | Path) -> Tokenizer:
         data = json.loads(text)
     except json.JSONDecodeError as error:
         raise TokenizerFileError(f"{path.name} is not valid JSON (line {error.lineno}: {error.msg})") from None
+    except RecursionError:
+        raise TokenizerFileError(f"{path.name} nests its JSON too deeply to be a tokenizer") from None
     return tokenizer_from_json(data)

@@ -56,6 +56,10 @@ def config_from_args(args: argparse.Namespace) -> ModelConfig:
             raise CliError(f"{path} is not valid JSON (line {error.lineno}: {error.msg})") from None
         except UnicodeDecodeError:
             raise CliError(f"{path} is not a text file") from None
+        except RecursionError:
+            raise CliError(f"{path} nests its JSON too deeply to be a config") from None
+        except ValueError as error:  # a NUL byte in the path
+            raise CliError(f"cannot read {args.config!r}: {error}") from None
         base = ModelConfig.from_dict(data)
     elif args.preset:
         base = get_preset(args.preset)

@@ -1015,6 +1015,8 @@ class PositionsPanel(Panel):
         if data is None:
             return
         m, n = self.m, self.n
+        if max(m, n) >= len(data.positions):
+            return  # a restored m or n beyond the positions on screen: the pending result redraws
         offset = m - n
         rope_score, sinusoidal_score = self.shown_scores()
         self.rope_score_label.setText(f"{rope_score:.10f}")

@@ -160,11 +160,6 @@ def test_a_save_interrupted_half_way_keeps_the_old_session(qtbot, window, tmp_pa
     assert read_session(path).seed == 8
 
 
-@pytest.mark.xfail(strict=False, raises=IndexError, reason=(
-    "bug (found by the monkey): PositionsPanel.restore_settings raises the m/n sliders' maximum to the saved m, n "
-    "and calls set_positions, which redraws from the scrubber data still on screen (fewer positions): "
-    "shown_scores indexes data.rope[m, n] out of range. Fix: in _redraw_scrubber, return while "
-    "max(m, n) > data.positions[-1] (the pending result redraws), or keep the saved m, n until _show_scrubber"))
 def test_restoring_positions_beyond_the_shown_range(qtbot, compute):
     from gui.panels.positions import PositionsPanel
     from gui.state import LabState
