@@ -88,17 +88,20 @@ def _load_bundled(name: str) -> Any | None:
 
 def load_model(config: ModelConfig, seed: int, device: str) -> LoadedModel:
     """The bundled model for an unedited preset that has one, else random weights from the seed."""
-    from core.device import choose_device
+    from core.device import check_fits, choose_device, estimate_memory, format_bytes, run_with_cpu_fallback
     from core.model import Transformer, count_parameters
     from core.params import parameter_breakdown
 
     total = parameter_breakdown(config).total
+    # A full-context forward of one sequence is what the panels ask of the model at most.
+    estimate = estimate_memory(config, batch=2, seq=config.context_length)
     if total > MAX_INTERACTIVE_PARAMETERS:
         raise ModelTooLargeError(
-            f"{config.name} has {total:,} parameters; the lab builds real weights up to "
-            f"{MAX_INTERACTIVE_PARAMETERS:,} (shape and parameter views still work)"
+            f"{config.name} has {total:,} parameters (about {format_bytes(estimate.total)}: {estimate.describe()}); "
+            f"the lab builds real weights up to {MAX_INTERACTIVE_PARAMETERS:,} (shape and parameter views still work)"
         )
     choice = choose_device(device)
+    check_fits(estimate, choice.device)
     model = None
     tokenizer = None
     source = f"random (seed {seed})"
@@ -110,11 +113,17 @@ def load_model(config: ModelConfig, seed: int, device: str) -> LoadedModel:
             tokenizer = getattr(bundled, "tokenizer", None)
         else:
             model = None
-    if model is None:
-        model = Transformer.from_seed(config, seed=seed, device=choice.device)
-    else:
-        model = model.to(choice.device).eval()
-    return LoadedModel(model, config, str(choice.device), source, count_parameters(model), choice.message or "", tokenizer, seed)
+    trained = model
+
+    def place(target):
+        if trained is None:
+            return Transformer.from_seed(config, seed=seed, device=target)
+        return trained.to(target).eval()
+
+    model, fallback_message = run_with_cpu_fallback(place, choice.device)
+    placed_on = next(model.parameters()).device
+    message = " ".join(m for m in (choice.message, fallback_message) if m)
+    return LoadedModel(model, config, str(placed_on), source, count_parameters(model), message, tokenizer, seed)
 
 
 def loaded_from_checkpoint(checkpoint: Any, device: str, seed: int) -> LoadedModel:

@@ -72,14 +72,28 @@ def test_is_out_of_memory():
     assert not is_out_of_memory(MemoryError())
 
 
-def test_the_gui_does_not_use_the_cpu_fallback_yet():
-    """A gap to close: no panel job goes through run_with_cpu_fallback, so a CUDA OOM in a panel is an
-    error message rather than a CPU result. This test records the gap; flip it when the fallback is wired."""
-    from pathlib import Path
+def test_a_model_that_runs_out_of_accelerator_memory_is_built_on_the_cpu(monkeypatch):
+    """The lab's model loader: a CUDA out-of-memory while placing the model falls back to the CPU and says so."""
+    from core.device import DeviceChoice
+    from core.model import Transformer
+    from core.presets import get_preset
+    from gui import model_loader
 
-    root = Path(__file__).resolve().parents[2] / "gui"
-    users = [p.name for p in root.rglob("*.py") if "run_with_cpu_fallback" in p.read_text(encoding="utf-8")]
-    assert users == [], f"the GUI now uses the fallback in {users}: replace this test with a GUI-level OOM test"
+    real_from_seed = Transformer.from_seed.__func__
+
+    def from_seed(cls, config, seed=0, device="cpu", **kwargs):
+        if torch.device(device).type != "cpu":
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 MiB")
+        return real_from_seed(cls, config, seed=seed, device=device, **kwargs)
+
+    monkeypatch.setattr(Transformer, "from_seed", classmethod(from_seed))
+    monkeypatch.setattr("core.device.choose_device", lambda requested=None: DeviceChoice(torch.device("cuda")))
+    monkeypatch.setattr("core.device.check_fits", lambda estimate, device, headroom=0.8: None)
+    monkeypatch.setenv("TRANSFORMER_EXPLORER_NO_BUNDLED", "1")
+    loaded = model_loader.load_model(get_preset("tiny-gpt"), seed=0, device="cuda")
+    assert loaded.device == "cpu"
+    assert "cuda ran out of memory; this result was computed on the CPU" in loaded.message
+    assert next(loaded.model.parameters()).device.type == "cpu"
 
 
 # ---- memory estimates refuse before allocating --------------------------------------------------
