@@ -199,6 +199,58 @@ def measure_overhead(runs: int, repeats: int) -> list[Figure]:
     return [diff, ratio]
 
 
+_THROUGHPUT_PROBE = """
+import json, time, torch
+from core.model import Transformer
+from core.params import parameter_breakdown
+from core.presets import get_preset
+
+def best_of(fn, repeats):
+    fn()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter(); fn(); times.append(time.perf_counter() - start)
+    return min(times)
+
+with torch.no_grad():
+    a, b = torch.randn(2048, 2048), torch.randn(2048, 2048)
+    peak = 2 * 2048 ** 3 / best_of(lambda: a @ b, {repeats})
+    config = get_preset("gpt2-small")
+    model = Transformer.from_seed(config, seed=0)
+    tokens = torch.randint(0, config.vocab_size, (1, 256))
+    seconds = best_of(lambda: model(tokens), {repeats})
+groups = parameter_breakdown(config).groups
+# Matmul FLOPs: every weight once per token (the tied head is the token table; position rows are a lookup),
+# plus Q K^T and weights @ V over the full (T, T) map.
+matmul_params = sum(groups.values()) - groups["position_embeddings"]
+flops = 2 * matmul_params * 256 + 4 * config.n_layers * 256 * 256 * config.d_model
+print("THROUGHPUT " + json.dumps({{"peak": peak, "forward": flops / seconds}}))
+"""
+
+
+def measure_throughput(runs: int, repeats: int) -> list[Figure]:
+    """The bare forward's arithmetic rate beside the machine's own fp32 matmul rate, in the same process."""
+    forward = Figure("bare forward, gpt2-small T=256", "GFLOP/s", target="-")
+    share = Figure("bare forward / matmul peak", "x", target="-")
+    peaks = []
+    try:
+        for index in range(runs):
+            _log(f"  throughput run {index + 1}/{runs}")
+            out = _run(["-c", _THROUGHPUT_PROBE.format(repeats=repeats)], timeout=600)
+            match = re.search(r"^THROUGHPUT (.*)$", out, re.MULTILINE)
+            if match is None:
+                _find(r"(?!)", out)
+            data = json.loads(match.group(1))
+            forward.values.append(data["forward"] / 1e9)
+            share.values.append(data["forward"] / data["peak"])
+            peaks.append(data["peak"] / 1e9)
+    except Exception as error:
+        share.error = str(error)[:120]
+    if peaks:
+        share.beside = f"2048x2048 fp32 matmul peak {statistics.median(peaks):.1f} GFLOP/s"
+    return [forward, share]
+
+
 def measure_stall(runs: int) -> list[Figure]:
     stall = Figure("longest GUI-thread stall while computing", "ms", target="< 50 ms", meets=lambda v: v < 50.0,
                    beside="bench/stall.py: torch import, gpt2-small build, mixtral trace, T=256 forwards")
@@ -320,6 +372,7 @@ def main(argv: list[str] | None = None) -> int:
     figures += measure_startup(runs)
     figures += measure_tokens_edit(runs, edits=20 if args.quick else 100)
     figures += measure_overhead(runs, repeats=3 if args.quick else 7)
+    figures += measure_throughput(runs, repeats=3 if args.quick else 5)
     figures += measure_stall(heavy_runs)
     figures += measure_drag(runs, moves=60 if args.quick else 200)
     figures += measure_rss(heavy_runs)
