@@ -48,7 +48,6 @@ _FROM_GLYPH = {glyph: char for char, glyph in TOKEN_GLYPHS.items()}
 TEXT_APPLY_DELAY_MS = 300  # typing pauses this long before the text is re-tokenized (one undo step per pause)
 
 
-visible_token = display_token
 
 
 @dataclass(frozen=True)
@@ -509,7 +508,7 @@ class TokenStrip(QWidget):
     # ---- internals -----------------------------------------------------------------------------
     def _label(self, token_id: int) -> str:
         try:
-            return visible_token(self._tokenizer.token_text(int(token_id)))
+            return display_token(self._tokenizer.token_text(int(token_id)))
         except Exception:  # an id the tokenizer cannot name still gets a chip
             return f"<{token_id}>"
 
@@ -589,4 +588,4 @@ class TokenStrip(QWidget):
             self.show_message(self.message_label.text())
 
 
-__all__ = ["TokenStrip", "ChipRow", "visible_token", "TEXT_APPLY_DELAY_MS"]
+__all__ = ["TokenStrip", "ChipRow", "TEXT_APPLY_DELAY_MS"]

@@ -12,7 +12,6 @@ from PySide6.QtCore import Qt
 from core.config import ModelConfig
 from core.params import attention_params, block_breakdown, ffn_params
 from core.presets import PRESETS, get_preset
-from gui.compute import ComputeController
 from gui.panels import PANEL_CLASSES
 from gui.panels.architecture import ArchitecturePanel
 from gui.state import LabState
@@ -160,13 +159,6 @@ def test_parameter_counts_and_shapes_come_from_core_params():
 
 
 # ---- the panel ----------------------------------------------------------------------------------
-@pytest.fixture
-def compute(qtbot):
-    controller = ComputeController()
-    yield controller
-    controller.shutdown()
-
-
 @pytest.fixture
 def panel(qtbot, compute):
     state = LabState()

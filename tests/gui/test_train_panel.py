@@ -7,19 +7,11 @@ import math
 import pytest
 
 from core.config import ModelConfig
-from gui.compute import ComputeController
 from gui.panels import PANEL_CLASSES
 from gui.panels.train import TrainPanel, format_duration
 from gui.state import LabState
 
 TINY = ModelConfig(name="test-tiny", vocab_size=65, context_length=32, d_model=32, n_heads=2, n_layers=1, d_ff=64)
-
-
-@pytest.fixture
-def compute(qtbot):
-    controller = ComputeController(torch_threads=1)
-    yield controller
-    controller.shutdown()
 
 
 @pytest.fixture
