@@ -10,6 +10,7 @@ import pytest
 
 from core.cli import main
 from core.cli.causal import format_change
+from tests.cli.helpers import run
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -27,12 +28,6 @@ position 6: max |change| = 0.268559
 position 7: max |change| = 0.215717
 no mask, positions 0-4 max |change| = 0.205075
 """
-
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def _matches_reading(out: str) -> bool:

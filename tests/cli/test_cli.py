@@ -9,14 +9,9 @@ from hypothesis import strategies as st
 
 from core.cli import main
 from core.presets import PRESETS
+from tests.cli.helpers import run
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_presets_table_lists_every_preset(capsys):

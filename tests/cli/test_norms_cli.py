@@ -4,25 +4,11 @@ import json
 import math
 
 import pytest
-import torch
 
 from core.cli import main
 from core.cli.compare import print_comparison
 from core.presets import get_preset
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
-
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
+from tests.cli.helpers import run
 
 
 def test_norms_prints_one_row_per_layer(capsys):

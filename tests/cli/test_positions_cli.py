@@ -6,9 +6,9 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch
 
 from core.cli import main
+from tests.cli.helpers import run
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -26,20 +26,6 @@ score (q + PE[m]).(k + PE[n]) with additive sinusoidal encodings:
   m =  13, n =  11  (m - n = 2):  score = 8.2543303859
   m = 103, n = 101  (m - n = 2):  score = 7.0843151351
 """
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
-
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_rope_textbook_prints_the_reading_output_exactly(capsys):

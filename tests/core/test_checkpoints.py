@@ -30,15 +30,6 @@ from resources import resource_path
 SMALL = {"vocab_size": 20, "context_length": 16, "d_model": 16, "n_heads": 2, "n_layers": 2, "d_ff": 32}
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Models this small gain nothing from a second thread, and on a shared 2-core machine it waits in barriers."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
-
-
 def small(preset: str) -> ModelConfig:
     """The preset's architecture at a size that builds in milliseconds."""
     changes = dict(SMALL)

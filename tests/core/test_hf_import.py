@@ -21,15 +21,6 @@ transformers = pytest.importorskip("transformers")
 TOLERANCE = 1e-4
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Models this small gain nothing from a second thread, and on a shared 2-core machine it waits in barriers."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
-
-
 def _spread_weights(model: torch.nn.Module, seed: int = 0) -> None:
     generator = torch.Generator().manual_seed(seed)
     with torch.no_grad():

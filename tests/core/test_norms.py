@@ -18,15 +18,6 @@ from core.experiments.norms import (
 from core.model import Transformer
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny tensors gain nothing from intra-op threads; on a shared 2-core box OpenMP waits make them 20x slower."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
-
-
 def direct_norms(depth, placement, norm, seed, d_model, n_heads, seq, batch, residual_scaling):
     """The same numbers by a manual loop over model.blocks, with no hooks involved."""
     config = norm_curve_config(depth, placement, norm, d_model, n_heads, seq)

@@ -40,15 +40,6 @@ from core.positional import alibi_slopes, rope_angles, rope_rotate, sinusoidal_t
 from core.presets import get_preset
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny tensors gain nothing from intra-op threads; on a shared 2-core box OpenMP waits make them 20x slower."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
-
-
 even_dims = st.integers(1, 32).map(lambda half: 2 * half)
 bases = st.floats(2.0, 1e6)
 scales = st.floats(0.25, 8.0)

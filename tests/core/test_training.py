@@ -29,15 +29,6 @@ TINY_LLAMA = TINY.replace(
 )
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Models this small gain nothing from a second thread, and on a shared 2-core machine it waits in barriers."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
-
-
 @pytest.fixture(scope="module")
 def corpus() -> str:
     return resource_path("tinyshakespeare.txt").read_text(encoding="utf-8")[:30000]
