@@ -185,20 +185,17 @@ def validate(config: ModelConfig) -> None:
             f"d_model {c.d_model} is not divisible by n_heads {c.n_heads}; pick n_heads among "
             f"{_divisors_hint(c.d_model, c.n_heads)} or change d_model",
         )
+    _check_optional_count(c, "n_kv_heads")
+    _check_optional_count(c, "n_encoder_layers")
     if c.n_kv_heads is not None:
-        if isinstance(c.n_kv_heads, bool) or not isinstance(c.n_kv_heads, int) or c.n_kv_heads < 1:
-            raise ConfigError("n_kv_heads", f"must be a positive whole number or empty, got {c.n_kv_heads!r}")
         if c.n_heads % c.n_kv_heads:
             raise ConfigError(
                 "n_kv_heads",
                 f"n_heads {c.n_heads} is not a multiple of n_kv_heads {c.n_kv_heads}; each key/value head "
                 f"must serve the same number of query heads (try {_divisors_hint(c.n_heads, c.n_kv_heads)})",
             )
-    if c.n_encoder_layers is not None:
-        if isinstance(c.n_encoder_layers, bool) or not isinstance(c.n_encoder_layers, int) or c.n_encoder_layers < 1:
-            raise ConfigError("n_encoder_layers", f"must be a positive whole number or empty, got {c.n_encoder_layers!r}")
-        if c.n_encoder_layers > 1024:
-            raise ConfigError("n_encoder_layers", "use at most 1024 blocks")
+    if c.n_encoder_layers is not None and c.n_encoder_layers > 1024:
+        raise ConfigError("n_encoder_layers", "use at most 1024 blocks")
     if c.positional == "rope" and c.d_head % 2:
         raise ConfigError(
             "positional",
@@ -228,6 +225,13 @@ def validate(config: ModelConfig) -> None:
         )
     if not isinstance(c.name, str) or not c.name.strip():
         raise ConfigError("name", "give the model a non-empty name")
+
+
+def _check_optional_count(config: ModelConfig, name: str) -> None:
+    """An optional size: empty (None, meaning "same as the main setting") or a positive whole number."""
+    value = getattr(config, name)
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ConfigError(name, f"must be a positive whole number or empty, got {value!r}")
 
 
 def _divisors_hint(n: int, near: int | None = None) -> str:

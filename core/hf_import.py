@@ -306,14 +306,7 @@ def convert_gpt2(tensors: dict[str, torch.Tensor], config: ModelConfig, where: s
         state[ours + "ffn.up.bias"] = source.take(hf + "mlp.c_fc.bias")
         state[ours + "ffn.down.weight"] = conv1d(hf + "mlp.c_proj.weight", d_ff, d)  # (D, F)
         state[ours + "ffn.down.bias"] = source.take(hf + "mlp.c_proj.bias")
-    head = source.take_optional("lm_head.weight")
-    if config.tie_embeddings:
-        if head is not None and not torch.equal(head, state["tok_emb.weight"]):
-            raise CheckpointError(f"{where}: tie_word_embeddings is true but lm_head.weight differs from wte.weight")
-    elif head is None:
-        raise CheckpointError(f"{where}: missing tensor lm_head.weight (tie_word_embeddings is false)")
-    else:
-        state["head.weight"] = head
+    _take_head(source, config, state, where, "wte.weight")
 
     def ignorable(name: str) -> bool:
         # Old uploads store the causal mask buffers (attn.bias, attn.masked_bias) as tensors.
@@ -371,19 +364,24 @@ def convert_llama(tensors: dict[str, torch.Tensor], config: ModelConfig, where: 
             state[ours + "attn.out_proj.bias"] = source.take(hf + "self_attn.o_proj.bias")
             for proj, our_name in (("gate_proj", "gate"), ("up_proj", "up"), ("down_proj", "down")):
                 state[ours + f"ffn.{our_name}.bias"] = source.take(hf + f"mlp.{proj}.bias")
-    head = source.take_optional("lm_head.weight")
-    if config.tie_embeddings:
-        if head is not None and not torch.equal(head, state["tok_emb.weight"]):
-            raise CheckpointError(f"{where}: tie_word_embeddings is true but lm_head.weight differs from embed_tokens")
-    elif head is None:
-        raise CheckpointError(f"{where}: missing tensor lm_head.weight (tie_word_embeddings is false)")
-    else:
-        state["head.weight"] = head
+    _take_head(source, config, state, where, "embed_tokens")
     source.finish(lambda name: name.endswith("rotary_emb.inv_freq"))  # a buffer older versions saved
     return state
 
 
 _CONVERTERS = {"gpt2": convert_gpt2, "llama": convert_llama}
+
+
+def _take_head(source, config: ModelConfig, state: dict[str, torch.Tensor], where: str, embedding_name: str) -> None:
+    """lm_head: the token table itself when tied (a stored copy must agree), else its own matrix."""
+    head = source.take_optional("lm_head.weight")
+    if config.tie_embeddings:
+        if head is not None and not torch.equal(head, state["tok_emb.weight"]):
+            raise CheckpointError(f"{where}: tie_word_embeddings is true but lm_head.weight differs from {embedding_name}")
+    elif head is None:
+        raise CheckpointError(f"{where}: missing tensor lm_head.weight (tie_word_embeddings is false)")
+    else:
+        state["head.weight"] = head
 
 
 __all__ = [
@@ -394,3 +392,4 @@ __all__ = [
     "is_hf_folder",
     "load_hf_folder",
 ]
+

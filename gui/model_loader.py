@@ -1,6 +1,6 @@
 """Building the model the lab works on. Runs on the compute worker only (it imports torch).
 
-The bundled trained model of a preset replaces random weights when core.checkpoints offers one;
+The bundled trained model of a preset replaces random weights when resources/models has one;
 everything else is `Transformer.from_seed(config, seed)`. Switching that policy is one edit here.
 """
 
@@ -69,18 +69,12 @@ def load_torch(requested_device: str | None, threads: int | None = None) -> Torc
 
 
 def _load_bundled(name: str) -> Any | None:
-    try:
-        from core import checkpoints
-    except ImportError:
+    from core.checkpoints import bundled_model_names, load_bundled
+
+    if name not in bundled_model_names():
         return None
-    loader = getattr(checkpoints, "load_bundled", None) or getattr(checkpoints, "load_bundled_model", None)
-    if loader is None:
-        return None
-    listing = getattr(checkpoints, "bundled_model_names", None)
     try:
-        if listing is not None and name not in listing():
-            return None
-        return loader(name)
+        return load_bundled(name)
     except Exception:  # a missing or damaged bundle falls back to random weights
         log.warning("bundled model %r could not be loaded", name, exc_info=True)
         return None
@@ -102,18 +96,13 @@ def load_model(config: ModelConfig, seed: int, device: str) -> LoadedModel:
         )
     choice = choose_device(device)
     check_fits(estimate, choice.device)
-    model = None
+    trained = None
     tokenizer = None
     source = f"random (seed {seed})"
     if PRESETS.get(config.name) == config and os.environ.get("TRANSFORMER_EXPLORER_NO_BUNDLED") != "1":
         bundled = _load_bundled(config.name)
-        model = getattr(bundled, "model", bundled)
-        if model is not None and getattr(model, "config", None) == config:
-            source = "bundled (trained)"
-            tokenizer = getattr(bundled, "tokenizer", None)
-        else:
-            model = None
-    trained = model
+        if bundled is not None and bundled.config == config:
+            trained, tokenizer, source = bundled.model, bundled.tokenizer, "bundled (trained)"
 
     def place(target):
         if trained is None:
