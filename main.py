@@ -5,7 +5,17 @@ from __future__ import annotations
 import sys
 
 
+def _ensure_standard_streams() -> None:
+    # A windowed executable (the packaged app on Windows and macOS) starts without standard streams.
+    import os
+
+    for name in ("stdout", "stderr"):
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))
+
+
 def main(argv: list[str] | None = None) -> int:
+    _ensure_standard_streams()
     argv = sys.argv[1:] if argv is None else argv
     if not argv or argv[0] == "gui" or argv[0].startswith("--self-test"):
         from gui.app import main as gui_main

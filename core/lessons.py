@@ -46,8 +46,9 @@ from pathlib import Path
 from typing import Any
 
 from core.presets import PRESETS
+from resources import resource_path
 
-BUNDLED_LESSONS_DIR = Path(__file__).resolve().parent.parent / "resources" / "lessons"
+BUNDLED_LESSONS_DIR = resource_path("lessons")
 LESSON_KEYS = frozenset({"title", "description", "steps"})
 STEP_KEYS = frozenset({"title", "text", "predict", "reveal", "panel", "state", "panel_settings", "focus"})
 STATE_KEYS = ("preset", "seed", "text", "theme", "font_scale", "selected_layer", "selected_head")

@@ -37,6 +37,19 @@ def _timing(event: str) -> None:
         print(f"timing {event} {time.time():.6f}", file=sys.stderr, flush=True)
 
 
+def application_icon(icon_class):
+    """The window icon from the rendered PNG sizes (no image plugin needed), with the SVG for any other size."""
+    from resources import resource_path
+
+    icon = icon_class()
+    for png in sorted(resource_path("icons", "hicolor").glob("*/apps/*.png")):
+        icon.addFile(str(png))
+    svg = resource_path("icons", "transformer-explorer.svg")
+    if svg.exists():
+        icon.addFile(str(svg))
+    return icon
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(sys.argv[1:] if argv is None else argv)
     size = None
@@ -56,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     from PySide6.QtGui import QIcon
     from PySide6.QtWidgets import QApplication
 
-    from gui import APP_NAME, APP_ORGANIZATION, APP_VERSION
+    from gui import APP_ID, APP_NAME, APP_ORGANIZATION, APP_VERSION
 
     _timing("qt_imported")
     # Fusion draws the same on every platform, so the light, dark and projector palettes look as designed.
@@ -64,11 +77,9 @@ def main(argv: list[str] | None = None) -> int:
     app.setApplicationName(APP_NAME)
     app.setOrganizationName(APP_ORGANIZATION)
     app.setApplicationVersion(APP_VERSION)
-    from resources import resource_path
-
-    icon = resource_path("icons", "transformer-explorer.svg")
-    if icon.exists():
-        app.setWindowIcon(QIcon(str(icon)))
+    # Matches the installed .desktop file, so Wayland docks show the app's own icon and name.
+    app.setDesktopFileName(APP_ID)
+    app.setWindowIcon(application_icon(QIcon))
 
     from gui.errors import ErrorReporter, setup_logging
     from gui.main_window import MainWindow
@@ -147,6 +158,7 @@ def _run_headless(app, window, args, reporter) -> int:
             print(f"could not write {args.screenshot}", file=sys.stderr)
             return 1
     window.close()
+    failures.update(_installation_problems(app))
     for summary in reporter.summaries:
         failures.setdefault(f"uncaught error {len(failures) + 1}", summary)
     if failures:
@@ -157,6 +169,18 @@ def _run_headless(app, window, args, reporter) -> int:
         print(f"self-test passed: torch {window.runtime.torch_version if window.runtime else '?'} on {window.state.device}, "
               f"{len(window.panels)} panel(s) computed")
     return 0
+
+
+def _installation_problems(app) -> dict[str, str]:
+    """What a packaged copy can lose without any panel failing: the window icon and the sidebar's help."""
+    from core.config import config_field_docs
+
+    problems = {}
+    if app.windowIcon().isNull():
+        problems["window icon"] = "no icon file could be read from resources/icons"
+    if not config_field_docs():
+        problems["sidebar help"] = "the field descriptions could not be read (core/config.py source is missing)"
+    return problems
 
 
 if __name__ == "__main__":

@@ -1,0 +1,143 @@
+"""What the PyInstaller spec puts in the bundle and what it leaves out.
+
+Kept as plain functions so that the tests can check the rules without running PyInstaller. Nothing
+here imports Qt or torch at module level: the spec runs inside PyInstaller's own process.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import sys
+import tomllib
+from pathlib import Path, PurePath
+
+APP_ID = "transformer-explorer"
+APP_TITLE = "Transformer Explorer"
+
+# Qt modules that PySide6 ships but the app never uses. pyqtgraph imports QtOpenGL, QtOpenGLWidgets,
+# QtSvg and QtTest itself, so those stay.
+UNUSED_QT_MODULES = [
+    "Qt3DAnimation", "Qt3DCore", "Qt3DExtras", "Qt3DInput", "Qt3DLogic", "Qt3DRender",
+    "QtAxContainer", "QtBluetooth", "QtCharts", "QtConcurrent", "QtDataVisualization", "QtDBus",
+    "QtDesigner", "QtGraphs", "QtHelp", "QtHttpServer", "QtLocation", "QtMultimedia",
+    "QtMultimediaWidgets", "QtNetwork", "QtNetworkAuth", "QtNfc", "QtPdf", "QtPdfWidgets",
+    "QtPositioning", "QtPrintSupport", "QtQml", "QtQuick", "QtQuick3D", "QtQuickControls2",
+    "QtQuickTest", "QtQuickWidgets", "QtRemoteObjects", "QtScxml", "QtSensors", "QtSerialBus",
+    "QtSerialPort", "QtSpatialAudio", "QtSql", "QtStateMachine", "QtSvgWidgets", "QtTextToSpeech",
+    "QtUiTools", "QtWebChannel", "QtWebEngineCore", "QtWebEngineQuick", "QtWebEngineWidgets",
+    "QtWebSockets", "QtWebView", "QtXml",
+]
+
+# Python packages that are importable in a development environment (tests, notebooks, optional
+# integrations of torch and pyqtgraph) but that the app never needs at run time.
+UNUSED_PYTHON_MODULES = [
+    "tkinter", "_tkinter", "IPython", "jupyter_client", "ipykernel", "notebook", "matplotlib",
+    "PIL", "scipy", "pandas", "h5py", "cv2", "pytest", "_pytest", "pytestqt", "hypothesis",
+    "transformers", "huggingface_hub", "tensorboard", "torchvision", "torchaudio", "triton",
+    "onnx", "onnxruntime", "PyQt5", "PyQt6", "PySide2", "pyqtgraph.examples", "pyqtgraph.opengl",
+    "OpenGL", "torch.utils.tensorboard", "setuptools", "pip", "bench", "tests", "bundle",
+]
+
+EXCLUDED_MODULES = [f"PySide6.{name}" for name in UNUSED_QT_MODULES] + UNUSED_PYTHON_MODULES
+
+# The CLI loads its subcommands by name and the panels are listed in one place; collecting the
+# app's own packages whole keeps both working frozen.
+HIDDEN_PACKAGES = ["core", "gui", "resources"]
+
+# Shared libraries and Qt plugins that only the excluded modules need. A Qt plugin would otherwise
+# drag its Qt library back in (the virtual keyboard plugin alone brings Qt Quick and QML).
+UNUSED_BINARY_PATTERNS = [
+    "*Qt6Qml*", "*Qt6Quick*", "*Qt6Pdf*", "*Qt6VirtualKeyboard*", "*Qt6Network*", "*Qt6Designer*",
+    "*Qt6Sql*", "*Qt6Help*", "*Qt6WebEngine*", "*Qt6Multimedia*", "*Qt6Lottie*", "*Qt6Labs*",
+    "*Qt6PrintSupport*", "*Qt6WaylandCompositor*",
+    "*/plugins/platforminputcontexts/*virtualkeyboard*", "*/plugins/imageformats/*qpdf*",
+    "*/plugins/tls/*", "*/plugins/networkinformation/*", "*/plugins/sqldrivers/*",
+    "*/plugins/qmltooling/*", "*/plugins/qmllint/*", "*/plugins/designer/*", "*/plugins/printsupport/*",
+    "*/plugins/wayland-graphics-integration-server/*", "*/plugins/vectorimageformats/*",
+    "*/plugins/platforms/*qvnc*", "*/plugins/platforms/*qvkkhrdisplay*",
+    # Embedded-device platforms (framebuffer, EGL without a window system): not a classroom desktop.
+    "*Qt6EglFS*", "*/plugins/egldeviceintegrations/*", "*/plugins/platforms/*qeglfs*",
+    "*/plugins/platforms/*qlinuxfb*", "*/plugins/platforms/*qminimalegl*",
+    # torch's wheel carries its own C++ test programs and test libraries.
+    "torch/bin/*", "torch/test/*", "torch/lib/*test*", "torch/lib/libbackend_with_compiler*",
+    "torch/lib/libaoti_custom_ops*",
+]
+
+# NVIDIA's runtime libraries. A CPU build of torch has none; when one is found beside a CPU torch
+# (a stray nvidia-* wheel in the environment) it would only add gigabytes.
+CUDA_BINARY_PATTERNS = [
+    "*libcu*", "*libnv*", "*libcudnn*", "*libnccl*", "*cudart*", "*cublas*", "*cufft*", "*curand*",
+    "*cusolver*", "*cusparse*", "*libtorch_cuda*", "*/nvidia/*", "*triton*",
+]
+
+# Parts of torch's data that serve building extensions or other tools, never running a model.
+UNUSED_DATA_PATTERNS = [
+    "torch/include/*", "torch/share/cmake/*", "torch/bin/*", "torch/test/*", "torch/_inductor/codegen/*.h",
+    "*/__pycache__/*", "*.pyi", "*.a", "*.lib", "*.h", "*.hpp", "*.cuh",
+]
+
+PNG_ICON_SIZES = (16, 22, 24, 32, 48, 64, 128, 256, 512)
+
+
+def version(root: Path) -> str:
+    with (root / "pyproject.toml").open("rb") as handle:
+        return tomllib.load(handle)["project"]["version"]
+
+
+def data_files(root: Path) -> list[tuple[str, str]]:
+    """Every file under resources/ except its Python package files, at the same relative place."""
+    resources = root / "resources"
+    files = []
+    for path in sorted(resources.rglob("*")):
+        if not path.is_file() or path.suffix in {".py", ".pyc"} or "__pycache__" in path.parts:
+            continue
+        files.append((str(path), str(path.parent.relative_to(root))))
+    return files
+
+
+def hidden_imports() -> list[str]:
+    from PyInstaller.utils.hooks import collect_submodules
+
+    names: list[str] = []
+    for package in HIDDEN_PACKAGES:
+        names += collect_submodules(package)
+    return names
+
+
+def platform_icon(root: Path) -> str | None:
+    """The executable's icon on Windows and macOS; PyInstaller converts the PNG with Pillow there."""
+    if sys.platform.startswith("linux"):
+        return None  # Linux takes the icon from the .desktop entry and the icon theme
+    return str(root / "resources" / "icons" / "hicolor" / "512x512" / "apps" / f"{APP_ID}.png")
+
+
+def torch_has_cuda() -> bool:
+    import importlib.util
+
+    spec = importlib.util.find_spec("torch")
+    if spec is None or spec.origin is None:
+        return False
+    version_file = Path(spec.origin).parent / "version.py"
+    if not version_file.exists():
+        return False
+    # torch/version.py states the CUDA version it was built against; reading it avoids importing torch.
+    for line in version_file.read_text().splitlines():
+        if line.startswith("cuda"):
+            return "None" not in line
+    return False
+
+
+def _matches(path: str, patterns: list[str]) -> bool:
+    posix = PurePath(path).as_posix()
+    return any(fnmatch.fnmatch(posix, pattern) or fnmatch.fnmatch("/" + posix, pattern) for pattern in patterns)
+
+
+def drop_unused_binaries(binaries, with_cuda: bool | None = None):
+    """PyInstaller's TOC of binaries minus unused Qt parts and, for a CPU torch, CUDA libraries."""
+    with_cuda = torch_has_cuda() if with_cuda is None else with_cuda
+    patterns = UNUSED_BINARY_PATTERNS + ([] if with_cuda else CUDA_BINARY_PATTERNS)
+    return [entry for entry in binaries if not _matches(entry[0], patterns)]
+
+
+def drop_unused_data(datas):
+    return [entry for entry in datas if not _matches(entry[0], UNUSED_DATA_PATTERNS)]
