@@ -1,8 +1,9 @@
 """Time from launch to window on screen, to torch ready and to the first model, over several runs.
 
-    python bench/startup.py [--runs 5]
+    python bench/startup.py [--runs 5] [--executable dist/transformer-explorer/transformer-explorer]
 
-Each run starts `main.py gui --self-test` in a fresh process (offscreen unless a display is set),
+Each run starts `main.py gui --self-test` (or the packaged executable's `--self-test`) in a fresh
+process (offscreen unless a display is set),
 which prints wall-clock stamps when the window has been shown, torch has loaded on the worker and
 the first model is built. The target is a window within 1.0 s of launch.
 """
@@ -21,12 +22,13 @@ ROOT = Path(__file__).resolve().parent.parent
 TARGET_S = 1.0
 
 
-def one_run() -> dict[str, float]:
+def one_run(executable: Path | None = None) -> dict[str, float]:
     env = dict(os.environ, TRANSFORMER_EXPLORER_TIMING="1")
     env.setdefault("QT_QPA_PLATFORM", "offscreen")
+    command = [str(executable), "--self-test"] if executable else [sys.executable, str(ROOT / "main.py"), "gui", "--self-test"]
     launched = time.time()
     result = subprocess.run(
-        [sys.executable, str(ROOT / "main.py"), "gui", "--self-test"],
+        command,
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -54,10 +56,13 @@ def torch_import_seconds() -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--executable", type=Path, help="time a packaged app (bundle/build.py) instead of main.py")
     args = parser.parse_args()
-    one_run()  # warm the file cache so that every measured run starts alike
-    runs = [one_run() for _ in range(args.runs)]
-    print(f"{args.runs} runs, seconds after launch (median / worst):")
+    if args.executable and not args.executable.is_file():
+        raise SystemExit(f"no executable at {args.executable} (build it with: python bundle/build.py)")
+    one_run(args.executable)  # warm the file cache so that every measured run starts alike
+    runs = [one_run(args.executable) for _ in range(args.runs)]
+    print(f"{args.executable or 'python main.py'}: {args.runs} runs, seconds after launch (median / worst):")
     for event in ("qt_imported", "app_imported", "window_built", "window_shown", "torch_ready", "model_ready"):
         values = [run[event] for run in runs]
         print(f"  {event:<13} {statistics.median(values):6.3f} / {max(values):6.3f}")

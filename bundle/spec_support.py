@@ -63,6 +63,9 @@ UNUSED_BINARY_PATTERNS = [
     "torch/lib/libaoti_custom_ops*",
 ]
 
+# Matched by the patterns above but needed: `import torch` looks for its shared-memory manager.
+NEEDED_BINARIES = ["torch/bin/torch_shm_manager", "torch/bin/torch_shm_manager.exe"]
+
 # NVIDIA's runtime libraries. A CPU build of torch has none; when one is found beside a CPU torch
 # (a stray nvidia-* wheel in the environment) it would only add gigabytes.
 CUDA_BINARY_PATTERNS = [
@@ -72,7 +75,7 @@ CUDA_BINARY_PATTERNS = [
 
 # Parts of torch's data that serve building extensions or other tools, never running a model.
 UNUSED_DATA_PATTERNS = [
-    "torch/include/*", "torch/share/cmake/*", "torch/bin/*", "torch/test/*", "torch/_inductor/codegen/*.h",
+    "torch/include/*", "torch/share/cmake/*", "torch/test/*", "torch/_inductor/codegen/*.h",
     "*/__pycache__/*", "*.pyi", "*.a", "*.lib", "*.h", "*.hpp", "*.cuh",
 ]
 
@@ -136,7 +139,7 @@ def drop_unused_binaries(binaries, with_cuda: bool | None = None):
     """PyInstaller's TOC of binaries minus unused Qt parts and, for a CPU torch, CUDA libraries."""
     with_cuda = torch_has_cuda() if with_cuda is None else with_cuda
     patterns = UNUSED_BINARY_PATTERNS + ([] if with_cuda else CUDA_BINARY_PATTERNS)
-    return [entry for entry in binaries if not _matches(entry[0], patterns)]
+    return [entry for entry in binaries if _matches(entry[0], NEEDED_BINARIES) or not _matches(entry[0], patterns)]
 
 
 def drop_unused_data(datas):

@@ -136,6 +136,7 @@ def _run_headless(app, window, args, reporter) -> int:
 
     model_problem: list[str] = []
     window.compute.error.connect(lambda message: model_problem.append(message) if message.startswith(("building", "loading")) else None)
+    window.torch_failed.connect(lambda message: model_problem.append(f"torch could not be loaded: {message}"))
     if not wait_until(lambda: (window.loaded is not None and window.panels) or model_problem):
         print("self-test: torch and the model did not load in time", file=sys.stderr)
         return 1

@@ -109,7 +109,11 @@ class _Worker(QThread):
         self._controller = controller
 
     def run(self) -> None:
-        self._controller._configure_worker_thread()
+        try:
+            self._controller._configure_worker_thread()
+        except Exception:
+            # A torch that cannot be imported: the first job meets the same error and reports it.
+            log.exception("could not configure torch on the worker thread")
         while True:
             request = self._controller._take_next()
             if request is None:

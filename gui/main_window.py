@@ -81,6 +81,7 @@ class MainWindow(QMainWindow):
     """Builds one panel per entry of PANEL_CLASSES around one LabState and one ComputeController."""
 
     torch_loaded = Signal()
+    torch_failed = Signal(str)
     model_loaded = Signal()
 
     def __init__(
@@ -304,6 +305,7 @@ class MainWindow(QMainWindow):
     def _on_torch_failed(self, message: str) -> None:
         self.device_label.setText("torch failed to load")
         self._show_message("torch could not be loaded", f"{message}\n\nThe panels need torch; check the installation.")
+        self.torch_failed.emit(message)
 
     def request_model(self, force: bool = False) -> None:
         """Build the model for the current config, seed and device on the worker (unless it is already loaded)."""

@@ -144,9 +144,23 @@ install_app() {
         *) echo "  ($BIN_DIR is not on your PATH; the menu entry works regardless)" ;;
     esac
     echo "Remove it with: $PREFIX/install.sh --uninstall"
-    if command -v ldconfig >/dev/null 2>&1 && ! ldconfig -p 2>/dev/null | grep -q 'libxcb-cursor\.so\.0'; then
-        echo "Note: Qt needs the system library libxcb-cursor0 on X11 desktops" \
-             "(Debian/Ubuntu: sudo apt install libxcb-cursor0; Fedora: sudo dnf install xcb-util-cursor)."
+    report_missing_system_libraries
+}
+
+# Qt's X11 platform plugin links these; the bundle cannot carry them because they must match the
+# machine's X server libraries.
+report_missing_system_libraries() {
+    local known missing="" library
+    known=$( { ldconfig -p || /sbin/ldconfig -p; } 2>/dev/null || true)
+    [ -n "$known" ] || return 0
+    for library in libxcb-cursor.so.0 libxcb-icccm.so.4 libxcb-keysyms.so.1 libxkbcommon-x11.so.0 libEGL.so.1 \
+                   libfontconfig.so.1 libdbus-1.so.3; do
+        grep -qF "$library" <<<"$known" || missing="$missing $library"
+    done
+    if [ -n "$missing" ]; then
+        echo "Note: Qt needs these system libraries, which this machine lacks:$missing"
+        echo "  Debian/Ubuntu: sudo apt install libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1 libxkbcommon-x11-0 libegl1 libfontconfig1 libdbus-1-3"
+        echo "  Fedora: sudo dnf install xcb-util-cursor xcb-util-wm xcb-util-keysyms libxkbcommon-x11 mesa-libEGL fontconfig dbus-libs"
     fi
 }
 

@@ -58,7 +58,7 @@ QT_KEPT = [
     "PySide6/Qt/plugins/platforms/libqxcb.so", "PySide6/Qt/plugins/platforms/libqwayland.so",
     "PySide6/Qt/plugins/platforms/libqoffscreen.so", "PySide6/Qt/plugins/iconengines/libqsvgicon.so",
     "PySide6/Qt/plugins/imageformats/libqsvg.so", "PySide6/Qt6Core.dll", "torch/lib/libtorch_cpu.so",
-    "torch/lib/libc10.so", "torch/lib/libgomp.so.1",
+    "torch/lib/libc10.so", "torch/lib/libgomp.so.1", "torch/bin/torch_shm_manager",
 ]
 QT_DROPPED = [
     "PySide6/Qt/lib/libQt6Qml.so.6", "PySide6/Qt/lib/libQt6Quick.so.6", "PySide6/Qt/lib/libQt6Pdf.so.6",

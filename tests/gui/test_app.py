@@ -27,3 +27,17 @@ def test_self_test_with_a_session_and_a_screenshot(qtbot, tmp_path, capsys):
 def test_a_bad_size_is_refused(capsys):
     assert main(["--self-test", "--size", "big"]) == 2
     assert "WIDTHxHEIGHT" in capsys.readouterr().err
+
+
+def test_self_test_fails_at_once_with_the_reason_when_torch_cannot_load(qtbot, monkeypatch, capsys):
+    import gui.main_window
+
+    def broken_torch(*_args, **_kwargs):
+        raise ImportError("libtorch_cpu.so: cannot open shared object file")
+
+    monkeypatch.setattr(gui.main_window, "load_torch", broken_torch)
+    code = main(["--self-test", "--timeout", "60"])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "torch could not be loaded" in err and "libtorch_cpu.so" in err
+    assert "did not load in time" not in err

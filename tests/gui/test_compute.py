@@ -135,3 +135,26 @@ def test_dispose_frees_objects_on_the_worker(qtbot, compute):
     compute.dispose(Big())
     qtbot.waitUntil(lambda: bool(freed_on), timeout=5000)
     assert freed_on[0] is not threading.main_thread()
+
+
+def test_a_torch_that_cannot_be_imported_still_reaches_the_user_as_a_message(qtbot, monkeypatch):
+    """A broken installation (a packaged copy missing one of torch's files) fails inside the first job,
+    which reports it; the worker thread must not die silently before running it."""
+    from gui.compute import ComputeController
+
+    def torch_import_fails(self) -> None:
+        raise RuntimeError("Unable to find torch_shm_manager")
+
+    monkeypatch.setattr(ComputeController, "_configure_worker_thread", torch_import_fails)
+    controller = ComputeController(torch_threads=1)
+    try:
+        errors = []
+
+        def load_torch() -> None:
+            raise RuntimeError("Unable to find torch_shm_manager")
+
+        with qtbot.waitSignal(controller.error, timeout=5000):
+            controller.submit("startup", load_torch, lambda _: None, "loading torch", on_error=errors.append)
+        assert errors == ["RuntimeError: Unable to find torch_shm_manager"]
+    finally:
+        controller.shutdown()

@@ -1,0 +1,104 @@
+"""Build the real PyInstaller bundle once, then use it as a user would: self-test, CLI, install, uninstall."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bundle.spec_support import APP_ID
+
+ROOT = Path(__file__).resolve().parents[2]
+BUILD_TIMEOUT_S = 1500
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(BUILD_TIMEOUT_S + 300)]
+
+
+def user_environment(home: Path) -> dict[str, str]:
+    """What a desktop user's process has: no virtual environment, no source tree, a home of its own."""
+    return {"HOME": str(home), "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "QT_QPA_PLATFORM": "offscreen",
+            "TRANSFORMER_EXPLORER_DEVICE": "cpu"}
+
+
+@pytest.fixture(scope="module")
+def bundle_dir(tmp_path_factory) -> Path:
+    try:
+        import PyInstaller  # noqa: F401
+    except ImportError:
+        pytest.fail("PyInstaller is not installed; the test extra installs it (pip install -e '.[test]')")
+    out = tmp_path_factory.mktemp("frozen")
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "bundle" / "build.py"), "--dist", str(out / "dist"), "--work", str(out / "work"),
+         "--no-archive"],
+        capture_output=True, text=True, timeout=BUILD_TIMEOUT_S,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    shutil.rmtree(out / "work", ignore_errors=True)
+    return out / "dist" / APP_ID
+
+
+@pytest.fixture
+def home(tmp_path) -> Path:
+    folder = tmp_path / "home"
+    folder.mkdir()
+    return folder
+
+
+def run_app(executable: Path, home: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([str(executable), *args], env=user_environment(home), cwd=home, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def test_the_bundled_app_opens_loads_the_model_and_runs_every_panel(bundle_dir, home):
+    result = run_app(bundle_dir / APP_ID, home, "--self-test")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "self-test passed" in result.stdout and "on cpu" in result.stdout
+    assert "Traceback" not in result.stderr
+
+
+def test_the_bundled_command_line_prints_the_readings_figures(bundle_dir, home):
+    result = run_app(bundle_dir / APP_ID, home, "causal", "--textbook")
+    assert result.returncode == 0, result.stderr
+    assert "49984" in result.stdout and "3.357779" in result.stdout
+
+
+def test_bad_input_to_the_bundled_command_line_is_one_line_and_exit_2(bundle_dir, home):
+    result = run_app(bundle_dir / APP_ID, home, "params", "--preset", "gpt5")
+    assert result.returncode == 2
+    assert "gpt5" in result.stderr and result.stderr.strip().count("\n") == 0
+    assert "Traceback" not in result.stderr
+
+
+def test_the_bundle_carries_the_resources_and_leaves_out_unused_qt_and_cuda(bundle_dir):
+    internal = bundle_dir / "_internal"
+    for needed in ("resources/tinyshakespeare.txt", "resources/models/tiny-gpt/model.safetensors",
+                   "resources/models/tiny-llama/config.json", "resources/lessons/08-exercises.json",
+                   f"resources/icons/{APP_ID}.svg", f"resources/icons/hicolor/256x256/apps/{APP_ID}.png",
+                   "core/config.py", "torch/bin/torch_shm_manager"):
+        assert (internal / needed).is_file(), needed
+    names = [path.relative_to(internal).as_posix() for path in internal.rglob("*")]
+    unwanted = ("Qt6Qml", "Qt6Quick", "Qt6Network", "Qt6Pdf", "Qt6WebEngine", "Qt6VirtualKeyboard", "libcudnn",
+                "libcublas", "libnccl", "libtorch_cuda", "torch/test/", "protoc")
+    found = [name for name in names if any(part in name for part in unwanted)]
+    assert not found, found[:10]
+    assert not [name for name in names if name.startswith(("transformers/", "pytest", "hypothesis/", "tests/"))]
+
+
+def test_the_installed_bundle_starts_from_its_menu_command_and_uninstalls(bundle_dir, home):
+    install = ROOT / "bundle" / "linux" / "install.sh"
+    env = user_environment(home)
+    subprocess.run(["bash", str(install), "--bundle", str(bundle_dir)], env=env, check=True, capture_output=True,
+                   timeout=300)
+    launcher = home / ".local" / "bin" / APP_ID
+    result = run_app(launcher, home, "presets")
+    assert result.returncode == 0, result.stderr
+    assert "tiny-gpt" in result.stdout and "gpt2-small" in result.stdout
+    desktop = home / ".local" / "share" / "applications" / f"{APP_ID}.desktop"
+    assert f'Exec="{home}/.local/opt/{APP_ID}/{APP_ID}"' in desktop.read_text()
+    subprocess.run(["bash", str(home / ".local" / "opt" / APP_ID / "install.sh"), "--uninstall"], env=env, check=True,
+                   capture_output=True, timeout=300)
+    assert not launcher.exists() and not desktop.exists() and not (home / ".local" / "opt" / APP_ID).exists()
