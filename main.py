@@ -1,4 +1,4 @@
-"""Transformer Explorer. No arguments (or `gui`) opens the desktop app; a subcommand runs headless."""
+"""Transformer Explorer. No arguments, `gui` or a window option (--theme, --session, ...) opens the desktop app; a subcommand runs headless."""
 
 from __future__ import annotations
 
@@ -17,7 +17,9 @@ def _ensure_standard_streams() -> None:
 def main(argv: list[str] | None = None) -> int:
     _ensure_standard_streams()
     argv = sys.argv[1:] if argv is None else argv
-    if not argv or argv[0] == "gui" or argv[0].startswith("--self-test"):
+    from gui.app import GUI_OPTIONS  # argparse only: Qt is imported when the window opens
+
+    if not argv or argv[0] == "gui" or argv[0].split("=", 1)[0] in GUI_OPTIONS:
         from gui.app import main as gui_main
 
         return gui_main(argv[1:] if argv and argv[0] == "gui" else argv)

@@ -7,6 +7,7 @@ here imports Qt or torch at module level: the spec runs inside PyInstaller's own
 from __future__ import annotations
 
 import fnmatch
+import posixpath
 import sys
 import tomllib
 from pathlib import Path, PurePath
@@ -56,7 +57,7 @@ UNUSED_BINARY_PATTERNS = [
     "*/plugins/wayland-graphics-integration-server/*", "*/plugins/vectorimageformats/*",
     "*/plugins/platforms/*qvnc*", "*/plugins/platforms/*qvkkhrdisplay*",
     # Embedded-device platforms (framebuffer, EGL without a window system): not a classroom desktop.
-    "*Qt6EglFS*", "*/plugins/egldeviceintegrations/*", "*/plugins/platforms/*qeglfs*",
+    "*Qt6EglF[sS]*", "*/plugins/egldeviceintegrations/*", "*/plugins/generic/*tuiotouch*", "*/plugins/platforms/*qeglfs*",
     "*/plugins/platforms/*qlinuxfb*", "*/plugins/platforms/*qminimalegl*",
     # torch's wheel carries its own C++ test programs and test libraries.
     "torch/bin/*", "torch/test/*", "torch/lib/*test*", "torch/lib/libbackend_with_compiler*",
@@ -144,3 +145,22 @@ def drop_unused_binaries(binaries, with_cuda: bool | None = None):
 
 def drop_unused_data(datas):
     return [entry for entry in datas if not _matches(entry[0], UNUSED_DATA_PATTERNS)]
+
+
+def prune(binaries, datas, with_cuda: bool | None = None):
+    """Both TOCs minus what the app does not use, and minus the links that pointed at it.
+
+    PyInstaller records a top-level symbolic link for each Qt library (a SYMLINK entry among the data,
+    target relative to the link), so a library left out must take its link along.
+    """
+    binaries = drop_unused_binaries(binaries, with_cuda)
+    datas = drop_unused_data(datas)
+    present = {PurePath(entry[0]).as_posix() for entry in (*binaries, *datas) if entry[2] != "SYMLINK"}
+
+    def link_target_present(entry) -> bool:
+        if entry[2] != "SYMLINK":
+            return True
+        target = posixpath.normpath(posixpath.join(posixpath.dirname(PurePath(entry[0]).as_posix()), entry[1]))
+        return target in present
+
+    return [e for e in binaries if link_target_present(e)], [e for e in datas if link_target_present(e)]

@@ -32,6 +32,12 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+# Options of the window, so that `transformer-explorer --theme projector` opens it without `gui`.
+GUI_OPTIONS = frozenset(
+    option for action in _parser()._actions for option in action.option_strings if option not in ("-h", "--help")
+)
+
+
 def _timing(event: str) -> None:
     if os.environ.get(TIMING_ENV):
         print(f"timing {event} {time.time():.6f}", file=sys.stderr, flush=True)

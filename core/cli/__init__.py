@@ -76,7 +76,12 @@ def _log_path() -> Path:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    try:
+        parser = build_parser()
+    except Exception as error:  # a broken installation: torch or another dependency fails to import
+        print(f"{PROG}: error: the installation is incomplete, a module failed to load: {type(error).__name__}: {error}",
+              file=sys.stderr)
+        return 1
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()

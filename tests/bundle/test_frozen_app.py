@@ -82,9 +82,11 @@ def test_the_bundle_carries_the_resources_and_leaves_out_unused_qt_and_cuda(bund
         assert (internal / needed).is_file(), needed
     names = [path.relative_to(internal).as_posix() for path in internal.rglob("*")]
     unwanted = ("Qt6Qml", "Qt6Quick", "Qt6Network", "Qt6Pdf", "Qt6WebEngine", "Qt6VirtualKeyboard", "libcudnn",
-                "libcublas", "libnccl", "libtorch_cuda", "torch/test/", "protoc")
+                "libcublas", "libnccl", "libtorch_cuda", "torch/test/", "torch/bin/protoc", "EglFS")
     found = [name for name in names if any(part in name for part in unwanted)]
     assert not found, found[:10]
+    dangling = [path for path in internal.rglob("*") if path.is_symlink() and not path.exists()]
+    assert not dangling, dangling[:10]
     assert not [name for name in names if name.startswith(("transformers/", "pytest", "hypothesis/", "tests/"))]
 
 

@@ -65,7 +65,8 @@ QT_DROPPED = [
     "PySide6/Qt/lib/libQt6Network.so.6", "PySide6/Qt/lib/libQt6VirtualKeyboard.so.6",
     "PySide6/Qt/plugins/platforminputcontexts/libqtvirtualkeyboardplugin.so",
     "PySide6/Qt/plugins/imageformats/libqpdf.so", "PySide6/Qt/plugins/sqldrivers/libqsqlite.so",
-    "PySide6/Qt/plugins/platforms/libqeglfs.so", "PySide6/Qt6Qml.dll", "torch/bin/protoc",
+    "PySide6/Qt/plugins/platforms/libqeglfs.so", "PySide6/Qt6Qml.dll", "PySide6/Qt/lib/libQt6EglFsKmsSupport.so.6",
+    "PySide6/Qt/plugins/generic/libqtuiotouchplugin.so", "torch/bin/protoc",
     "torch/test/Dict_test", "torch/lib/libtorchbind_test.so",
 ]
 CUDA = ["nvidia/cublas/lib/libcublas.so.12", "torch/lib/libtorch_cuda.so", "nvidia/cudnn/lib/libcudnn.so.9",
@@ -88,6 +89,19 @@ def test_the_installed_torch_is_read_without_importing_it():
     import torch
 
     assert spec_support.torch_has_cuda() == (torch.version.cuda is not None)
+
+
+def test_links_to_dropped_libraries_go_with_them():
+    binaries = toc("PySide6/Qt/lib/libQt6Core.so.6", "PySide6/Qt/lib/libQt6Network.so.6")
+    datas = [("libQt6Core.so.6", "PySide6/Qt/lib/libQt6Core.so.6", "SYMLINK"),
+             ("libQt6Network.so.6", "PySide6/Qt/lib/libQt6Network.so.6", "SYMLINK"),
+             ("torch/lib/libgomp.so", "libgomp.so.1", "SYMLINK"),
+             ("resources/tinyshakespeare.txt", "/src/resources/tinyshakespeare.txt", "DATA")]
+    binaries += toc("torch/lib/libgomp.so.1")
+    kept_binaries, kept_datas = spec_support.prune(binaries, datas, with_cuda=False)
+    assert {name for name, _, _ in kept_binaries} == {"PySide6/Qt/lib/libQt6Core.so.6", "torch/lib/libgomp.so.1"}
+    assert {name for name, _, _ in kept_datas} == {"libQt6Core.so.6", "torch/lib/libgomp.so",
+                                                  "resources/tinyshakespeare.txt"}
 
 
 def test_build_only_data_is_dropped():

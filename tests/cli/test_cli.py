@@ -138,3 +138,21 @@ def test_main_py_runs_headless_commands():
     assert json.loads(result.stdout)["decoder_block"]["total"] == 49_984
     bad = subprocess.run([sys.executable, "main.py", "params", "--preset", "x"], cwd=ROOT, capture_output=True, text=True)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1
+
+
+def test_window_options_open_the_app_without_the_gui_word(capsys):
+    import main as entry
+
+    # --size is a window option: the window's own parser refuses a bad value (the CLI would call it unknown).
+    assert entry.main(["--size", "big"]) == 2
+    assert "WIDTHxHEIGHT" in capsys.readouterr().err
+
+
+def test_a_module_that_fails_to_load_is_one_line_not_a_traceback(capsys, monkeypatch):
+    import core.cli
+
+    # A packaged copy that lost a file fails the same way: importing a subcommand's module raises.
+    monkeypatch.setattr(core.cli, "COMMAND_MODULES", [*core.cli.COMMAND_MODULES, "core.cli.lost_in_packaging"])
+    assert core.cli.main(["presets"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "installation is incomplete" in err and "lost_in_packaging" in err
