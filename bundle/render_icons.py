@@ -24,7 +24,7 @@ def render(svg: Path, out_dir: Path, sizes=PNG_ICON_SIZES) -> list[Path]:
     from PySide6.QtGui import QGuiApplication, QImage, QPainter
     from PySide6.QtSvg import QSvgRenderer
 
-    _app = QGuiApplication.instance() or QGuiApplication(["render_icons"])  # noqa: F841 (QPainter needs it)
+    _app = QGuiApplication.instance() or QGuiApplication(["render_icons"])  # QPainter needs an application
     renderer = QSvgRenderer(str(svg))
     if not renderer.isValid():
         raise SystemExit(f"{svg} is not a valid SVG")

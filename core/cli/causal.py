@@ -148,8 +148,6 @@ def _sequence(args: argparse.Namespace, tokenizer, vocab_size: int):
 
 def _build_model(args: argparse.Namespace, n_tokens_hint: int | None):
     """(model, tokenizer or None, description)."""
-    import torch
-
     from core.device import check_fits, choose_device, estimate_memory
     from core.model import Transformer
 

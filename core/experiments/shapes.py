@@ -188,7 +188,7 @@ def trace_shapes(
             "Q, K, V projection",
             f"{block_prefix}.attn.qkv",
             extra["qkv"],
-            f"(B, T, (h + 2 h_kv) d_head): one matmul makes Q, K and V side by side",
+            "(B, T, (h + 2 h_kv) d_head): one matmul makes Q, K and V side by side",
             False,
         ),
         ("Q per head", f"{block_prefix}.attn.hook_q", seen[f"{block_prefix}.attn.hook_q"], f"(B, h, T, d_head), d_head = {c.d_model}/{h} = {d}", False),

@@ -185,7 +185,7 @@ class ShapesPanel(Panel):
     # ---- result -> views -----------------------------------------------------------------------
     def show_result(self, result) -> None:
         self.trace, self.growth = result
-        trace, growth = self.trace, self.growth
+        trace = self.trace
         self._fill_table(trace)
         self._update_plots()
         config = trace.config

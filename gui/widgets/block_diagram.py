@@ -836,7 +836,6 @@ class BlockDiagramView(QGraphicsView):
         self._draw_text(part, item, rect)
 
     def _draw_text(self, part: Part, item: PartItem, rect: QRectF) -> None:
-        u = self.unit
         text_color = theme.color("text")
         if part.kind == "add":
             self._centered(item, "+", theme.font(1.25, bold=True), text_color, rect, rect.center().y())
