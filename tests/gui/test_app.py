@@ -41,3 +41,14 @@ def test_self_test_fails_at_once_with_the_reason_when_torch_cannot_load(qtbot, m
     assert code == 1
     assert "torch could not be loaded" in err and "libtorch_cpu.so" in err
     assert "did not load in time" not in err
+
+
+def test_self_test_fails_when_a_packaged_copy_lost_the_sidebar_help(qtbot, monkeypatch, capsys):
+    """A frozen app without core/config.py's source runs every panel fine but shows no field help."""
+    import core.config
+
+    monkeypatch.setattr(core.config, "config_field_docs", lambda: {})
+    code = main(["--self-test", "--timeout", "120"])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "sidebar help" in err and "core/config.py" in err
