@@ -15,9 +15,10 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, Qt
 from PySide6.QtGui import QFontMetrics
-from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QSlider, QSpinBox, QSplitter, QWidget
+from PySide6.QtWidgets import QCheckBox, QComboBox, QLabel, QSlider, QSpinBox, QSplitter, QWidget
 
 from gui import theme
+from gui.widgets.flow_layout import FlowLayout, control_group
 from gui.panels.base import Panel
 
 # core.experiments.norms imports torch, which the GUI thread must not; its MAX_DEPTH is 96 (a test checks).
@@ -77,7 +78,7 @@ class NormsPanel(Panel):
         self.hover_layer: int | None = None
         layout = self.layout()
 
-        controls = QHBoxLayout()
+        controls = FlowLayout()  # wraps on a narrow window or at a large text scale
         depth_caption = QLabel("Blocks")
         self.depth_spin = QSpinBox()
         self.depth_spin.setRange(1, MAX_DEPTH)
@@ -89,7 +90,6 @@ class NormsPanel(Panel):
         self.depth_slider.setRange(1, MAX_DEPTH)
         self.depth_slider.setValue(DEFAULT_DEPTH)
         self.depth_slider.setToolTip("drag to change the depth; the newest depth replaces any pending one")
-        self.depth_slider.setMinimumWidth(160)
         self.norm_combo = QComboBox()
         for text, value in NORM_CHOICES:
             self.norm_combo.addItem(text, value)
@@ -98,11 +98,11 @@ class NormsPanel(Panel):
         self.scaling_check.setToolTip("scale the output projections' initial weights by 1/sqrt(2 x blocks), as GPT-2 does")
         self.log_check = QCheckBox("Log scale")
         self.log_check.setToolTip("logarithmic y axes")
-        controls.addWidget(depth_caption)
-        controls.addWidget(self.depth_spin)
-        controls.addWidget(self.depth_slider, 1)
-        controls.addWidget(QLabel("Norm"))
-        controls.addWidget(self.norm_combo)
+        self.depth_slider.setMinimumWidth(240)
+        norm_caption = QLabel("Norm")
+        norm_caption.setBuddy(self.norm_combo)
+        controls.addWidget(control_group(depth_caption, self.depth_spin, self.depth_slider))
+        controls.addWidget(control_group(norm_caption, self.norm_combo))
         controls.addWidget(self.scaling_check)
         controls.addWidget(self.log_check)
         layout.addLayout(controls)

@@ -243,6 +243,7 @@ class ParametersPanel(Panel):
         row = QHBoxLayout()
         self.compare_views = (PieView(), PieView())
         for view in self.compare_views:
+            view.setMinimumSize(160, 160)  # three views side by side must still fit a 1366-pixel screen
             row.addWidget(view, 3)
         self.compare_table = _table(("", "left", "right"))
         self.compare_table.horizontalHeader().setStretchLastSection(False)

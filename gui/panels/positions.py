@@ -54,6 +54,7 @@ from PySide6.QtWidgets import (
 )
 
 from gui import theme
+from gui.widgets.flow_layout import FlowLayout, control_group
 from gui.panels.base import Panel
 from gui.widgets.heatmap import Heatmap
 
@@ -368,12 +369,15 @@ class PositionsPanel(Panel):
         return spin
 
     @staticmethod
-    def _labelled(row: QHBoxLayout, text: str, widget: QWidget) -> QWidget:
+    def _labelled(row: QHBoxLayout | FlowLayout, text: str, widget: QWidget) -> QWidget:
         caption = QLabel(text)
         caption.setBuddy(widget)
         caption.setToolTip(widget.toolTip())
-        row.addWidget(caption)
-        row.addWidget(widget)
+        if isinstance(row, FlowLayout):
+            row.addWidget(control_group(caption, widget))  # a caption never wraps away from its control
+        else:
+            row.addWidget(caption)
+            row.addWidget(widget)
         return caption
 
     def _build_source_controls(self) -> QVBoxLayout:
@@ -623,7 +627,7 @@ class PositionsPanel(Panel):
     def _build_encodings_tab(self) -> QWidget:
         page = QWidget()
         column = QVBoxLayout(page)
-        controls = QHBoxLayout()
+        controls = FlowLayout()
         config_width = max(2, self.state.config.d_model - self.state.config.d_model % 2)
         self.encoding_width_spin = self._spin(2, 1024, config_width, "Width d_model of the sinusoidal table", step=2)
         self.fingerprint_spin = QSpinBox()
@@ -638,11 +642,9 @@ class PositionsPanel(Panel):
         self.alibi_head_combo.currentIndexChanged.connect(lambda _i: self._redraw_alibi())
         self._labelled(controls, "sinusoid d_model", self.encoding_width_spin)
         self._labelled(controls, "fingerprint of position", self.fingerprint_spin)
-        controls.addSpacing(24)
         self._labelled(controls, "ALiBi heads", self.alibi_heads_spin)
         self._labelled(controls, "T", self.alibi_length_spin)
         self._labelled(controls, "show", self.alibi_head_combo)
-        controls.addStretch(1)
         column.addLayout(controls)
 
         columns = QSplitter(Qt.Orientation.Horizontal)
@@ -685,7 +687,7 @@ class PositionsPanel(Panel):
     def _build_permutation_tab(self) -> QWidget:
         page = QWidget()
         column = QVBoxLayout(page)
-        controls = QHBoxLayout()
+        controls = FlowLayout()
         self.permutation_length_spin = self._spin(2, 64, 6, "Number of tokens T shuffled")
         self.permutation_length_spin.valueChanged.connect(self._permutation_length_changed)
         self.permutation_width_spin = self._spin(2, 512, 32, "Width d_model of the attention layer", step=2)
@@ -701,6 +703,7 @@ class PositionsPanel(Panel):
         self._labelled(controls, "T", self.permutation_length_spin)
         self._labelled(controls, "d_model", self.permutation_width_spin)
         self._labelled(controls, "seed", self.permutation_seed_spin)
+        self.permutation_edit.setMinimumWidth(QFontMetrics(self.permutation_edit.font()).horizontalAdvance("0" * 28))
         self._labelled(controls, "order", self.permutation_edit)
         controls.addWidget(self.shuffle_button)
         column.addLayout(controls)

@@ -14,7 +14,6 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QFontMetrics
 from PySide6.QtWidgets import (
     QAbstractItemView,
-    QHBoxLayout,
     QHeaderView,
     QLabel,
     QPushButton,
@@ -28,6 +27,7 @@ from PySide6.QtWidgets import (
 from core.config import ConfigError, ModelConfig
 from core.display import format_bytes
 from gui import theme
+from gui.widgets.flow_layout import FlowLayout, control_group
 from gui.panels.base import Panel
 
 COLUMNS = ("step", "shape", "elements", "memory", "meaning")
@@ -60,7 +60,7 @@ class ShapesPanel(Panel):
         self.growth = None
         layout = self.layout()
 
-        controls = QHBoxLayout()
+        controls = FlowLayout()  # wraps on a narrow window or at a large text scale
         self.batch_spin = self._spin("B", 1, 4096, 1, "batch size", controls)
         self.seq_spin = self._spin("T", 1, 1 << 20, 128, "sequence length (at most the context length)", controls)
         self.d_model_spin = self._spin("d_model", 1, 1 << 20, state.config.d_model, "width of the residual stream", controls)
@@ -69,7 +69,6 @@ class ShapesPanel(Panel):
         self.reset_button.setToolTip("Copy d_model and n_heads from the current model config")
         self.reset_button.clicked.connect(self._copy_from_config)
         controls.addWidget(self.reset_button)
-        controls.addStretch(1)
         layout.addLayout(controls)
 
         self.summary = QLabel("Waiting for torch to load...")
@@ -129,7 +128,7 @@ class ShapesPanel(Panel):
             spin.valueChanged.connect(self.schedule_refresh)
         self.apply_theme()
 
-    def _spin(self, label: str, low: int, high: int, value: int, tip: str, layout: QHBoxLayout) -> QSpinBox:
+    def _spin(self, label: str, low: int, high: int, value: int, tip: str, layout: FlowLayout) -> QSpinBox:
         caption = QLabel(label)
         spin = QSpinBox()
         spin.setRange(low, high)
@@ -139,8 +138,7 @@ class ShapesPanel(Panel):
         spin.setObjectName(f"shapes-{label}")
         spin.setAccelerated(True)
         caption.setBuddy(spin)
-        layout.addWidget(caption)
-        layout.addWidget(spin)
+        layout.addWidget(control_group(caption, spin))
         return spin
 
     # ---- state -> request ----------------------------------------------------------------------

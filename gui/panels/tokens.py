@@ -332,7 +332,7 @@ class TokensPanel(Panel):
             button.setText(caption)
             button.setEnabled(enabled)
             button.clicked.connect(slot)
-            self.strip.extra_controls.addWidget(button)
+        self.strip.add_control_group(self.undo_button, self.redo_button)
         stack.canUndoChanged.connect(self.undo_button.setEnabled)
         stack.canRedoChanged.connect(self.redo_button.setEnabled)
         # Bound methods, not lambdas: Qt drops the connection when the panel goes, the state lives on.
@@ -341,8 +341,6 @@ class TokensPanel(Panel):
         self._set_undo_tooltip(stack.undoText())
         self._set_redo_tooltip(stack.redoText())
 
-        controls = self.strip.extra_controls  # one row with the edit buttons: the plots need the height
-        controls.addSpacing(16)
         self.mode_combo = QComboBox()
         self.mode_combo.setObjectName("tokens-mask-mode")
         for mode, label in MASK_MODE_CHOICES:
@@ -359,8 +357,9 @@ class TokensPanel(Panel):
         mode_caption, depth_caption = QLabel("Mask"), QLabel("Blocks")
         mode_caption.setBuddy(self.mode_combo)
         depth_caption.setBuddy(self.depth_spin)
-        for widget in (mode_caption, self.mode_combo, depth_caption, self.depth_spin):
-            controls.addWidget(widget)
+        # Beside the edit buttons (wrapping below them only when the window is narrow): the plots need the height.
+        self.strip.add_control_group(mode_caption, self.mode_combo)
+        self.strip.add_control_group(depth_caption, self.depth_spin)
         self.verdict = QLabel("Waiting for torch to load...")
         self.verdict.setObjectName("tokens-verdict")
         self.verdict.setWordWrap(True)

@@ -43,6 +43,7 @@ from PySide6.QtWidgets import (
 
 from core.display import TOKEN_GLYPHS, display_token
 from gui import theme
+from gui.widgets.flow_layout import FlowLayout, control_group
 
 _FROM_GLYPH = {glyph: char for char, glyph in TOKEN_GLYPHS.items()}
 TEXT_APPLY_DELAY_MS = 300  # typing pauses this long before the text is re-tokenized (one undo step per pause)
@@ -341,7 +342,8 @@ class TokenStrip(QWidget):
         self.scroll.setWidget(self.chips)
         layout.addWidget(self.scroll)
 
-        edit_row = QHBoxLayout()
+        # A flow, not a row: the controls wrap on a narrow window instead of widening it.
+        self.edit_row = FlowLayout()
         self.position_label = QLabel("")
         self.position_label.setMinimumWidth(QFontMetrics(theme.font()).horizontalAdvance("position 000") + 8)
         self.replace_combo = QComboBox()
@@ -365,15 +367,9 @@ class TokenStrip(QWidget):
         self.insert_button.setToolTip("Insert a copy of the chosen token before the selected position (Ins)")
         self.delete_button = QPushButton("Delete")
         self.delete_button.setToolTip("Delete the selected token (Del)")
-        edit_row.addWidget(self.position_label)
-        edit_row.addWidget(replace_caption)
-        edit_row.addWidget(self.replace_combo)
-        edit_row.addWidget(self.insert_button)
-        edit_row.addWidget(self.delete_button)
-        self.extra_controls = QHBoxLayout()  # the owner adds undo / redo and its own controls here
-        edit_row.addLayout(self.extra_controls)
-        edit_row.addStretch(1)
-        layout.addLayout(edit_row)
+        self.add_control_group(self.position_label, replace_caption, self.replace_combo)
+        self.add_control_group(self.insert_button, self.delete_button)
+        layout.addLayout(self.edit_row)
 
         self._text_timer = QTimer(self)
         self._text_timer.setSingleShot(True)
@@ -395,6 +391,10 @@ class TokenStrip(QWidget):
         self.apply_theme()
 
     # ---- owner -> strip ------------------------------------------------------------------------
+    def add_control_group(self, *widgets: QWidget) -> None:
+        """Widgets for the edit row that stay together on one line (the owner's undo / redo, options)."""
+        self.edit_row.addWidget(control_group(*widgets))
+
     def set_tokenizer(self, tokenizer) -> None:
         """Use this tokenizer for labels, the vocabulary list and text validation."""
         self._tokenizer = tokenizer
