@@ -902,7 +902,6 @@ class TokensPanel(Panel):
                                  pen=theme.pen("warning", width=2.5), brush=theme.brush("warning"))
         self._bar_decades = (floor, top)
         self.bar_plot.setXRange(-0.6, count - 0.4, padding=0)
-        self.bar_plot.setYRange(floor, top + (1.2 if count <= MAX_BAR_LABELS else 0.2), padding=0)
         _set_title(self.bar_plot, f"{diff.layer_labels[row]}: max |change| per position")
         self._update_bar_labels(values, exact, nan, floor)
         self._update_bar_ticks()
@@ -919,6 +918,7 @@ class TokensPanel(Panel):
             self._bar_labels.append(label)
         font = theme.font(0.8)
         for index, label in enumerate(self._bar_labels):
+            label.setProperty("wanted", index < count)
             if index >= count:
                 label.hide()
                 continue
@@ -930,10 +930,28 @@ class TokensPanel(Panel):
             label.setPos(index, height + 0.05)
             label.show()
 
+    def _fit_bar_range(self) -> None:
+        """Room above the bars for the upright value labels, in pixels; a plot too short for them drops them."""
+        floor, top = self._bar_decades
+        span = max(1e-6, top - floor)
+        labels = [label for label in self._bar_labels if label.property("wanted")]
+        view_px = self.bar_plot.getViewBox().height()
+        headroom = 0.2
+        if labels and view_px > 0:
+            metrics = QFontMetrics(theme.font(0.8))
+            label_px = max(metrics.horizontalAdvance(label.toPlainText()) for label in labels) + 8
+            fits = view_px - label_px >= 0.5 * view_px  # the bars keep at least half the height
+            for label in labels:
+                label.setVisible(fits)  # hovering a bar still reads its value out
+            if fits:
+                headroom = span * label_px / (view_px - label_px)
+        self.bar_plot.setYRange(floor, top + headroom, padding=0)
+
     def _update_bar_ticks(self) -> None:
         diff = self._cached("diff")
         if diff is None:
             return
+        self._fit_bar_range()
         floor, top = self._bar_decades
         line = QFontMetrics(theme.font(0.9)).height()
         room = max(1, int(self.bar_plot.getViewBox().height() // (line * 1.2)))

@@ -65,6 +65,7 @@ class ChipRow(QWidget):
     typed = Signal(int, str)  # printable text typed while a chip is selected
     delete_pressed = Signal(int)
     insert_pressed = Signal(int)
+    height_changed = Signal()  # the chips rewrapped into another number of rows
 
     GAP = 4
 
@@ -136,6 +137,7 @@ class ChipRow(QWidget):
         self._index_texts = self._static_texts([str(i) for i in range(len(self._labels))], index=True)
         if self.minimumHeight() != geometry.height:
             self.setFixedHeight(geometry.height)
+            self.height_changed.emit()
         self.update()
 
     def _static_texts(self, texts: Sequence[str], index: bool = False) -> list[QStaticText]:
@@ -367,7 +369,7 @@ class TokenStrip(QWidget):
         self.insert_button.setToolTip("Insert a copy of the chosen token before the selected position (Ins)")
         self.delete_button = QPushButton("Delete")
         self.delete_button.setToolTip("Delete the selected token (Del)")
-        self.add_control_group(self.position_label, replace_caption, self.replace_combo)
+        self.add_control_group(self.position_label, replace_caption, self.replace_combo, spacing=12)
         self.add_control_group(self.insert_button, self.delete_button)
         layout.addLayout(self.edit_row)
 
@@ -378,6 +380,8 @@ class TokenStrip(QWidget):
         self.text_edit.textEdited.connect(lambda _text: self._text_timer.start())
         self.text_edit.returnPressed.connect(self.submit_text)
         self.chips.chip_clicked.connect(self.select)
+        # A resize (the sidebar or the lesson dock opening) rewraps the chips: the strip follows their height.
+        self.chips.height_changed.connect(self._fit_scroll)
         self.chips.chip_activated.connect(self._open_replacement)
         self.chips.typed.connect(self._start_typing)
         self.chips.delete_pressed.connect(self.delete_requested)
@@ -391,9 +395,9 @@ class TokenStrip(QWidget):
         self.apply_theme()
 
     # ---- owner -> strip ------------------------------------------------------------------------
-    def add_control_group(self, *widgets: QWidget) -> None:
+    def add_control_group(self, *widgets: QWidget, spacing: int = 6) -> None:
         """Widgets for the edit row that stay together on one line (the owner's undo / redo, options)."""
-        self.edit_row.addWidget(control_group(*widgets))
+        self.edit_row.addWidget(control_group(*widgets, spacing=spacing))
 
     def set_tokenizer(self, tokenizer) -> None:
         """Use this tokenizer for labels, the vocabulary list and text validation."""

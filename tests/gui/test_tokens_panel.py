@@ -232,3 +232,28 @@ def test_double_clicking_a_chip_opens_the_vocabulary(qtbot, lab):
     assert panel.strip.selected == 4
     assert panel.strip.replace_combo.view().isVisible()
     panel.strip.replace_combo.hidePopup()
+
+
+def test_bar_labels_fit_above_the_bars_or_give_way_on_a_short_plot(qtbot, lab):
+    state, panel = lab
+    with qtbot.waitSignal(panel.result_shown, timeout=RESULT_TIMEOUT_MS):
+        state.set_text("the dog bites the man")
+    view = panel.bar_plot.getViewBox()
+
+    def wanted_labels():
+        return [label for label in panel._bar_labels if label.property("wanted")]
+
+    panel.resize(1200, 1400)
+    qtbot.waitUntil(lambda: view.height() > 250, timeout=5000)
+    panel._update_bar_ticks()
+    labels = wanted_labels()
+    assert len(labels) == len(state.tokens)
+    assert all(label.isVisible() for label in labels)
+    panel.bar_plot.grab()  # a paint: TextItem places its rotated text when drawn
+    top = view.sceneBoundingRect().top()
+    assert all(label.sceneBoundingRect().top() >= top - 1 for label in labels)
+
+    panel.resize(1200, 560)
+    qtbot.waitUntil(lambda: view.height() < 120, timeout=5000)
+    panel._update_bar_ticks()
+    assert not any(label.isVisible() for label in wanted_labels())
