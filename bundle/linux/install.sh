@@ -28,7 +28,7 @@ while [ $# -gt 0 ]; do
         --uninstall) MODE=uninstall ;;
         --prefix) [ $# -ge 2 ] || die "--prefix needs a folder"; PREFIX=$2; shift ;;
         --bundle) [ $# -ge 2 ] || die "--bundle needs a folder"; BUNDLE=$2; shift ;;
-        -h|--help) sed -n '2,11p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,/^[^#]/{/^#/p}' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) die "unknown option '$1' (see --help)" ;;
     esac
     shift

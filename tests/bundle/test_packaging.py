@@ -297,3 +297,9 @@ def test_release_tarball_holds_bundle_installer_and_notes(fake_release, tmp_path
 
 def test_release_name_carries_version_and_machine():
     assert build.release_name("x86_64") == f"{APP_ID}-{APP_VERSION}-linux-x86_64"
+
+
+def test_help_shows_the_usage_and_nothing_else(fake_release, tmp_path):
+    result = run_install(fake_release, tmp_path, "--help")
+    assert "--uninstall" in result.stdout and "--prefix DIR" in result.stdout
+    assert "set -" not in result.stdout and not (tmp_path / ".local").exists()
