@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bundle.spec_support import APP_ID, version  # noqa: E402
+from bundle.spec_support import APP_ID, required_glibc, version  # noqa: E402
 
 SPEC = ROOT / "bundle" / f"{APP_ID}.spec"
 LINUX_FILES = ROOT / "bundle" / "linux"
@@ -87,6 +87,9 @@ def main(argv: list[str] | None = None) -> int:
     built = time.monotonic() - started
     size, files = folder_size(bundle_dir)
     print(f"bundle: {bundle_dir} ({size / 1e6:,.0f} MB in {files:,} files), built in {built:.0f} s")
+    if sys.platform.startswith("linux"):
+        (major, minor), culprit = required_glibc(bundle_dir)
+        print(f"runs on Linux with glibc {major}.{minor} or newer (set by {culprit.relative_to(bundle_dir)})")
     if sys.platform.startswith("linux") and not args.no_archive:
         tarball = write_release_tarball(bundle_dir, args.dist.resolve())
         print(f"release: {tarball} ({tarball.stat().st_size / 1e6:,.0f} MB), "

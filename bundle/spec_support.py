@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import fnmatch
 import posixpath
+import re
 import sys
 import tomllib
 from pathlib import Path, PurePath
@@ -56,12 +57,28 @@ UNUSED_BINARY_PATTERNS = [
     "*/plugins/qmltooling/*", "*/plugins/qmllint/*", "*/plugins/designer/*", "*/plugins/printsupport/*",
     "*/plugins/wayland-graphics-integration-server/*", "*/plugins/vectorimageformats/*",
     "*/plugins/platforms/*qvnc*", "*/plugins/platforms/*qvkkhrdisplay*",
+    # The GTK theme plugin needs the system's GTK 3, and with it would bring the build machine's cairo,
+    # pango and GDK into the bundle, to be mixed with the user's GTK; the app draws its own Fusion theme.
+    "*/plugins/platformthemes/*qgtk3*",
     # Embedded-device platforms (framebuffer, EGL without a window system): not a classroom desktop.
     "*Qt6EglF[sS]*", "*/plugins/egldeviceintegrations/*", "*/plugins/generic/*tuiotouch*", "*/plugins/platforms/*qeglfs*",
     "*/plugins/platforms/*qlinuxfb*", "*/plugins/platforms/*qminimalegl*",
     # torch's wheel carries its own C++ test programs and test libraries.
     "torch/bin/*", "torch/test/*", "torch/lib/*test*", "torch/lib/libbackend_with_compiler*",
     "torch/lib/libaoti_custom_ops*",
+]
+
+# The desktop's own libraries, which PyInstaller would copy from the build machine: they are taken from
+# the user's system instead, as a pip-installed PySide6 takes them. The build machine's copies would tie
+# the app to its glibc (Debian 12's libstdc++ and libexpat need glibc 2.36, which Ubuntu 22.04 lacks) and
+# clash with the system's GL drivers, which load the system's newer libstdc++. Top-level names only: the
+# libraries that torch, numpy and PySide6 vendor in their own folders stay.
+HOST_LIBRARY_PATTERNS = [
+    "libstdc++.so*", "libgcc_s.so*", "libexpat.so*", "libz.so*",
+    "libGL.so*", "libEGL.so*", "libGLX*", "libGLdispatch*", "libOpenGL*", "libdrm.so*", "libgbm.so*",
+    "libX11.so*", "libX11-xcb.so*", "libxcb.so*", "libXau.so*", "libXdmcp.so*", "libXext.so*", "libXrender.so*",
+    "libfontconfig.so*", "libfreetype.so*", "libdbus-1.so*", "libsystemd.so*",
+    "libglib-2.0.so*", "libgobject-2.0.so*", "libgio-2.0.so*", "libgmodule-2.0.so*", "libgthread-2.0.so*",
 ]
 
 # Matched by the patterns above but needed: `import torch` looks for its shared-memory manager.
@@ -136,24 +153,68 @@ def _matches(path: str, patterns: list[str]) -> bool:
     return any(fnmatch.fnmatch(posix, pattern) or fnmatch.fnmatch("/" + posix, pattern) for pattern in patterns)
 
 
-def drop_unused_binaries(binaries, with_cuda: bool | None = None):
-    """PyInstaller's TOC of binaries minus unused Qt parts and, for a CPU torch, CUDA libraries."""
+def is_host_library(dest_name: str) -> bool:
+    path = PurePath(dest_name)
+    return len(path.parts) == 1 and any(fnmatch.fnmatch(path.name, pattern) for pattern in HOST_LIBRARY_PATTERNS)
+
+
+def drop_unused_binaries(binaries, with_cuda: bool | None = None, linux: bool | None = None):
+    """PyInstaller's TOC of binaries minus unused Qt parts, the desktop's own libraries (Linux) and, for a
+    CPU torch, CUDA libraries."""
     with_cuda = torch_has_cuda() if with_cuda is None else with_cuda
+    linux = sys.platform.startswith("linux") if linux is None else linux
     patterns = UNUSED_BINARY_PATTERNS + ([] if with_cuda else CUDA_BINARY_PATTERNS)
-    return [entry for entry in binaries if _matches(entry[0], NEEDED_BINARIES) or not _matches(entry[0], patterns)]
+    return [entry for entry in binaries
+            if _matches(entry[0], NEEDED_BINARIES)
+            or not (_matches(entry[0], patterns) or (linux and is_host_library(entry[0])))]
+
+
+def drop_orphaned_libraries(binaries, needed_names=None):
+    """Top-level shared libraries that no kept file needs any more, dropped to a fixed point.
+
+    PyInstaller gathers a library's whole dependency tree before the spec filters anything, so what only
+    a dropped plugin needed (the GTK theme's cairo and pango, say) would stay behind. Python's own
+    library is loaded by the bootloader by name, not linked, so it always stays. `needed_names(path)`
+    gives the names a file links against, directly or through others (PyInstaller's reader, which asks
+    ldd on Linux): what a kept file can load stays, even through a library the system now provides.
+    """
+    if needed_names is None:
+        from PyInstaller.depend.bindepend import get_imports
+
+        def needed_names(source: str) -> set[str]:
+            return {name for name, _resolved in get_imports(source)}
+
+    def top_level_library(entry) -> bool:
+        path = PurePath(entry[0])
+        return len(path.parts) == 1 and ".so" in path.name and not path.name.startswith("libpython")
+
+    kept = [entry for entry in binaries if not top_level_library(entry)]
+    candidates = {PurePath(entry[0]).name: entry for entry in binaries if top_level_library(entry)}
+    pending = list(kept)
+    while pending:
+        entry = pending.pop()
+        for name in needed_names(entry[1]):
+            if name in candidates:
+                found = candidates.pop(name)
+                kept.append(found)
+                pending.append(found)
+    order = {id(entry): index for index, entry in enumerate(binaries)}
+    return sorted(kept, key=lambda entry: order[id(entry)])
 
 
 def drop_unused_data(datas):
     return [entry for entry in datas if not _matches(entry[0], UNUSED_DATA_PATTERNS)]
 
 
-def prune(binaries, datas, with_cuda: bool | None = None):
+def prune(binaries, datas, with_cuda: bool | None = None, linux: bool | None = None):
     """Both TOCs minus what the app does not use, and minus the links that pointed at it.
 
     PyInstaller records a top-level symbolic link for each Qt library (a SYMLINK entry among the data,
     target relative to the link), so a library left out must take its link along.
     """
-    binaries = drop_unused_binaries(binaries, with_cuda)
+    binaries = drop_unused_binaries(binaries, with_cuda, linux)
+    if sys.platform.startswith("linux") if linux is None else linux:
+        binaries = drop_orphaned_libraries(binaries)
     datas = drop_unused_data(datas)
     present = {PurePath(entry[0]).as_posix() for entry in (*binaries, *datas) if entry[2] != "SYMLINK"}
 
@@ -164,3 +225,33 @@ def prune(binaries, datas, with_cuda: bool | None = None):
         return target in present
 
     return [e for e in binaries if link_target_present(e)], [e for e in datas if link_target_present(e)]
+
+
+_GLIBC_VERSION = re.compile(rb"GLIBC_2\.(\d+)")
+_ELF_MAGIC = b"\x7fELF"
+
+
+def required_glibc_of(path: Path) -> tuple[tuple[int, int], Path | None]:
+    """The newest glibc version one ELF file asks for ((2, 0) and None for anything else).
+
+    Symbol versions live as GLIBC_2.N strings in the file's dynamic string table, and a file can only
+    ask for versions it names, so the highest name found bounds the glibc it runs with.
+    """
+    if path.is_symlink() or not path.is_file():
+        return (2, 0), None
+    with path.open("rb") as handle:
+        if handle.read(4) != _ELF_MAGIC:
+            return (2, 0), None
+        data = handle.read()
+    versions = [(2, int(match.group(1))) for match in _GLIBC_VERSION.finditer(data)]
+    return (max(versions), path) if versions else ((2, 0), None)
+
+
+def required_glibc(folder: Path) -> tuple[tuple[int, int], Path | None]:
+    """The newest glibc version any ELF file in folder asks for, and the first file that asks for it."""
+    newest, culprit = (2, 0), None
+    for path in sorted(folder.rglob("*")):
+        version, source = required_glibc_of(path)
+        if version > newest:
+            newest, culprit = version, source
+    return newest, culprit

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from bundle import spec_support
 from bundle.spec_support import APP_ID
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -87,6 +88,15 @@ def test_the_bundle_carries_the_resources_and_leaves_out_unused_qt_and_cuda(bund
     dangling = [path for path in internal.rglob("*") if path.is_symlink() and not path.exists()]
     assert not dangling, dangling[:10]
     assert not [name for name in names if name.startswith(("transformers/", "pytest", "hypothesis/", "tests/"))]
+
+
+def test_the_bundle_asks_for_no_newer_glibc_than_its_python_and_leaves_the_desktop_libraries_to_it(bundle_dir):
+    internal = bundle_dir / "_internal"
+    python_needs, _ = spec_support.required_glibc_of(next(internal.glob("libpython3*.so*")))
+    bundle_needs, culprit = spec_support.required_glibc(bundle_dir)
+    assert bundle_needs <= python_needs, culprit
+    host_libraries = [path.name for path in internal.iterdir() if spec_support.is_host_library(path.name)]
+    assert not host_libraries
 
 
 def test_the_installed_bundle_starts_from_its_menu_command_and_uninstalls(bundle_dir, home):

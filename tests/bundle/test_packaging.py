@@ -85,6 +85,52 @@ def test_cuda_libraries_are_dropped_for_a_cpu_torch_and_kept_for_a_cuda_torch():
     assert {name for name, _, _ in cuda} == set(QT_KEPT) | set(CUDA)
 
 
+def test_the_desktops_own_libraries_are_left_to_the_system_on_linux():
+    system = ["libstdc++.so.6", "libgcc_s.so.1", "libexpat.so.1", "libX11.so.6", "libxcb.so.1",
+              "libfontconfig.so.1", "libglib-2.0.so.0", "libGL.so.1", "libdbus-1.so.3"]
+    bundled = ["libxcb-cursor.so.0", "libxcb-icccm.so.4", "libxkbcommon.so.0", "libpython3.11.so.1.0",
+               "libssl.so.3", "torch/lib/libgomp.so.1", "numpy.libs/libgfortran-040039e1.so.5.0.0",
+               "PySide6/Qt/lib/libicuuc.so.73", "PySide6/Qt/lib/libQt6Core.so.6"]
+    kept = {name for name, _, _ in spec_support.drop_unused_binaries(toc(*system, *bundled), with_cuda=False,
+                                                                      linux=True)}
+    assert kept == set(bundled)
+    # Elsewhere the same names mean nothing special.
+    kept = {name for name, _, _ in spec_support.drop_unused_binaries(toc("libstdc++.so.6"), with_cuda=False,
+                                                                      linux=False)}
+    assert kept == {"libstdc++.so.6"}
+
+
+def test_libraries_that_only_dropped_files_needed_go_too():
+    links = {
+        "/src/python3.11/lib-dynload/_ssl.so": {"libssl.so.3"},
+        "/src/libssl.so.3": {"libcrypto.so.3"},
+        "/src/libcrypto.so.3": set(),
+        "/src/libpython3.11.so.1.0": {"libz.so.1"},
+        "/src/PySide6/Qt/plugins/platforms/libqxcb.so": {"libxcb-cursor.so.0", "libQt6Core.so.6"},
+        "/src/libxcb-cursor.so.0": {"libxcb-image.so.0"},
+        "/src/libxcb-image.so.0": set(),
+        "/src/libcairo.so.2": {"libpixman-1.so.0"},  # the GTK theme plugin that needed it is gone
+        "/src/libpixman-1.so.0": set(),
+    }
+    binaries = [(source.removeprefix("/src/"), source, "BINARY") for source in links]
+    kept = spec_support.drop_orphaned_libraries(binaries, needed_names=lambda source: links[source])
+    assert [name for name, _, _ in kept] == [
+        "python3.11/lib-dynload/_ssl.so", "libssl.so.3", "libcrypto.so.3", "libpython3.11.so.1.0",
+        "PySide6/Qt/plugins/platforms/libqxcb.so", "libxcb-cursor.so.0", "libxcb-image.so.0"]
+
+
+def test_the_newest_glibc_any_elf_file_asks_for(tmp_path):
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "old.so").write_bytes(b"\x7fELF" + b"\0" * 12 + b"GLIBC_2.2.5\0GLIBC_2.17\0")
+    (tmp_path / "lib" / "new.so").write_bytes(b"\x7fELF" + b"\0" * 12 + b"GLIBC_2.9\0GLIBC_2.34\0GLIBC_2.4\0")
+    (tmp_path / "notes.txt").write_bytes(b"GLIBC_2.99 is only text here")
+    (tmp_path / "link.so").symlink_to(tmp_path / "lib" / "new.so")
+    assert spec_support.required_glibc(tmp_path) == ((2, 34), tmp_path / "lib" / "new.so")
+    (tmp_path / "lib" / "old.so").unlink()
+    (tmp_path / "lib" / "new.so").unlink()
+    assert spec_support.required_glibc(tmp_path) == ((2, 0), None)
+
+
 def test_the_installed_torch_is_read_without_importing_it():
     import torch
 
@@ -98,7 +144,7 @@ def test_links_to_dropped_libraries_go_with_them():
              ("torch/lib/libgomp.so", "libgomp.so.1", "SYMLINK"),
              ("resources/tinyshakespeare.txt", "/src/resources/tinyshakespeare.txt", "DATA")]
     binaries += toc("torch/lib/libgomp.so.1")
-    kept_binaries, kept_datas = spec_support.prune(binaries, datas, with_cuda=False)
+    kept_binaries, kept_datas = spec_support.prune(binaries, datas, with_cuda=False, linux=False)
     assert {name for name, _, _ in kept_binaries} == {"PySide6/Qt/lib/libQt6Core.so.6", "torch/lib/libgomp.so.1"}
     assert {name for name, _, _ in kept_datas} == {"libQt6Core.so.6", "torch/lib/libgomp.so",
                                                   "resources/tinyshakespeare.txt"}
