@@ -11,6 +11,7 @@ entry and INSTALL.txt. Prints the bundle's size and the time the build took.
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import platform
 import sys
@@ -52,10 +53,16 @@ def write_release_tarball(bundle_dir: Path, out_dir: Path, name: str | None = No
         info.uname = info.gname = ""
         return info
 
+    (major, minor), _culprit = required_glibc(bundle_dir)
+    notes = (LINUX_FILES / "INSTALL.txt").read_text(encoding="utf-8").replace("@GLIBC@", f"{major}.{minor}")
     with tarfile.open(partial, "w:gz", compresslevel=6) as archive:
         archive.add(bundle_dir, arcname=f"{name}/{APP_ID}", filter=owned_by_nobody)
-        for extra in ("install.sh", f"{APP_ID}.desktop", "INSTALL.txt"):
+        for extra in ("install.sh", f"{APP_ID}.desktop"):
             archive.add(LINUX_FILES / extra, arcname=f"{name}/{extra}", filter=owned_by_nobody)
+        data = notes.encode("utf-8")
+        info = owned_by_nobody(archive.gettarinfo(LINUX_FILES / "INSTALL.txt", arcname=f"{name}/INSTALL.txt"))
+        info.size = len(data)
+        archive.addfile(info, io.BytesIO(data))
     partial.replace(target)  # an interrupted build never leaves a truncated tarball under the real name
     return target
 

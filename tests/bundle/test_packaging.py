@@ -219,6 +219,7 @@ def fake_release(tmp_path) -> Path:
     executable = bundle_dir / APP_ID
     executable.write_text("#!/bin/sh\necho \"stand-in $*\"\n")
     executable.chmod(0o755)
+    (bundle_dir / "_internal" / "libstand-in.so").write_bytes(b"\x7fELF" + b"\0" * 12 + b"GLIBC_2.17\0GLIBC_2.31\0")
     for name in ("install.sh", f"{APP_ID}.desktop", "INSTALL.txt"):
         shutil.copy2(LINUX / name, release / name)
     return release
@@ -339,6 +340,9 @@ def test_release_tarball_holds_bundle_installer_and_notes(fake_release, tmp_path
     assert members[f"te-test/{APP_ID}/{APP_ID}"].mode & 0o111
     assert members["te-test/install.sh"].mode & 0o111
     assert {member.uid for member in members.values()} == {0}
+    with tarfile.open(tarball) as archive:
+        notes = archive.extractfile("te-test/INSTALL.txt").read().decode("utf-8")
+    assert "glibc 2.31 or newer" in notes and "@" not in notes  # what the stand-in library asks for
 
 
 def test_release_name_carries_version_and_machine():
