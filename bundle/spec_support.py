@@ -170,7 +170,7 @@ def drop_unused_binaries(binaries, with_cuda: bool | None = None, linux: bool | 
 
 
 def drop_orphaned_libraries(binaries, needed_names=None):
-    """Top-level shared libraries that no kept file needs any more, dropped to a fixed point.
+    """The binaries minus the top-level shared libraries that no kept file needs any more.
 
     PyInstaller gathers a library's whole dependency tree before the spec filters anything, so what only
     a dropped plugin needed (the GTK theme's cairo and pango, say) would stay behind. Python's own
@@ -181,8 +181,11 @@ def drop_orphaned_libraries(binaries, needed_names=None):
     if needed_names is None:
         from PyInstaller.depend.bindepend import get_imports
 
-        def needed_names(source: str) -> set[str]:
-            return {name for name, _resolved in get_imports(source)}
+        def needed_names(source: str) -> set[str] | None:
+            try:
+                return {name for name, _resolved in get_imports(source)}
+            except Exception:  # an unreadable file: unknown needs, so nothing may be dropped on its account
+                return None
 
     def top_level_library(entry) -> bool:
         path = PurePath(entry[0])
@@ -193,7 +196,8 @@ def drop_orphaned_libraries(binaries, needed_names=None):
     pending = list(kept)
     while pending:
         entry = pending.pop()
-        for name in needed_names(entry[1]):
+        names = needed_names(entry[1])
+        for name in list(candidates) if names is None else names:
             if name in candidates:
                 found = candidates.pop(name)
                 kept.append(found)
