@@ -42,8 +42,10 @@ def release_name(machine: str | None = None) -> str:
     return f"{APP_ID}-{version(ROOT)}-linux-{machine or platform.machine()}"
 
 
-def write_release_tarball(bundle_dir: Path, out_dir: Path, name: str | None = None) -> Path:
-    """The Linux release: <name>/ with the bundle folder, install.sh, the .desktop entry and INSTALL.txt."""
+def write_release_tarball(bundle_dir: Path, out_dir: Path, name: str | None = None,
+                          glibc: tuple[int, int] | None = None) -> Path:
+    """The Linux release: <name>/ with the bundle folder, install.sh, the .desktop entry and INSTALL.txt
+    (which states `glibc`, the bundle's required version, read from its files when not given)."""
     name = name or release_name()
     target = out_dir / f"{name}.tar.gz"
     partial = target.with_suffix(".partial")
@@ -53,7 +55,7 @@ def write_release_tarball(bundle_dir: Path, out_dir: Path, name: str | None = No
         info.uname = info.gname = ""
         return info
 
-    (major, minor), _culprit = required_glibc(bundle_dir)
+    major, minor = glibc or required_glibc(bundle_dir)[0]
     notes = (LINUX_FILES / "INSTALL.txt").read_text(encoding="utf-8").replace("@GLIBC@", f"{major}.{minor}")
     with tarfile.open(partial, "w:gz", compresslevel=6) as archive:
         archive.add(bundle_dir, arcname=f"{name}/{APP_ID}", filter=owned_by_nobody)
@@ -94,11 +96,12 @@ def main(argv: list[str] | None = None) -> int:
     built = time.monotonic() - started
     size, files = folder_size(bundle_dir)
     print(f"bundle: {bundle_dir} ({size / 1e6:,.0f} MB in {files:,} files), built in {built:.0f} s")
-    if sys.platform.startswith("linux"):
-        (major, minor), culprit = required_glibc(bundle_dir)
-        print(f"runs on Linux with glibc {major}.{minor} or newer (set by {culprit.relative_to(bundle_dir)})")
-    if sys.platform.startswith("linux") and not args.no_archive:
-        tarball = write_release_tarball(bundle_dir, args.dist.resolve())
+    if not sys.platform.startswith("linux"):
+        return 0
+    glibc, culprit = required_glibc(bundle_dir)
+    print(f"runs on Linux with glibc {glibc[0]}.{glibc[1]} or newer (set by {culprit.relative_to(bundle_dir)})")
+    if not args.no_archive:
+        tarball = write_release_tarball(bundle_dir, args.dist.resolve(), glibc=glibc)
         print(f"release: {tarball} ({tarball.stat().st_size / 1e6:,.0f} MB), "
               f"in {time.monotonic() - started - built:.0f} s more")
     return 0

@@ -216,8 +216,9 @@ def prune(binaries, datas, with_cuda: bool | None = None, linux: bool | None = N
     PyInstaller records a top-level symbolic link for each Qt library (a SYMLINK entry among the data,
     target relative to the link), so a library left out must take its link along.
     """
+    linux = sys.platform.startswith("linux") if linux is None else linux
     binaries = drop_unused_binaries(binaries, with_cuda, linux)
-    if sys.platform.startswith("linux") if linux is None else linux:
+    if linux:
         binaries = drop_orphaned_libraries(binaries)
     datas = drop_unused_data(datas)
     present = {PurePath(entry[0]).as_posix() for entry in (*binaries, *datas) if entry[2] != "SYMLINK"}

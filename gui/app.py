@@ -43,11 +43,13 @@ def _timing(event: str) -> None:
         print(f"timing {event} {time.time():.6f}", file=sys.stderr, flush=True)
 
 
-def application_icon(icon_class):
+def application_icon():
     """The window icon from the rendered PNG sizes (no image plugin needed), with the SVG for any other size."""
+    from PySide6.QtGui import QIcon
+
     from resources import resource_path
 
-    icon = icon_class()
+    icon = QIcon()
     for png in sorted(resource_path("icons", "hicolor").glob("*/apps/*.png")):
         icon.addFile(str(png))
     svg = resource_path("icons", "transformer-explorer.svg")
@@ -72,7 +74,6 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["QT_QPA_PLATFORM"] = "offscreen"
 
     from PySide6.QtCore import QTimer
-    from PySide6.QtGui import QIcon
     from PySide6.QtWidgets import QApplication
 
     from gui import APP_ID, APP_NAME, APP_ORGANIZATION, APP_VERSION
@@ -85,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     app.setApplicationVersion(APP_VERSION)
     # Matches the installed .desktop file, so Wayland docks show the app's own icon and name.
     app.setDesktopFileName(APP_ID)
-    app.setWindowIcon(application_icon(QIcon))
+    app.setWindowIcon(application_icon())
 
     from gui.errors import ErrorReporter, setup_logging
     from gui.main_window import MainWindow

@@ -181,11 +181,9 @@ def test_png_icons_exist_in_every_size_of_the_icon_theme():
 
 
 def test_the_window_icon_carries_every_png_size(qapp):
-    from PySide6.QtGui import QIcon
-
     from gui.app import application_icon
 
-    icon = application_icon(QIcon)
+    icon = application_icon()
     assert not icon.isNull()
     available = {size.width() for size in icon.availableSizes()}
     assert set(spec_support.PNG_ICON_SIZES) <= available
