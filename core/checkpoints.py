@@ -6,6 +6,9 @@ A checkpoint folder holds
     tokenizer.json     the tokenizer's own JSON (optional, recorded in config.json)
     training.json      how a trained model was made and its validation loss (optional)
 
+A save writes the folder as one unit (see write_checkpoint_folder) and records the names it wrote in
+MANIFEST_FILE, so a later save replaces a folder this app wrote and refuses any other.
+
 Loading reads safetensors and JSON only (nothing is unpickled or executed) and checks everything
 before a model is built: a folder that is wrong in any way raises CheckpointError naming the file
 and what is wrong with it. `resolve_checkpoint` also opens Hugging Face folders (see hf_import).
@@ -13,8 +16,16 @@ and what is wrong with it. `resolve_checkpoint` also opens Hugging Face folders 
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import json
 import math
+import os
+import re
+import secrets
+import shutil
+import sys
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,6 +63,28 @@ class LoadedModel:
 
 # ---- saving -------------------------------------------------------------------------------------
 
+# Written beside every folder this app saves: the names it wrote, so that a later save may replace
+# that folder (and only that folder) without asking, and never a folder of someone else's files.
+MANIFEST_FILE = ".transformer-explorer-files.json"
+LEGACY_FILES = frozenset({MODEL_FILE, CONFIG_FILE, TOKENIZER_FILE, METADATA_FILE})
+# safetensors writes a file as `.tmpXXXXXX` beside it and renames it; a kill leaves that behind.
+_SAFETENSORS_LEFTOVER = re.compile(r"\.tmp[A-Za-z0-9]{6}")
+# Siblings a save is working in: `.NAME.partial-PID-HEX` (being written) or `.NAME.old-PID-HEX` (replaced).
+_WORK_FOLDER = re.compile(r"\.(?P<name>.+)\.(?:partial|old)-(?P<pid>\d+)-[0-9a-f]{8}")
+# Sentences for the errors a save meets, in English whatever the system's language.
+_ERRNO_SENTENCES = {
+    errno.EROFS: "the disk is read-only",
+    errno.ENOSPC: "the disk is full",
+    errno.EDQUOT: "the disk quota is used up",
+    errno.EACCES: "there is no permission to write there",
+    errno.EPERM: "there is no permission to write there",
+    errno.ENAMETOOLONG: "the name is too long",
+    errno.ENOTDIR: "a part of the path is a file, not a folder",
+    errno.ENOENT: "a part of the path does not exist",
+    errno.EIO: "the disk reported an input/output error",
+}
+FileWriter = Callable[[Path], None]
+
 
 def weights_to_store(model: Transformer) -> dict[str, torch.Tensor]:
     """The model's tensors under their state-dict names, a tied head left out (it is tok_emb.weight)."""
@@ -69,28 +102,264 @@ def save_checkpoint(
     tokenizer: Tokenizer | None = None,
     metadata: dict[str, Any] | None = None,
 ) -> Path:
-    """Write the model (and its tokenizer and training record) as a checkpoint folder; returns it."""
+    """Write the model (and its tokenizer and training record) as a checkpoint folder; returns it.
+
+    The folder is written as one unit by write_checkpoint_folder: a folder the app did not write is
+    refused, and a kill part-way leaves the previous contents whole.
+    """
     folder = Path(path)
-    if folder.exists() and not folder.is_dir():
-        raise CheckpointError(f"{folder} exists and is not a folder")
-    folder.mkdir(parents=True, exist_ok=True)
-    save_file(weights_to_store(model), str(folder / MODEL_FILE), metadata={"format": "pt", "producer": FORMAT_TAG})
+    check_destination(folder, needed_bytes=weights_bytes(model))
+    tensors = weights_to_store(model)
     config_json = {
         "format": FORMAT_TAG,
         "format_version": FORMAT_VERSION,
         "has_tokenizer": tokenizer is not None,
         "config": model.config.to_dict(),
     }
-    _write_json(folder / CONFIG_FILE, config_json)
+    files: dict[str, FileWriter] = {
+        MODEL_FILE: lambda target: save_file(tensors, str(target), metadata={"format": "pt", "producer": FORMAT_TAG}),
+        CONFIG_FILE: json_writer(config_json),
+    }
     if tokenizer is not None:
-        _write_json(folder / TOKENIZER_FILE, tokenizer.to_json())
+        files[TOKENIZER_FILE] = json_writer(tokenizer.to_json())
     if metadata is not None:
-        _write_json(folder / METADATA_FILE, metadata)
+        files[METADATA_FILE] = json_writer(metadata)
+    return write_checkpoint_folder(folder, files)
+
+
+def weights_bytes(model: torch.nn.Module) -> int:
+    """Bytes the weights take on disk (float32 as stored; a tied head counted once)."""
+    return sum(p.numel() * p.element_size() for p in model.parameters())
+
+
+def json_writer(data: Any) -> FileWriter:
+    """A FileWriter that writes `data` as indented UTF-8 JSON."""
+    text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    return lambda target: target.write_text(text, encoding="utf-8")
+
+
+def write_checkpoint_folder(path: str | Path, files: Mapping[str, FileWriter]) -> Path:
+    """Write `files` (name -> a function that writes that file at the path it is given) as the folder `path`.
+
+    All or nothing: the files go into a new sibling folder, are flushed to disk, and that folder then
+    takes the place of `path` in one rename; a kill at any moment leaves either the old folder or the
+    new one, whole. Work folders that a killed save left behind are removed. Files and folder get the
+    user's umask. `path` may be absent, an empty folder or a folder this app wrote; any other folder
+    raises CheckpointError before anything is written. Every failure is a CheckpointError in words.
+    """
+    folder = Path(os.path.abspath(path))  # no trailing slash, no "..": the sibling is beside the real name
+    bad = [name for name in files if not name or "/" in name or "\\" in name or name in (".", "..", MANIFEST_FILE)]
+    if bad:
+        raise ValueError(f"not a plain file name: {bad[0]!r}")
+    check_destination(folder)
+    work: Path | None = None
+    try:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        remove_leftovers(folder)
+        work = _new_sibling(folder, "partial")
+        os.mkdir(work, 0o777)  # the umask applies here, as for any folder the user makes
+        file_mode = os.stat(work).st_mode & 0o666
+        for name, write in files.items():
+            target = work / name
+            write(target)
+            os.chmod(target, file_mode)  # safetensors writes 0600 whatever the umask
+            _fsync_file(target)
+        manifest = {"written_by": FORMAT_TAG, "files": sorted(files)}
+        (work / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+        os.chmod(work / MANIFEST_FILE, file_mode)
+        _fsync_file(work / MANIFEST_FILE)
+        _fsync_folder(work)
+        _put_in_place(work, folder)
+        work = None
+        _fsync_folder(folder.parent)
+    except OSError as error:
+        raise CheckpointError(f"could not save to {folder}: {describe_os_error(error)}") from None
+    finally:
+        if work is not None:
+            shutil.rmtree(work, ignore_errors=True)
     return folder
 
 
-def _write_json(path: Path, data: Any) -> None:
-    path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+def check_destination(path: str | Path, needed_bytes: int = 0) -> None:
+    """Raise CheckpointError if a checkpoint cannot be saved at `path`; writes nothing that stays.
+
+    Refused: a file in the way, a folder holding files this app did not write, a place where no
+    folder can be made (read-only, no permission) and, with `needed_bytes`, a disk without the room.
+    """
+    folder = Path(os.path.abspath(path))
+    if folder.exists() or folder.is_symlink():
+        if not folder.is_dir() or folder.is_symlink():
+            raise CheckpointError(f"{folder} exists and is not a folder; choose a new folder name")
+        foreign = foreign_entries(folder)
+        if foreign:
+            raise CheckpointError(
+                f"{folder} holds files this app did not write ({_name_list(foreign)}); "
+                "choose a new or empty folder, nothing was changed"
+            )
+    existing = folder.parent
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise CheckpointError(f"cannot save to {folder}: {existing} is a file, not a folder")
+    probe = _new_sibling(existing / folder.name, "partial")
+    try:
+        os.mkdir(probe)
+        os.rmdir(probe)
+        free = shutil.disk_usage(existing).free
+    except OSError as error:
+        raise CheckpointError(f"cannot save to {folder}: {describe_os_error(error)}") from None
+    if needed_bytes and free < needed_bytes:
+        raise CheckpointError(
+            f"cannot save to {folder}: the model needs {_megabytes(needed_bytes)} and the disk has {_megabytes(free)} free"
+        )
+
+
+def foreign_entries(folder: Path) -> list[str]:
+    """Names in `folder` that a save would replace although this app did not write them (sorted)."""
+    try:
+        names = sorted(entry.name for entry in os.scandir(folder))
+    except OSError as error:
+        raise CheckpointError(f"cannot read the folder {folder}: {describe_os_error(error)}") from None
+    names = [name for name in names if not _SAFETENSORS_LEFTOVER.fullmatch(name)]
+    if not names:
+        return []
+    written = _manifest_names(folder)
+    if written is None and _is_legacy_checkpoint(folder):
+        written = set(LEGACY_FILES)
+    if written is None:
+        return names
+    written.add(MANIFEST_FILE)
+    return [name for name in names if name not in written or not (folder / name).is_file() or (folder / name).is_symlink()]
+
+
+def _manifest_names(folder: Path) -> set[str] | None:
+    path = folder / MANIFEST_FILE
+    if not path.is_file() or path.is_symlink() or path.stat().st_size > 64 * 1024:
+        return None
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return None
+    if not isinstance(manifest, dict) or manifest.get("written_by") != FORMAT_TAG:
+        return None
+    names = manifest.get("files")
+    if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
+        return None
+    return set(names)
+
+
+def _is_legacy_checkpoint(folder: Path) -> bool:
+    """A folder saved before the manifest existed: our config.json and only our file names."""
+    path = folder / CONFIG_FILE
+    if not path.is_file() or path.is_symlink() or path.stat().st_size > 1024 * 1024:
+        return False
+    try:
+        header = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return False
+    return isinstance(header, dict) and header.get("format") == FORMAT_TAG
+
+
+def remove_leftovers(folder: Path) -> None:
+    """Delete the work folders of saves to `folder` whose process is gone (killed mid-save)."""
+    try:
+        entries = list(os.scandir(folder.parent))
+    except OSError:
+        return
+    for entry in entries:
+        match = _WORK_FOLDER.fullmatch(entry.name)
+        if match is None or match["name"] != folder.name or not entry.is_dir(follow_symlinks=False):
+            continue
+        if not _process_alive(int(match["pid"])):
+            shutil.rmtree(entry.path, ignore_errors=True)
+
+
+def _process_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return False  # our own leftovers: a save that failed without cleaning up
+    if os.name != "posix":
+        return True  # no cheap check elsewhere; better to leave a folder than delete a running save's
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # exists, owned by someone else
+    return True
+
+
+def _new_sibling(folder: Path, kind: str) -> Path:
+    return folder.parent / f".{folder.name}.{kind}-{os.getpid()}-{secrets.token_hex(4)}"
+
+
+def _put_in_place(work: Path, folder: Path) -> None:
+    """Make `work` the folder `folder`: one atomic exchange where the system has one, else two renames."""
+    if not folder.exists():
+        os.rename(work, folder)
+        return
+    if _exchange(work, folder):
+        shutil.rmtree(work, ignore_errors=True)  # after the exchange `work` holds the old contents
+        return
+    try:
+        os.rename(work, folder)  # POSIX replaces an empty folder in one step
+        return
+    except OSError as error:
+        if error.errno not in (errno.ENOTEMPTY, errno.EEXIST, errno.EISDIR, errno.EACCES):
+            raise
+    old = _new_sibling(folder, "old")
+    os.rename(folder, old)
+    try:
+        os.rename(work, folder)
+    except OSError:
+        os.rename(old, folder)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _exchange(first: Path, second: Path) -> bool:
+    """Swap two paths atomically with Linux's renameat2(RENAME_EXCHANGE); False where unsupported."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    if renameat2(at_fdcwd, os.fsencode(first), at_fdcwd, os.fsencode(second), rename_exchange) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP, errno.EOPNOTSUPP):
+        return False  # a file system without the exchange (some network and FUSE mounts)
+    raise OSError(code, os.strerror(code), str(second))
+
+
+def _fsync_file(path: Path) -> None:
+    with open(path, "rb") as handle:
+        os.fsync(handle.fileno())
+
+
+def _fsync_folder(path: Path) -> None:
+    if os.name != "posix":
+        return  # folders cannot be opened for fsync on Windows
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+def describe_os_error(error: OSError) -> str:
+    """An OSError as a short English sentence for the common causes, the system's own words for the rest."""
+    sentence = _ERRNO_SENTENCES.get(error.errno or 0)
+    if sentence is not None:
+        return sentence
+    return error.strerror or type(error).__name__
+
+
+def _megabytes(count: int) -> str:
+    return f"{count / 2**20:,.1f} MiB"
 
 
 # ---- loading ------------------------------------------------------------------------------------
@@ -274,5 +543,7 @@ __all__ = [
     "load_checkpoint",
     "model_from_tensors",
     "resolve_checkpoint",
+    "check_destination",
     "save_checkpoint",
+    "write_checkpoint_folder",
 ]

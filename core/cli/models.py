@@ -22,7 +22,7 @@ from typing import TextIO
 import numpy as np
 import torch
 
-from core.checkpoints import LoadedModel, resolve_checkpoint, save_checkpoint
+from core.checkpoints import CheckpointError, LoadedModel, check_destination, resolve_checkpoint, save_checkpoint
 from core.cli import CliError
 from core.config import ModelConfig
 from core.device import choose_device
@@ -192,12 +192,15 @@ def run_train(args: argparse.Namespace) -> int:
     corpus_path = Path(args.corpus) if args.corpus else resource_path(*DEFAULT_CORPUS)
     text = _read_text(str(corpus_path))
     out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise CliError(f"--out {out} exists and is not a folder")
     try:
         check_run(config, TrainSettings(**recipe))
     except TrainingError as error:
         raise CliError(str(error)) from None
+    # Before the first step: a run of minutes must not end in a folder it may not write.
+    try:
+        check_destination(out, needed_bytes=config_weights_bytes(config))
+    except CheckpointError as error:
+        raise CliError(f"--out: {error}") from None
     previous_threads = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
@@ -225,6 +228,13 @@ def _stop_on_first_interrupt() -> Iterator[Callable[[], bool]]:
         yield requested.is_set
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def config_weights_bytes(config: ModelConfig) -> int:
+    """Bytes of the float32 weights a model of `config` saves (counted on the meta device)."""
+    from core.model import Transformer, count_parameters
+
+    return 4 * count_parameters(Transformer.on_meta(config))
 
 
 def _train_and_save(
