@@ -33,6 +33,7 @@ from core.params import parameter_breakdown
 from gui import APP_NAME, theme
 from gui.compute import ComputeController
 from gui.model_loader import LoadedModel, TorchRuntime, load_model, load_torch, open_model_folder, save_model_folder, versions
+from gui.save_model_dialog import choose_model_folder
 from gui.session import Session, SessionError, read_session, write_session
 from gui.state import LabState
 from gui.widgets.config_form import ModelSidebar
@@ -360,10 +361,10 @@ class MainWindow(QMainWindow):
         if self.state.model is None:
             self._show_message("Could not save the model", "no model is loaded yet")
             return
-        start = str(self.settings_store.value("model/dir", str(Path.home())))
-        path = QFileDialog.getExistingDirectory(self, "Save model into folder", start)
-        if path:
-            self.save_model(path)
+        start = Path(str(self.settings_store.value("model/dir", str(Path.home()))))
+        folder = choose_model_folder(self, "Save model as", start, self.state.model.config.name)
+        if folder is not None:
+            self.save_model(folder)
 
     def save_model(self, path: str | Path) -> None:
         model, tokenizer, folder = self.state.model, self.state.tokenizer, str(path)
@@ -571,6 +572,7 @@ class MainWindow(QMainWindow):
     # ---- dialogs -------------------------------------------------------------------------------
     def _show_message(self, title: str, text: str) -> QMessageBox:
         box = QMessageBox(QMessageBox.Icon.Warning, title, text, QMessageBox.StandardButton.Ok, self)
+        box.setTextFormat(Qt.TextFormat.PlainText)  # messages quote paths and file contents
         self.message_boxes = [b for b in self.message_boxes if b.isVisible()] + [box]
         box.open()  # non-blocking: the worker's results keep arriving behind it
         return box

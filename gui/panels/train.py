@@ -610,9 +610,12 @@ class TrainPanel(Panel):
 
     # ---- saving --------------------------------------------------------------------------------
     def save_dialog(self) -> None:
-        path = QFileDialog.getExistingDirectory(self, "Save the trained model into folder", str(Path.home()))
-        if path:
-            self.save_model(path)
+        from gui.save_model_dialog import choose_model_folder
+
+        name = self.outcome.loaded.config.name if self.outcome is not None else "model"
+        folder = choose_model_folder(self, "Save the trained model as", Path.home(), f"{name}-trained")
+        if folder is not None:
+            self.save_model(folder)
 
     def save_model(self, path: str | Path) -> bool:
         """Write the last trained model as a checkpoint folder on the worker; False if there is none."""
