@@ -18,23 +18,26 @@ STARTED_AT = time.time()
 TIMING_ENV = "TRANSFORMER_EXPLORER_TIMING"
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="transformer-explorer gui", description="Open the Transformer Explorer window.")
-    parser.add_argument("--device", metavar="NAME", help="cpu, cuda, cuda:N or mps (default: the best present)")
-    parser.add_argument("--session", metavar="FILE", help="open a saved session")
-    parser.add_argument("--theme", choices=("light", "dark", "projector"), help="colour theme for this run")
-    parser.add_argument("--font-scale", type=float, metavar="X", help="text and plot scale for this run, e.g. 1.5")
-    parser.add_argument("--self-test", action="store_true",
+def window_options_parser(add_help: bool = True) -> argparse.ArgumentParser:
+    """The window's options, in a group of their own so that the root --help can list them as a parent."""
+    parser = argparse.ArgumentParser(prog="transformer-explorer gui", description="Open the Transformer Explorer window.",
+                                     add_help=add_help)
+    window = parser.add_argument_group("window options (no subcommand, or `gui`, opens the desktop app)")
+    window.add_argument("--device", metavar="NAME", help="cpu, cuda, cuda:N or mps (default: the best present)")
+    window.add_argument("--session", metavar="FILE", help="open a saved session")
+    window.add_argument("--theme", choices=("light", "dark", "projector"), help="colour theme for this run")
+    window.add_argument("--font-scale", type=float, metavar="X", help="text and plot scale for this run, e.g. 1.5")
+    window.add_argument("--self-test", action="store_true",
                         help="open the window, wait for torch and the model, run every panel once, exit 0 if all worked")
-    parser.add_argument("--screenshot", metavar="FILE", help="once every panel has shown a result, save the window as PNG and exit")
-    parser.add_argument("--size", metavar="WxH", help="window size in pixels, e.g. 1920x1080")
-    parser.add_argument("--timeout", type=float, default=180.0, help=argparse.SUPPRESS)
+    window.add_argument("--screenshot", metavar="FILE", help="once every panel has shown a result, save the window as PNG and exit")
+    window.add_argument("--size", metavar="WxH", help="window size in pixels, e.g. 1920x1080")
+    window.add_argument("--timeout", type=float, default=180.0, help=argparse.SUPPRESS)
     return parser
 
 
 # Options of the window, so that `transformer-explorer --theme projector` opens it without `gui`.
 GUI_OPTIONS = frozenset(
-    option for action in _parser()._actions for option in action.option_strings if option not in ("-h", "--help")
+    option for action in window_options_parser()._actions for option in action.option_strings if option not in ("-h", "--help")
 )
 
 
@@ -59,7 +62,7 @@ def application_icon():
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(sys.argv[1:] if argv is None else argv)
+    args = window_options_parser().parse_args(sys.argv[1:] if argv is None else argv)
     size = None
     if args.size:
         try:

@@ -16,14 +16,25 @@ from pathlib import Path
 
 PROG = "transformer-explorer"
 
-COMMAND_MODULES = [
-    "core.cli.inspect",
-    "core.cli.shapes",
-    "core.cli.causal",
-    "core.cli.positions",
-    "core.cli.norms",
-    "core.cli.models",
-]
+# Every subcommand, the module whose register() adds it, and its line in the root --help. The root help
+# is printed from this table, so `--help` imports no subcommand module (several import torch);
+# tests/cli/test_cli.py checks that each module registers exactly these commands with these lines.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "presets": ("core.cli.inspect", "list the named model configurations"),
+    "params": ("core.cli.inspect", "count a model's parameters by formula and by instantiation"),
+    "shapes": ("core.cli.shapes", "trace every tensor's shape and memory through one block"),
+    "causal": ("core.cli.causal", "edit one token and measure which positions move in every layer"),
+    "rope": ("core.cli.positions", "RoPE scores depend on the offset m - n only; additive sinusoids do not"),
+    "permutation": ("core.cli.positions", "attention is blind to order until an encoding is added"),
+    "norms": ("core.cli.norms", "forward and gradient norms per layer of a random pre- or post-norm stack"),
+    "budget": ("core.cli.norms", "training and inference FLOPs per token, weight memory and KV cache of a model"),
+    "train": ("core.cli.models", "train a character-level model on a text corpus and save it as a checkpoint folder"),
+    "logits": ("core.cli.models", "write a model's logits for a text or id sequence as a .npy file"),
+    "generate": ("core.cli.models", "continue a text by sampling from a model"),
+    "evaluate": ("core.cli.models", "mean next-token loss of a model on a text file"),
+}
+
+COMMAND_MODULES = list(dict.fromkeys(module for module, _help in COMMANDS.values()))
 
 
 class CliError(Exception):
@@ -37,13 +48,29 @@ class _OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _parser_with_subcommands(parents: Sequence[argparse.ArgumentParser] = ()):
     parser = _OneLineParser(
         prog=PROG,
         description="Transformer Explorer: take a Transformer apart and watch each claim about it hold. "
         "With no subcommand the desktop app opens.",
+        epilog=f"`{PROG} COMMAND --help` describes a command's options.",
+        parents=list(parents),
     )
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_OneLineParser)
+    return parser, parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_OneLineParser)
+
+
+def build_root_parser(parents: Sequence[argparse.ArgumentParser] = ()) -> argparse.ArgumentParser:
+    """The parser that names every subcommand from COMMANDS without importing their modules: for --help and
+    for a mistyped command; it runs nothing."""
+    parser, subparsers = _parser_with_subcommands(parents)
+    for name, (_module, line) in COMMANDS.items():
+        subparsers.add_parser(name, help=line)
+    return parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full parser: every subcommand module registers its commands and their options."""
+    parser, subparsers = _parser_with_subcommands()
     for module_name in COMMAND_MODULES:
         importlib.import_module(module_name).register(subparsers)
     return parser
@@ -76,6 +103,13 @@ def _log_path() -> Path:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] not in COMMANDS:
+        # Help, no command or a mistyped one: answered from the table, before torch is imported.
+        root = build_root_parser()
+        root.parse_args(argv)
+        root.print_help()
+        return 0
     try:
         parser = build_parser()
     except Exception as error:  # a broken installation: torch or another dependency fails to import
@@ -83,9 +117,6 @@ def main(argv: Sequence[str] | None = None) -> int:
               file=sys.stderr)
         return 1
     args = parser.parse_args(argv)
-    if args.command is None:
-        parser.print_help()
-        return 0
     try:
         return int(args.run(args) or 0)
     except KeyboardInterrupt:

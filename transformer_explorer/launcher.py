@@ -1,0 +1,70 @@
+"""The `transformer-explorer` command: no arguments, `gui` or a window option opens the desktop app; a
+subcommand runs headless; --help and --version answer without importing Qt or torch."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import transformer_explorer
+
+
+def _ensure_standard_streams() -> None:
+    # A windowed executable (the packaged app on Windows and macOS, a gui-script) starts without standard streams.
+    for name in ("stdout", "stderr"):
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))
+
+
+def version_line() -> str:
+    from gui import APP_ID, APP_VERSION
+
+    return f"{APP_ID} {APP_VERSION}"
+
+
+def root_help() -> str:
+    """The subcommands (from a table, so no subcommand module is imported) and the window's options."""
+    from core.cli import build_root_parser
+    from gui.app import window_options_parser
+
+    parser = build_root_parser(parents=[window_options_parser(add_help=False)])
+    parser.add_argument("--version", action="version", version=version_line(), help="print the version and exit")
+    return parser.format_help()
+
+
+def _foreign_modules_message() -> str | None:
+    found = transformer_explorer.foreign_modules()
+    if not found:
+        return None
+    return (f"transformer-explorer: error: another installed package took the app's module name: {', '.join(found)}; "
+            "reinstall transformer-explorer in a virtual environment of its own")
+
+
+def main(argv: list[str] | None = None) -> int:
+    _ensure_standard_streams()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] in (["-h"], ["--help"]):
+        print(root_help(), end="")
+        return 0
+    if argv[:1] in (["-V"], ["--version"]):
+        print(version_line())
+        return 0
+    problem = _foreign_modules_message()
+    if problem:
+        print(problem, file=sys.stderr)
+        return 1
+    from gui.app import GUI_OPTIONS  # argparse only: Qt is imported when the window opens
+
+    if not argv or argv[0] == "gui" or argv[0].split("=", 1)[0] in GUI_OPTIONS:
+        return window(argv[1:] if argv and argv[0] == "gui" else argv)
+    from core.cli import main as cli_main
+
+    return cli_main(argv)
+
+
+def window(argv: list[str] | None = None) -> int:
+    """Open the desktop app (the gui-script entry point, which has no console on Windows)."""
+    _ensure_standard_streams()
+    from gui.app import main as gui_main
+
+    return gui_main(sys.argv[1:] if argv is None else argv)
