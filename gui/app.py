@@ -73,17 +73,30 @@ def main(argv: list[str] | None = None) -> int:
             print(f"--size expects WIDTHxHEIGHT of at least 100x100, e.g. 1920x1080 (got {args.size!r})", file=sys.stderr)
             return 2
     headless = args.self_test or args.screenshot
-    if headless and not os.environ.get("QT_QPA_PLATFORM") and not os.environ.get("DISPLAY") and sys.platform.startswith("linux"):
+    if args.self_test:
+        # The diagnostic must work exactly where the display does not, so it never uses one.
+        os.environ["QT_QPA_PLATFORM"] = "offscreen"
+    elif headless and not os.environ.get("QT_QPA_PLATFORM") and not os.environ.get("DISPLAY") and sys.platform.startswith("linux"):
         os.environ["QT_QPA_PLATFORM"] = "offscreen"
 
-    from PySide6.QtCore import QTimer
+    from PySide6.QtCore import QCoreApplication, QTimer
+
+    if not headless and QCoreApplication.instance() is None:
+        from gui.display_check import display_problem
+
+        problem = display_problem()
+        if problem:
+            print(f"transformer-explorer: {problem}", file=sys.stderr)
+            return 2
     from PySide6.QtWidgets import QApplication
 
     from gui import APP_ID, APP_NAME, APP_ORGANIZATION, APP_VERSION
 
     _timing("qt_imported")
     # Fusion draws the same on every platform, so the light, dark and projector palettes look as designed.
-    app = QApplication.instance() or QApplication([sys.argv[0], "-style", "Fusion"])
+    # The program name Qt is given becomes the X11 WM_CLASS instance, which docks match to the .desktop
+    # file's StartupWMClass: it must be the app's id, not "main.py" or "python3".
+    app = QApplication.instance() or QApplication([APP_ID, "-style", "Fusion"])
     app.setApplicationName(APP_NAME)
     app.setOrganizationName(APP_ORGANIZATION)
     app.setApplicationVersion(APP_VERSION)
