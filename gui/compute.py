@@ -6,7 +6,11 @@ pending request of each channel is kept, and a result whose request is no longer
 channel is dropped when it reaches the GUI thread. Exceptions come back as one-line messages.
 
 A job is a callable taking no argument, or one argument: a `CancelToken` with `.cancelled`,
-`.check()` (raises `JobCancelled`) and `.report(fraction, text)` for a progress bar.
+`.check()` (raises `JobCancelled`), `.report(fraction, text)` for a progress bar, `.partial(value)` for
+partial results (delivered to the request's `on_partial` on the GUI thread, in order, while the job is
+the newest of its channel) and `.let_others_run(wait_s)`: a long job (a training run) calls it between
+its steps, and the worker runs the other channels' pending requests right there, on the same thread,
+before the long job goes on. A paused run waits inside it, so the rest of the lab keeps computing.
 """
 
 from __future__ import annotations
@@ -26,6 +30,9 @@ from typing import Any
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
 log = logging.getLogger("transformer_explorer.compute")
+
+# Workers still inside a torch call when their window closed: kept referenced until the process ends.
+_UNFINISHED_WORKERS: list[QThread] = []
 
 # PySide releases the GIL around every call into Qt, so a paint makes hundreds of GIL hand-overs;
 # with Python's default 5 ms switch interval each one can wait for the worker's next switch. A
@@ -65,6 +72,20 @@ class CancelToken:
         self._controller._progress_from_worker.emit(self._request_id, float(min(1.0, max(0.0, fraction))), text)
         self.check()
 
+    def partial(self, value: Any) -> None:
+        """A partial result (a training step's losses, a sample) for the request's on_partial; a cancellation point."""
+        self._controller._partial_from_worker.emit(self._request_id, value)
+        self.check()
+
+    def let_others_run(self, wait_s: float = 0.0) -> None:
+        """Run the other channels' pending requests now, waiting up to wait_s for one; a cancellation point.
+
+        Called by a long job between its steps (never inside a hook capture or a forward pass), so
+        that a training run, running or paused, does not hold the rest of the lab.
+        """
+        self._controller._run_others(self._request_id, wait_s)
+        self.check()
+
 
 @dataclass(frozen=True)
 class ComputeRequest:
@@ -77,6 +98,7 @@ class ComputeRequest:
     takes_token: bool
     token: CancelToken = field(compare=False)
     cancellable: bool = True
+    on_partial: Callable[[Any], None] | None = None
 
 
 def _takes_token(fn: Callable[..., Any]) -> bool:
@@ -118,27 +140,7 @@ class _Worker(QThread):
             request = self._controller._take_next()
             if request is None:
                 return
-            self._controller._started_on_worker.emit(request.request_id, request.name)
-            result = payload = None
-            started = time.perf_counter()
-            try:
-                if request.token.cancelled:
-                    raise JobCancelled(request.name)
-                result = request.fn(request.token) if request.takes_token else request.fn()
-                outcome, payload = "ok", result
-                log.debug("job %r took %.3f s", request.name, time.perf_counter() - started)
-            except JobCancelled:
-                outcome, payload = "cancelled", None
-            except BaseException as error:  # any failure becomes a message; the worker keeps running
-                if type(error).__name__ in EXPECTED_ERRORS:
-                    log.info("job %r refused: %s", request.name, error)
-                else:
-                    log.error("job %r failed:\n%s", request.name, traceback.format_exc())
-                outcome, payload = "error", describe_error(error)
-            # Mark the worker free before the GUI thread hears of the result, so it sees the true idle state.
-            self._controller._done_on_worker(request)
-            self._controller._finished_on_worker.emit(request.request_id, outcome, payload)
-            del result, payload
+            self._controller._execute(request)
 
 
 class ComputeController(QObject):
@@ -153,6 +155,7 @@ class ComputeController(QObject):
     _started_on_worker = Signal(int, str)
     _finished_on_worker = Signal(int, str, object)
     _progress_from_worker = Signal(int, float, str)
+    _partial_from_worker = Signal(int, object)
 
     def __init__(self, parent: QObject | None = None, torch_threads: int | None = None) -> None:
         super().__init__(parent)
@@ -163,6 +166,7 @@ class ComputeController(QObject):
         self._latest: dict[str, int] = {}
         self._requests: dict[int, ComputeRequest] = {}
         self._running: ComputeRequest | None = None
+        self._suspended: list[ComputeRequest] = []  # long jobs that let others run, outermost first
         self._trash: list[Any] = []
         self._stopping = False
         self._torch_threads = torch_threads
@@ -170,6 +174,7 @@ class ComputeController(QObject):
         self._started_on_worker.connect(self._on_started)
         self._finished_on_worker.connect(self._on_finished)
         self._progress_from_worker.connect(self._on_progress)
+        self._partial_from_worker.connect(self._on_partial)
         self._worker = _Worker(self)
         self._worker.start()
 
@@ -182,17 +187,20 @@ class ComputeController(QObject):
         name: str = "",
         on_error: Callable[[str], None] | None = None,
         cancellable: bool = True,
+        on_partial: Callable[[Any], None] | None = None,
     ) -> int:
         """Queue fn() (or fn(token)) on the worker; on_result(value) runs on the GUI thread if still newest.
 
         Returns the request id. A pending request of the same channel is dropped; a running one
         of the same channel is asked to cancel (it stops at its next token check). A request made
         with cancellable=False (loading torch, building the model) is left alone by cancel().
+        on_partial(value) receives the job's `token.partial(value)` calls on the GUI thread.
         """
         request_id = next(self._ids)
         token = CancelToken(self, request_id, name or channel)
         request = ComputeRequest(
-            request_id, channel, name or channel, fn, on_result, on_error, _takes_token(fn), token, cancellable
+            request_id, channel, name or channel, fn, on_result, on_error, _takes_token(fn), token, cancellable,
+            on_partial,
         )
         with self._lock:
             if self._stopping:
@@ -201,8 +209,9 @@ class ComputeController(QObject):
             dropped = self._pending.pop(channel, None)
             if dropped is not None:
                 self._requests.pop(dropped.request_id, None)
-            if self._running is not None and self._running.channel == channel:
-                self._running.token.cancel()
+            for running in self._active():
+                if running.channel == channel:
+                    running.token.cancel()
             self._pending[channel] = request
             self._requests[request_id] = request
             self._lock.notify()
@@ -225,21 +234,26 @@ class ComputeController(QObject):
                 channels = [channel]
             else:
                 channels = [name for name, request in self._pending.items() if request.cancellable]
-                if self._running is not None and self._running.cancellable:
-                    channels.append(self._running.channel)
+                channels += [running.channel for running in self._active() if running.cancellable]
             for name in channels:
                 dropped = self._pending.pop(name, None)
                 if dropped is not None:
                     self._requests.pop(dropped.request_id, None)
                 # Anything already on its way back for this channel is now stale.
                 self._latest[name] = -1
-            if self._running is not None and self._running.channel in channels:
-                self._running.token.cancel()
+            for running in self._active():
+                if running.channel in channels:
+                    running.token.cancel()
 
     @property
     def busy(self) -> bool:
         with self._lock:
-            return self._running is not None or bool(self._pending)
+            return self._running is not None or bool(self._pending) or bool(self._suspended)
+
+    def busy_with(self, channel: str) -> bool:
+        """Whether a job of this channel is pending, running, or letting others run."""
+        with self._lock:
+            return channel in self._pending or any(request.channel == channel for request in self._active())
 
     @property
     def running_name(self) -> str:
@@ -248,15 +262,24 @@ class ComputeController(QObject):
     def is_worker_thread(self) -> bool:
         return QThread.currentThread() is self._worker
 
-    def shutdown(self, timeout_ms: int = 5000) -> None:
-        """Cancel everything and stop the worker thread (called when the window closes)."""
+    def shutdown(self, timeout_ms: int = 5000) -> bool:
+        """Cancel everything and stop the worker thread (called when the window closes).
+
+        Returns whether the worker stopped within timeout_ms. One torch call cannot be interrupted;
+        when it outlasts the wait, the thread object is kept alive (destroying a running QThread
+        aborts the process) and the caller decides how to leave.
+        """
         with self._lock:
             self._stopping = True
             self._pending.clear()
-            if self._running is not None:
-                self._running.token.cancel()
+            for running in self._active():
+                running.token.cancel()
             self._lock.notify_all()
-        self._worker.wait(timeout_ms)
+        stopped = self._worker.wait(timeout_ms)
+        if not stopped:
+            _UNFINISHED_WORKERS.append(self._worker)
+            self._worker.setParent(None)
+        return bool(stopped)
 
     # ---- worker side ---------------------------------------------------------------------------
     def _configure_worker_thread(self) -> None:
@@ -280,6 +303,67 @@ class ComputeController(QObject):
                     return request
             del trash  # outside the lock: the objects are freed here, on the worker
 
+    def _active(self) -> list[ComputeRequest]:
+        """The running request and the long jobs suspended under it (call with the lock held)."""
+        return self._suspended + ([self._running] if self._running is not None else [])
+
+    def _execute(self, request: ComputeRequest) -> None:
+        """Run one request on the worker thread and send its outcome to the GUI thread."""
+        self._started_on_worker.emit(request.request_id, request.name)
+        result = payload = None
+        started = time.perf_counter()
+        try:
+            if request.token.cancelled:
+                raise JobCancelled(request.name)
+            result = request.fn(request.token) if request.takes_token else request.fn()
+            outcome, payload = "ok", result
+            log.debug("job %r took %.3f s", request.name, time.perf_counter() - started)
+        except JobCancelled:
+            outcome, payload = "cancelled", None
+        except BaseException as error:  # any failure becomes a message; the worker keeps running
+            if type(error).__name__ in EXPECTED_ERRORS:
+                log.info("job %r refused: %s", request.name, error)
+            else:
+                log.error("job %r failed:\n%s", request.name, traceback.format_exc())
+            outcome, payload = "error", describe_error(error)
+        # Mark the worker free before the GUI thread hears of the result, so it sees the true idle state.
+        self._done_on_worker(request)
+        self._finished_on_worker.emit(request.request_id, outcome, payload)
+        del result, payload
+
+    def _run_others(self, request_id: int, wait_s: float) -> None:
+        """Worker side of CancelToken.let_others_run: run other channels' pending requests, then return."""
+        deadline = time.monotonic() + max(0.0, wait_s)
+        with self._lock:
+            outer = self._running
+            if outer is None or outer.request_id != request_id or self._suspended:
+                return  # only the outermost long job lets others run: no nesting of nestings
+        while True:
+            with self._lock:
+                others = [name for name in self._pending if name != outer.channel]
+                while not others and not self._trash and not self._stopping and not outer.token.cancelled:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        return
+                    self._lock.wait(remaining)
+                    others = [name for name in self._pending if name != outer.channel]
+                if self._stopping or outer.token.cancelled:
+                    return
+                trash, self._trash = self._trash, []
+                request = self._pending.pop(others[0]) if others and not trash else None
+                if request is not None:
+                    self._suspended.append(outer)
+                    self._running = request
+            if request is None:
+                del trash  # outside the lock: freed on the worker
+                continue
+            try:
+                self._execute(request)
+            finally:
+                with self._lock:
+                    self._suspended.pop()
+                    self._running = outer
+
     def _done_on_worker(self, request: ComputeRequest) -> None:
         with self._lock:
             self._running = None
@@ -295,7 +379,7 @@ class ComputeController(QObject):
         with self._lock:
             request = self._requests.pop(request_id, None)
             fresh = request is not None and self._latest.get(request.channel) == request_id
-            idle = self._running is None and not self._pending
+            idle = self._running is None and not self._pending and not self._suspended
         if request is not None and fresh:
             if outcome == "ok":
                 try:
@@ -320,6 +404,18 @@ class ComputeController(QObject):
             except Exception:
                 log.error("error callback of %r failed:\n%s", request.name, traceback.format_exc())
         self.error.emit(text)
+
+    @Slot(int, object)
+    def _on_partial(self, request_id: int, value: object) -> None:
+        with self._lock:
+            request = self._requests.get(request_id)
+            fresh = request is not None and self._latest.get(request.channel) == request_id
+        if fresh and request.on_partial is not None:
+            try:
+                request.on_partial(value)
+            except Exception as error:
+                self._report_error(request, describe_error(error))
+                sys.excepthook(type(error), error, error.__traceback__)
 
     @Slot(int, float, str)
     def _on_progress(self, request_id: int, fraction: float, text: str) -> None:

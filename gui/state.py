@@ -1,12 +1,15 @@
 """LabState: the one evented model of the app. Panels read it and set it; they never talk to each other.
 
-Every field has a property and a setter. A setter emits `changed(field)` only when the value really
-changed. Edits a user makes (config, seed, text, device, selection) go through the undo stack, so
+Every field has a property, a setter and a signal of its own, `<field>_changed` (e.g. `tokens_changed`),
+emitted only when the value really changed; views subscribe to the fields their inputs read
+(`state.signal("tokens")`), so nobody switches on a field name. `changed(field)` is emitted after the
+field's own signal, for observers of every change (lessons, logging). Edits a user makes (config, seed, text, device, selection) go through the undo stack, so
 Edit > Undo reverts them; fields the app itself sets (model, torch_ready, theme, font scale) do not.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from PySide6.QtCore import QObject, Signal
@@ -32,7 +35,17 @@ FIELDS = (
     "torch_ready",
     "theme",
     "font_scale",
+    "token_edit",
 )
+
+
+@dataclass(frozen=True)
+class TokenEdit:
+    """One edit of the token sequence: `before` became the current tokens by `kind` at `position`."""
+
+    kind: str  # "replace", "insert" or "delete"
+    position: int
+    before: tuple[int, ...]
 
 
 class _SetFieldCommand(QUndoCommand):
@@ -50,12 +63,26 @@ class _SetFieldCommand(QUndoCommand):
 class LabState(QObject):
     """Config, seed, text and tokens, device, selection, the loaded model, theme and font scale."""
 
-    changed = Signal(str)  # the name of the field that changed
+    changed = Signal(str)  # the name of the field that changed (after its own signal below)
+    config_changed = Signal()
+    seed_changed = Signal()
+    text_changed = Signal()
+    tokens_changed = Signal()
+    tokenizer_changed = Signal()
+    device_changed = Signal()
+    selected_layer_changed = Signal()
+    selected_head_changed = Signal()
+    model_changed = Signal()
+    torch_ready_changed = Signal()
+    theme_changed = Signal()
+    font_scale_changed = Signal()
+    token_edit_changed = Signal()
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.undo_stack = QUndoStack(self)
         self.text_problem = ""  # why the text did not encode cleanly (skipped characters), or ""
+        self._next_token_edit: TokenEdit | None = None  # the edit set_tokens is applying
         self._values: dict[str, Any] = {
             "config": get_preset(DEFAULT_PRESET),
             "seed": 0,
@@ -69,7 +96,18 @@ class LabState(QObject):
             "torch_ready": False,
             "theme": "light",
             "font_scale": 1.0,
+            "token_edit": None,
         }
+
+    def signal(self, field: str):
+        """The `<field>_changed` signal of one field."""
+        if field not in self._values:
+            raise KeyError(f"LabState has no field {field!r}")
+        return getattr(self, f"{field}_changed")
+
+    def _emit(self, field: str) -> None:
+        getattr(self, f"{field}_changed").emit()
+        self.changed.emit(field)
 
     # ---- generic access ------------------------------------------------------------------------
     def get(self, field: str) -> Any:
@@ -95,13 +133,15 @@ class LabState(QObject):
         if _same(self._values[field], value):
             return
         self._values[field] = value
+        if field == "tokens":
+            self._values["token_edit"] = self._next_token_edit
         if field == "text":
             self._retokenize()
         elif field == "tokenizer":
             self._retokenize()
         elif field == "config":
             self._clamp_selection()
-        self.changed.emit(field)
+        self._emit(field)
 
     def _normalised(self, field: str, value: Any) -> Any:
         if field == "config":
@@ -131,14 +171,15 @@ class LabState(QObject):
             tokens = tokenizer.encode("".join(ch for ch in text if _encodable(tokenizer, ch)))
         if tokens != self._values["tokens"]:
             self._values["tokens"] = tokens
-            self.changed.emit("tokens")
+            self._values["token_edit"] = None  # a retyped text is no single edit
+            self._emit("tokens")
 
     def _clamp_selection(self) -> None:
         config: ModelConfig = self._values["config"]
         for field, limit in (("selected_layer", config.n_layers), ("selected_head", config.n_heads)):
             if self._values[field] >= limit:
                 self._values[field] = limit - 1
-                self.changed.emit(field)
+                self._emit(field)
 
     # ---- typed properties ----------------------------------------------------------------------
     @property
@@ -167,9 +208,18 @@ class LabState(QObject):
     def tokens(self) -> list[int]:
         return list(self._values["tokens"])
 
-    def set_tokens(self, tokens: list[int]) -> bool:
-        """Set token ids directly (the text is left as is)."""
-        return self.set("tokens", tokens, undoable=False)
+    def set_tokens(self, tokens: list[int], edit: TokenEdit | None = None) -> bool:
+        """Set token ids directly (the text is left as is); `edit` says which edit made them, if one did."""
+        self._next_token_edit = edit
+        try:
+            return self.set("tokens", tokens, undoable=False)
+        finally:
+            self._next_token_edit = None
+
+    @property
+    def token_edit(self) -> TokenEdit | None:
+        """The edit that made the current tokens (None after a new text, a session or a tokenizer change)."""
+        return self._values["token_edit"]
 
     @property
     def tokenizer(self) -> Any:
@@ -248,4 +298,4 @@ def _encodable(tokenizer: Any, char: str) -> bool:
     return True
 
 
-__all__ = ["LabState", "FIELDS", "UNDOABLE_FIELDS", "DEFAULT_TEXT"]
+__all__ = ["LabState", "TokenEdit", "FIELDS", "UNDOABLE_FIELDS", "DEFAULT_TEXT"]

@@ -1,68 +1,345 @@
-"""The panel contract. Adding a panel = one file in gui/panels/ + one line in PANEL_CLASSES.
+"""Panels and views: the contract that keeps every number on screen true to the inputs beside it.
 
-A panel is a QWidget built from the shared `LabState` and the one `ComputeController`:
+A **view** shows one result (a sub-tab, or a whole small panel). It declares three things:
 
-    class AttentionPanel(Panel):
-        title = "Attention"                     # tab text, menu entry, session key
-        shortcut = ""                           # "" -> the window assigns Ctrl+<position>
-        refresh_on = frozenset({"model", "tokens", "selected_layer"})   # LabState fields
+    @dataclass(frozen=True)
+    class AttentionInputs:                       # everything the computation needs, never mutated
+        model: Any
+        tokens: tuple[int, ...]
+        layer: int
 
-        def __init__(self, state, compute, parent=None):
-            super().__init__(state, compute, parent)
-            self.plot = pg.PlotWidget()         # create plot items once ...
-            self.image = pg.ImageItem()
-            self.plot.addItem(self.image)
-            self.layout().addWidget(self.plot)
-            self.apply_theme()
+    def compute_attention(inputs: AttentionInputs, token) -> AttentionResult:   # module level, on the worker
+        from core.experiments import causal     # torch lives on the worker only
+        return causal.attention_maps(inputs.model, list(inputs.tokens), ...)
 
-        def refresh(self):                      # called when a refresh_on field changed
-            model, tokens = self.state.model, self.state.tokens
-            if model is None:                   # (and once torch is ready)
-                return
-            self.submit(lambda: run_attention(model, tokens), self.show_result, "attention maps")
+    class AttentionView(View):
+        name = "Attention"                       # sub-tab text and compute channel
+        reads = frozenset({"model", "tokens"})   # LabState fields inputs() reads
+        compute_fn = staticmethod(compute_attention)
 
-        def show_result(self, result):          # GUI thread, only if still the newest request
-            self.image.setImage(result.pattern, autoLevels=False)   # ... and update them
-            self.result_shown.emit()
+        def inputs(self):                        # GUI thread, cheap: a frozen dataclass, a Refusal or None
+            if self.state.model is None:
+                return None                      # "waiting for the model"
+            return AttentionInputs(self.state.model, tuple(self.state.tokens), self.layer_spin.value())
 
-Rules:
+        def show_result(self, result):           # GUI thread: only ever called with a result of the
+            self.heatmap.set_data(result.weights)   # inputs inputs() returns right now
+
+The base class does the rest. It keeps the inputs of what is on screen (`shown_inputs`) and its
+result. The moment a read field or one of the view's own controls changes (`inputs_changed()`), it
+compares inputs(): if they differ from what is shown, the view is marked stale at once (hover readouts
+and `stale_labels` are cleared; after a short grace the content is dimmed under an "updating" badge,
+so a fast result does not flicker), and an update is scheduled. Only a view that is on screen computes;
+a hidden one stays stale and catches up when it is shown. A result is shown only if its inputs are
+still the current ones; a `Refusal` (a text over the context length, a model the view cannot use)
+replaces the content with its message, so no old number stays beside it. Requests go to the one
+compute worker on the view's own channel, where a newer request supersedes an older one.
+
+A **panel** is a tab of the main window: shared controls and one or more views (usually a QTabWidget
+of them). Panels that have not been split into views yet implement `refresh()` and `submit()` as
+before; the base class calls `refresh()` only while the panel is on screen (a hidden panel catches
+up when shown) and marks the panel's content stale from a read field's change to its next result.
+
+Rules for both:
 - Read and set `self.state` (a `gui.state.LabState`); never reach into another panel.
-- All torch work goes through `self.submit(fn, on_result, name)`: fn runs on the one worker thread
-  (import torch inside fn or at module level of a core module, never on the GUI thread), it may take
-  a `CancelToken` argument for progress (`token.report(fraction, text)`) and cancellation. Only the
-  newest request of the panel's channel is delivered; an exception arrives in `show_error(message)`.
-- `refresh()` is debounced: several state changes in one event-loop turn give one call. It is not
-  called before `state.torch_ready` when `needs_torch` is True.
-- Colours, pens, fonts and colormaps come from `gui.theme`; `apply_theme()` re-styles every
-  pyqtgraph PlotWidget inside the panel, calls `apply_theme()` on child widgets that have one (the
-  reusable `gui.widgets.heatmap.Heatmap` does), and runs when the theme or font scale changes
-  (extend it for anything else you draw, e.g. token chips, and call super()).
-- `export_targets()` lists what File > Export offers: (label, QWidget or pg.PlotItem) pairs.
-- `settings()` / `restore_settings(data)` round-trip the panel's own controls through session JSON
-  (plain JSON types only); restore_settings must ignore unknown or malformed keys.
-- Emit `result_shown` after a result is displayed (tests and the self-test wait on it).
+- Torch work only inside compute functions on the worker (`token.report(fraction, text)` for
+  progress, `token.check()` to stop when superseded).
+- Colours, pens, fonts and colormaps come from `gui.theme`; `apply_theme()` re-styles plots and
+  children that have `apply_theme()`, and runs when the theme or font scale changes.
+- `export_targets()` lists what File > Export offers; `settings()` / `restore_settings(data)` round-trip
+  the controls through session JSON (restore ignores unknown or malformed keys).
+- `result_shown` is emitted once a result is on screen (tests and the self-test wait on it).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import pyqtgraph as pg
-from PySide6.QtCore import QTimer, Signal
-from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
+from PySide6.QtCore import QEvent, Qt, QTimer, Signal
+from PySide6.QtWidgets import QGraphicsOpacityEffect, QLabel, QStackedLayout, QVBoxLayout, QWidget
 
 from gui import theme
 from gui.compute import ComputeController
 from gui.state import LabState
 
+STALE_GRACE_MS = 150  # a result faster than this replaces the old one without dimming it first
+STALE_OPACITY = 0.35
+WAITING_FOR_MODEL = "Waiting for the model..."
+WAITING_FOR_TORCH = "Waiting for torch to load..."
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Inputs a view cannot compute, with the sentence that says why and what to do."""
+
+    message: str
+
+
+def _restyle_plots(root: QWidget) -> None:
+    """Re-style the pyqtgraph plots under root and every child widget that styles itself."""
+    themed = [child for child in root.findChildren(QWidget) if callable(getattr(child, "apply_theme", None))]
+    themed = [child for child in themed if not isinstance(child, (View, Panel))]
+    inside_themed = {id(plot) for child in themed for plot in child.findChildren(pg.PlotWidget)}
+    for plot in root.findChildren(pg.PlotWidget):
+        if id(plot) not in inside_themed:
+            theme.style_plot(plot)
+    for child in themed:  # reusable widgets (gui.widgets.heatmap.Heatmap, ...) style themselves
+        child.apply_theme()
+
+
+class StaleMark:
+    """Dims a widget under an "updating" badge; shown only after a grace period, removed at once."""
+
+    def __init__(self, target: QWidget, badge_parent: QWidget) -> None:
+        self._target = target
+        self._badge = QLabel("updating...", badge_parent)
+        self._badge.setObjectName("stale-badge")
+        self._badge.setTextFormat(Qt.TextFormat.PlainText)
+        self._badge.hide()
+        self._timer = QTimer(badge_parent)
+        self._timer.setSingleShot(True)
+        self._timer.setInterval(STALE_GRACE_MS)
+        self._timer.timeout.connect(self._dim)
+        self.stale = False
+
+    def set(self, stale: bool) -> None:
+        if stale == self.stale:
+            return
+        self.stale = stale
+        if stale:
+            self._timer.start()
+            return
+        self._timer.stop()
+        self._target.setGraphicsEffect(None)
+        self._badge.hide()
+
+    @property
+    def dimmed(self) -> bool:
+        return self._target.graphicsEffect() is not None
+
+    def _dim(self) -> None:
+        if not self.stale:
+            return
+        effect = QGraphicsOpacityEffect(self._target)
+        effect.setOpacity(STALE_OPACITY)
+        self._target.setGraphicsEffect(effect)
+        palette = theme.current()
+        self._badge.setStyleSheet(f"background: {palette.base}; color: {palette.text}; border: 1px solid "
+                                  f"{palette.muted}; padding: 2px 8px;")
+        self._badge.setFont(theme.font(0.95))
+        self._badge.adjustSize()
+        parent = self._badge.parentWidget()
+        self._badge.move(max(0, parent.width() - self._badge.width() - 12), 8)
+        self._badge.raise_()
+        self._badge.show()
+
+
+class View(QWidget):
+    """One result on screen, computed from frozen inputs on the worker; see the module docstring."""
+
+    name: ClassVar[str] = "View"
+    reads: ClassVar[frozenset[str]] = frozenset()
+    needs_torch: ClassVar[bool] = True
+    compute_fn: ClassVar[Callable[[Any, Any], Any] | None] = None
+
+    result_shown = Signal()
+    error_shown = Signal(str)
+
+    def __init__(self, state: LabState, compute: ComputeController, channel_prefix: str = "",
+                 parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.state = state
+        self.compute = compute
+        self.channel = f"{channel_prefix}{self.name.lower().replace(' ', '-')}"
+        self.setObjectName(f"view-{self.channel.replace('/', '-')}")
+        self.shown_inputs: Any = None
+        self.result: Any = None
+        self.requested_inputs: Any = None
+        self.last_error = ""
+        self.readouts: list[QLabel] = []  # hover readouts: cleared the moment the view goes stale
+        self.stale_labels: list[QLabel] = []  # verdicts and captions: cleared the same way
+        self.computations = 0  # requests this view submitted (tests: hidden views do no work)
+        self._pending_update = False
+        self._stack = QStackedLayout(self)
+        self._stack.setContentsMargins(0, 0, 0, 0)
+        self.content = QWidget()
+        self.message = QLabel(WAITING_FOR_TORCH)
+        self.message.setObjectName("view-message")
+        self.message.setTextFormat(Qt.TextFormat.PlainText)
+        self.message.setWordWrap(True)
+        self.message.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self._stack.addWidget(self.content)
+        self._stack.addWidget(self.message)
+        self._stack.setCurrentWidget(self.message)
+        self._stale = StaleMark(self.content, self)
+        self._update_timer = QTimer(self)
+        self._update_timer.setSingleShot(True)
+        self._update_timer.setInterval(0)
+        self._update_timer.timeout.connect(self.update_now)
+        for field in set(self.reads) | {"torch_ready"}:
+            state.signal(field).connect(self.inputs_changed)
+        state.theme_changed.connect(self.apply_theme)
+        state.font_scale_changed.connect(self.apply_theme)
+
+    # ---- for subclasses ------------------------------------------------------------------------
+    def inputs(self) -> Any:
+        """The frozen inputs of the current state and controls; a Refusal; or None (nothing to show yet)."""
+        return None
+
+    def show_result(self, result: Any) -> None:
+        """Put a result on screen (GUI thread); it belongs to `self.shown_inputs`."""
+
+    def on_stale(self) -> None:
+        """Called the moment the inputs change: clear what would now be wrong (readouts are cleared already)."""
+
+    def refresh_hover(self) -> None:
+        """Recompute hover readouts for the data now under the cursor (after show_result)."""
+
+    def apply_theme(self) -> None:
+        _restyle_plots(self)
+        if self.result is not None and self.shown_inputs is not None:
+            self.show_result(self.result)
+
+    def export_targets(self) -> list[tuple[str, Any]]:
+        return [(self.name, self)]
+
+    # ---- state ---------------------------------------------------------------------------------
+    @property
+    def is_stale(self) -> bool:
+        return self._stale.stale
+
+    @property
+    def is_dimmed(self) -> bool:
+        return self._stale.dimmed
+
+    @property
+    def showing_message(self) -> bool:
+        return self._stack.currentWidget() is self.message
+
+    def is_on_screen(self) -> bool:
+        return self.isVisible()
+
+    def inputs_changed(self, *_args: Any) -> None:
+        """A read field or a control changed: mark stale now if the inputs differ, update soon."""
+        inputs = self._current_inputs()
+        if self.shown_inputs is not None and inputs != self.shown_inputs:
+            self._mark_stale()
+        self._update_timer.start()
+
+    def update_now(self) -> None:
+        """Show what the current inputs call for: the shown result, a message, or a new computation."""
+        inputs = self._current_inputs()
+        if inputs is None:
+            self._show_message(WAITING_FOR_TORCH if self.needs_torch and not self.state.torch_ready
+                               else WAITING_FOR_MODEL)
+            return
+        if isinstance(inputs, Refusal):
+            self._show_message(inputs.message)
+            self.error_shown.emit(inputs.message)
+            return
+        if inputs == self.shown_inputs:
+            self._stale.set(False)
+            self._stack.setCurrentWidget(self.content)
+            return
+        if self.shown_inputs is not None:
+            self._mark_stale()
+        if not self.is_on_screen():
+            self._pending_update = True
+            return
+        self._pending_update = False
+        if inputs == self.requested_inputs:
+            return  # already on its way
+        self.requested_inputs = inputs
+        self.computations += 1
+        compute_fn = type(self).compute_fn
+        self.compute.submit(self.channel, lambda token: compute_fn(inputs, token),
+                            lambda result: self._deliver(inputs, result), f"{self.name.lower()}",
+                            on_error=lambda message: self._failed(inputs, message))
+
+    # ---- plumbing ------------------------------------------------------------------------------
+    def _current_inputs(self) -> Any:
+        if self.needs_torch and not self.state.torch_ready:
+            return None
+        return self.inputs()
+
+    def _mark_stale(self) -> None:
+        if self._stale.stale:
+            return
+        self._stale.set(True)
+        self._set_children_stale(True)
+        for label in self.readouts:
+            label.setText(" ")
+        for label in self.stale_labels:
+            label.setText("")
+        self.on_stale()
+
+    def _set_children_stale(self, stale: bool) -> None:
+        # Widgets with readouts of their own (gui.widgets.heatmap.Heatmap) stop reading out old data.
+        for child in self.content.findChildren(QWidget):
+            setter = getattr(child, "set_stale", None)
+            if callable(setter):
+                setter(stale)
+
+    def _show_message(self, text: str) -> None:
+        self.shown_inputs = self.result = None
+        self.requested_inputs = None
+        self._stale.set(False)
+        self.message.setText(text)
+        self.message.setStyleSheet(f"color: {theme.current().muted};")
+        self._stack.setCurrentWidget(self.message)
+
+    def _deliver(self, inputs: Any, result: Any) -> None:
+        if inputs == self.requested_inputs:
+            self.requested_inputs = None
+        if inputs != self._current_inputs():
+            return  # the inputs moved on while it computed: the newer request (or a later show) follows
+        self.last_error = ""
+        self.shown_inputs, self.result = inputs, result
+        self._stack.setCurrentWidget(self.content)
+        self._stale.set(False)
+        self._set_children_stale(False)
+        self.show_result(result)
+        self.refresh_hover()
+        self.result_shown.emit()
+
+    def _failed(self, inputs: Any, message: str) -> None:
+        if inputs == self.requested_inputs:
+            self.requested_inputs = None
+        if inputs != self._current_inputs():
+            return
+        self.last_error = message
+        self._show_message(message)
+        self.message.setStyleSheet(f"color: {theme.current().warning};")
+        self.error_shown.emit(message)
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        if self._pending_update or (self.shown_inputs is None and not self.showing_message):
+            self._update_timer.start()
+
+    def changeEvent(self, event) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.ParentChange:
+            self._update_timer.start()
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        if self._stale.dimmed:
+            self._stale._dim()
+
 
 class Panel(QWidget):
+    """A tab of the main window: shared controls and views (or, not yet split, refresh() + submit())."""
+
     title: ClassVar[str] = "Panel"
     shortcut: ClassVar[str] = ""  # e.g. "Ctrl+1"; empty: the main window numbers panels in order
     needs_torch: ClassVar[bool] = True  # refresh() waits for the background torch import
     refresh_on: ClassVar[frozenset[str]] = frozenset({"config", "model", "tokens", "seed", "device"})
 
-    result_shown = Signal()  # emitted by subclasses once a result is on screen
+    result_shown = Signal()  # a result of the panel, or of one of its views, is on screen
     error_shown = Signal(str)
 
     def __init__(self, state: LabState, compute: ComputeController, parent: QWidget | None = None) -> None:
@@ -71,9 +348,13 @@ class Panel(QWidget):
         self.state = state
         self.compute = compute
         self.last_error = ""
+        self.views: list[View] = []
+        self.refreshes = 0  # refresh() calls (tests: a hidden panel does no work)
+        self._refresh_wanted = False
         layout = QVBoxLayout(self)
         layout.setContentsMargins(8, 8, 8, 8)
         self.message_label = QLabel("")
+        self.message_label.setTextFormat(Qt.TextFormat.PlainText)
         self.message_label.setWordWrap(True)
         self.message_label.hide()
         layout.addWidget(self.message_label)
@@ -81,7 +362,14 @@ class Panel(QWidget):
         self._refresh_timer.setSingleShot(True)
         self._refresh_timer.setInterval(0)
         self._refresh_timer.timeout.connect(self._run_refresh)
+        self._stale = StaleMark(self, self)
+        self._awaiting_result = False
+        for field in set(self.refresh_on) | {"torch_ready"}:
+            state.signal(field).connect(self._on_read_field_changed)
+        state.theme_changed.connect(self.apply_theme)
+        state.font_scale_changed.connect(self.apply_theme)
         state.changed.connect(self._on_state_changed)
+        self.result_shown.connect(self._on_result_shown)
 
     # ---- for subclasses ------------------------------------------------------------------------
     @property
@@ -89,8 +377,15 @@ class Panel(QWidget):
         """The compute channel of this panel: its requests supersede only each other."""
         return self.title.lower().replace(" ", "-")
 
+    def add_view(self, view: View) -> View:
+        """Register a view of this panel: its results count as the panel's for `result_shown`."""
+        self.views.append(view)
+        view.result_shown.connect(self.result_shown)
+        view.error_shown.connect(self.error_shown)
+        return view
+
     def refresh(self) -> None:
-        """Recompute from the state (submit work to the worker); override."""
+        """Recompute from the state (submit work to the worker); panels without views override."""
 
     def export_targets(self) -> list[tuple[str, Any]]:
         """(label, QWidget or pg.PlotItem) pairs File > Export offers; the whole panel by default."""
@@ -104,11 +399,14 @@ class Panel(QWidget):
 
     def submit(self, fn, on_result, name: str | None = None) -> int:
         self.clear_error()
+        self._awaiting_result = True
         return self.compute.submit(self.channel, fn, on_result, name or self.title, on_error=self.show_error)
 
     def show_error(self, message: str) -> None:
-        """Show a computation's failure above the panel's views (the last good result stays)."""
+        """Show a computation's failure above the panel's views."""
         self.last_error = message
+        self._awaiting_result = False
+        self._stale.set(False)
         self.message_label.setText(message)
         self.message_label.setStyleSheet(f"color: {theme.current().warning};")
         self.message_label.show()
@@ -120,30 +418,50 @@ class Panel(QWidget):
 
     def apply_theme(self) -> None:
         """Re-style plots for the current theme and font scale; extend for custom drawing."""
-        themed = [child for child in self.findChildren(QWidget) if callable(getattr(child, "apply_theme", None))]
-        inside_themed = {id(plot) for child in themed for plot in child.findChildren(pg.PlotWidget)}
-        for plot in self.findChildren(pg.PlotWidget):
-            if id(plot) not in inside_themed:
-                theme.style_plot(plot)
-        for child in themed:  # reusable widgets (gui.widgets.heatmap.Heatmap, ...) style themselves
-            child.apply_theme()
+        _restyle_plots(self)
         if self.last_error:
             self.message_label.setStyleSheet(f"color: {theme.current().warning};")
 
     def schedule_refresh(self) -> None:
         self._refresh_timer.start()
 
-    # ---- plumbing ------------------------------------------------------------------------------
+    @property
+    def is_stale(self) -> bool:
+        return self._stale.stale or any(view.is_stale for view in self.views)
+
     def _on_state_changed(self, field: str) -> None:
-        if field in ("theme", "font_scale"):
-            self.apply_theme()
-        elif field in self.refresh_on or field == "torch_ready":
-            self.schedule_refresh()
+        """Panels not yet split into views sync their own widgets here; refreshing is the base's job."""
+
+    # ---- plumbing ------------------------------------------------------------------------------
+    def _on_read_field_changed(self, *_args: Any) -> None:
+        if type(self).refresh is not Panel.refresh:
+            self._stale.set(True)  # until the refresh this change calls for has shown its result
+        self.schedule_refresh()
+
+    def _on_result_shown(self) -> None:
+        if not self.views or type(self).refresh is not Panel.refresh:
+            self._awaiting_result = False
+            self._stale.set(False)
 
     def _run_refresh(self) -> None:
         if self.needs_torch and not self.state.torch_ready:
             return
+        if type(self).refresh is Panel.refresh:
+            return
+        if not self.isVisible():
+            self._refresh_wanted = True  # caught up in showEvent
+            return
+        self._refresh_wanted = False
+        self._awaiting_result = False
+        self.refreshes += 1
         self.refresh()
+        if not self._awaiting_result and not self.last_error:
+            self._stale.set(False)  # nothing to compute: what is shown is current
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        if self._refresh_wanted:
+            self.schedule_refresh()
 
 
-__all__ = ["Panel"]
+__all__ = ["Panel", "View", "Refusal", "StaleMark", "WAITING_FOR_MODEL", "WAITING_FOR_TORCH"]

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QPointF, Signal
+from PySide6.QtCore import QPointF, Qt, Signal
 from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
@@ -55,6 +55,9 @@ class Heatmap(QWidget):
         self.colorbar.setImageItem(self.image, insert_in=self.plot.getPlotItem())
         self.readout = QLabel(" ")
         self.readout.setObjectName("heatmap-readout")
+        self.readout.setTextFormat(Qt.TextFormat.PlainText)
+        self._last_scene_pos: QPointF | None = None
+        self.stale = False
         layout.addWidget(self.plot, 1)
         layout.addWidget(self.readout)
         self.plot.scene().sigMouseMoved.connect(self._mouse_moved)
@@ -107,9 +110,23 @@ class Heatmap(QWidget):
             return row, col
         return None
 
+    def set_stale(self, stale: bool) -> None:
+        """While stale (its data describes inputs that have changed) the readout stays empty."""
+        self.stale = stale
+        if stale:
+            self.readout.setText(" ")
+
+    def refresh_hover(self) -> None:
+        """Read out the cell under the cursor again: its data may have changed under it."""
+        if not self.stale and self._last_scene_pos is not None and self.plot.underMouse():
+            self._mouse_moved(self._last_scene_pos)
+        else:
+            self.readout.setText(" ")
+
     def _mouse_moved(self, scene_pos: QPointF) -> None:
+        self._last_scene_pos = QPointF(scene_pos)
         cell = self.cell_at(scene_pos)
-        if cell is None:
+        if cell is None or self.stale:
             self.readout.setText(" ")
             return
         row, col = cell

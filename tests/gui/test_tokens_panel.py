@@ -9,7 +9,8 @@ import pytest
 from PySide6.QtCore import Qt
 
 from core.experiments.causal import attention_maps, causal_edit_diff
-from core.model import MASK_MODES, Transformer
+from core.model import MASK_MODES
+from core.model import Transformer
 from core.presets import get_preset
 from core.tokenizers import CharTokenizer
 from gui.compute import ComputeController
@@ -80,19 +81,19 @@ def test_a_chip_edit_shows_the_measured_diff_with_an_exact_past(qtbot, lab, mode
 
     expected = causal_edit_diff(model, tokens, EDIT_POSITION, new, mask_mode="causal", tokenizer_or_labels=tokenizer)
     assert state.tokens == tokens[:EDIT_POSITION] + [new] + tokens[EDIT_POSITION + 1:]
-    assert np.array_equal(panel.propagation_values, expected.max_change, equal_nan=True)
-    assert np.array_equal(panel.propagation_exact, expected.exactly_unchanged)
+    assert np.array_equal(panel.propagation.values, expected.max_change, equal_nan=True)
+    assert np.array_equal(panel.propagation.exact, expected.exactly_unchanged)
     # The map's colours are log10 of the same numbers; exact zeros have no colour (they are hatched).
     shown = panel.propagation_map.matrix
     moved = expected.max_change > 0
     assert np.array_equal(np.isnan(shown), ~moved)
     np.testing.assert_allclose(shown[moved], np.log10(expected.max_change[moved]), rtol=1e-6)
-    assert panel.propagation_exact[:, :EDIT_POSITION].all()
+    assert panel.propagation.exact[:, :EDIT_POSITION].all()
     assert "bitwise unchanged" in panel.verdict.text()
 
-    panel._propagation_hovered(2, 0, 0.0)
+    panel.propagation._map_hovered(2, 0, 0.0)
     assert "0 (exact)" in panel.propagation_map.readout.text()
-    panel._propagation_hovered(2, EDIT_POSITION, 0.0)
+    panel.propagation._map_hovered(2, EDIT_POSITION, 0.0)
     assert "0 (exact)" not in panel.propagation_map.readout.text()
 
 
@@ -104,8 +105,8 @@ def test_without_a_mask_the_past_moves(qtbot, lab, model, tokenizer):
     set_mode(qtbot, panel, "none")
 
     expected = causal_edit_diff(model, tokens, EDIT_POSITION, new, mask_mode="none", tokenizer_or_labels=tokenizer)
-    assert np.array_equal(panel.propagation_values, expected.max_change, equal_nan=True)
-    assert not panel.propagation_exact[1:, :EDIT_POSITION].any()
+    assert np.array_equal(panel.propagation.values, expected.max_change, equal_nan=True)
+    assert not panel.propagation.exact[1:, :EDIT_POSITION].any()
     assert expected.leaks_into_past
     assert "the past moves" in panel.verdict.text()
 
@@ -113,16 +114,16 @@ def test_without_a_mask_the_past_moves(qtbot, lab, model, tokenizer):
 def test_off_by_one_shows_nan_with_the_note(qtbot, lab):
     _state, panel = lab
     set_mode(qtbot, panel, "off-by-one")
-    assert panel.propagation_nan.any()
+    assert panel.propagation.nan.any()
     assert "NaN" in panel.verdict.text()
-    assert "NaN" in panel.propagation_note.text()
+    assert "NaN" in panel.propagation.note.text()
 
 
 def test_depth_runs_only_the_first_blocks(qtbot, lab):
     _state, panel = lab
     with qtbot.waitSignal(panel.result_shown, timeout=RESULT_TIMEOUT_MS):
         panel.depth_spin.setValue(2)
-    assert panel.propagation_values.shape[0] == 3  # the embedding and two blocks
+    assert panel.propagation.values.shape[0] == 3  # the embedding and two blocks
 
 
 def test_unknown_characters_are_refused_and_the_tokens_stay(qtbot, lab):
@@ -154,7 +155,7 @@ def test_insert_and_delete_change_the_length_and_can_be_undone(qtbot, lab, token
     with qtbot.waitSignal(panel.result_shown, timeout=RESULT_TIMEOUT_MS):
         panel.insert_token(3, tokenizer.id_of("Z"))
     assert state.tokens == tokens[:3] + [tokenizer.id_of("Z")] + tokens[3:]
-    assert panel.propagation_values.shape[1] == len(tokens) + 1
+    assert panel.propagation.values.shape[1] == len(tokens) + 1
     with qtbot.waitSignal(panel.result_shown, timeout=RESULT_TIMEOUT_MS):
         panel.delete_token(0)
     assert len(state.tokens) == len(tokens)
@@ -170,7 +171,7 @@ def test_the_attention_tab_shows_the_selected_head(qtbot, lab, model, tokenizer)
     state.set_selected_layer(2)
     state.set_selected_head(1)
     expected = attention_maps(model, state.tokens, mask_mode="causal", tokenizer_or_labels=tokenizer)
-    assert np.array_equal(panel.attention_map.matrix, expected.weights[2, 1])
+    assert np.array_equal(panel.attention.map.matrix, expected.weights[2, 1])
     assert panel.layer_spin.value() == 2 and panel.head_spin.value() == 1
 
 
@@ -179,13 +180,13 @@ def test_the_other_tabs_show_their_results(qtbot, lab):
     for tab in ("Mask", "Head split", "Predictions"):
         with qtbot.waitSignal(panel.result_shown, timeout=RESULT_TIMEOUT_MS):
             panel.tabs.setCurrentIndex(SUB_TABS.index(tab))
-    split = panel._cached("split")
+    split = panel.head_split.result
     assert split.correct_difference < 1e-6 < split.wrong_difference
-    predictions = panel._cached("predictions")
+    predictions = panel.predictions.result
     assert predictions.position == len(state.tokens) - 1
-    masks = panel._cached("mask")
+    masks = panel.mask.result
     assert [grid.kind for grid in masks] == ["decoder-self"]
-    assert np.array_equal(panel.mask_maps[0].matrix, masks[0].visible.astype(np.float32))
+    assert np.array_equal(panel.mask.maps[0].matrix, masks[0].visible.astype(np.float32))
     assert panel.last_error == ""
 
 
@@ -241,11 +242,11 @@ def test_bar_labels_fit_above_the_bars_or_give_way_on_a_short_plot(qtbot, lab):
     view = panel.bar_plot.getViewBox()
 
     def wanted_labels():
-        return [label for label in panel._bar_labels if label.property("wanted")]
+        return [label for label in panel.propagation._bar_labels if label.property("wanted")]
 
     panel.resize(1200, 1400)
     qtbot.waitUntil(lambda: view.height() > 250, timeout=5000)
-    panel._update_bar_ticks()
+    panel.propagation._update_bar_ticks()
     labels = wanted_labels()
     assert len(labels) == len(state.tokens)
     assert all(label.isVisible() for label in labels)
@@ -255,5 +256,5 @@ def test_bar_labels_fit_above_the_bars_or_give_way_on_a_short_plot(qtbot, lab):
 
     panel.resize(1200, 560)
     qtbot.waitUntil(lambda: view.height() < 120, timeout=5000)
-    panel._update_bar_ticks()
+    panel.propagation._update_bar_ticks()
     assert not any(label.isVisible() for label in wanted_labels())

@@ -1,0 +1,236 @@
+"""Attention: the weights of one head as a map, and every layer x head as small multiples to pick from."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QRectF, Qt
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QSpinBox, QSplitter, QVBoxLayout, QWidget
+
+from gui import theme
+from gui.panels.base import Refusal, View
+from gui.panels.tokens.common import TokensControls, caption, sequence_refusal, set_title
+from gui.widgets.heatmap import Heatmap
+
+
+@dataclass(frozen=True)
+class AttentionInputs:
+    model: Any
+    tokenizer: Any
+    tokens: tuple[int, ...]
+    mask_mode: str
+
+
+def compute_attention(inputs: AttentionInputs, token) -> Any:
+    from core.experiments import causal
+
+    return causal.attention_maps(inputs.model, list(inputs.tokens), mask_mode=inputs.mask_mode,
+                                 tokenizer_or_labels=inputs.tokenizer)
+
+
+class TileOverview(QWidget):
+    """All layers x heads as small multiples in one image (one ImageItem, not one plot per head)."""
+
+    GAP_FRACTION = 0.08
+
+    def __init__(self, on_pick, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._on_pick = on_pick
+        self._shape = (0, 0, 0, 0)
+        self._weights: np.ndarray | None = None
+        self._labels: tuple[str, ...] = ()
+        self._gap = 1
+        self._last_scene_pos = None
+        self.stale = False
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        self.plot = pg.PlotWidget()
+        self.plot.setMenuEnabled(False)
+        self.plot.setMouseEnabled(x=False, y=False)
+        self.plot.invertY(True)
+        self.plot.setTitle("All layers x heads (click one)")
+        self.plot.getViewBox().setAspectLocked(True)
+        self.image = pg.ImageItem(axisOrder="row-major")
+        self.plot.addItem(self.image)
+        self.selection = pg.QtWidgets.QGraphicsRectItem(0, 0, 1, 1)
+        self.selection.setZValue(10)
+        self.plot.addItem(self.selection)
+        self.readout = QLabel(" ")
+        self.readout.setTextFormat(Qt.TextFormat.PlainText)
+        layout.addWidget(self.plot, 1)
+        layout.addWidget(self.readout)
+        self.plot.scene().sigMouseMoved.connect(self._moved)
+        self.plot.scene().sigMouseClicked.connect(self._clicked)
+        self.apply_theme()
+
+    def set_maps(self, weights: np.ndarray, labels: tuple[str, ...]) -> None:
+        """weights: (L, H, T, S) attention weights; tiled into one (L*(T+g), H*(S+g)) image."""
+        n_layers, n_heads, n_queries, n_keys = weights.shape
+        gap = max(1, round(max(n_queries, n_keys) * self.GAP_FRACTION))
+        tiled = np.full((n_layers * (n_queries + gap) - gap, n_heads * (n_keys + gap) - gap), np.nan, dtype=np.float32)
+        for layer in range(n_layers):
+            for head in range(n_heads):
+                r, c = layer * (n_queries + gap), head * (n_keys + gap)
+                tiled[r:r + n_queries, c:c + n_keys] = weights[layer, head]
+        self._weights, self._labels, self._gap, self._shape = weights, labels, gap, weights.shape
+        self.image.setImage(tiled, autoLevels=False, levels=(0.0, 1.0))
+        self.image.setLookupTable(theme.colormap().getLookupTable(nPts=256))
+        self.plot.setRange(xRange=(0, tiled.shape[1]), yRange=(0, tiled.shape[0]), padding=0.02)
+        layer_ticks = [(layer * (n_queries + gap) + n_queries / 2, f"block {layer}") for layer in range(n_layers)]
+        head_ticks = [(head * (n_keys + gap) + n_keys / 2, f"head {head}") for head in range(n_heads)]
+        self.plot.getAxis("left").setTicks([layer_ticks])
+        self.plot.getAxis("bottom").setTicks([head_ticks])
+
+    def select(self, layer: int, head: int) -> None:
+        _, _, n_queries, n_keys = self._shape
+        if not n_queries:
+            return
+        left, top = head * (n_keys + self._gap) - 0.5, layer * (n_queries + self._gap) - 0.5
+        self.selection.setRect(QRectF(left, top, n_keys + 1, n_queries + 1))
+
+    def set_stale(self, stale: bool) -> None:
+        self.stale = stale
+        if stale:
+            self.readout.setText(" ")
+
+    def refresh_hover(self) -> None:
+        if self._last_scene_pos is not None and self.plot.underMouse():
+            self._moved(self._last_scene_pos)
+        else:
+            self.readout.setText(" ")
+
+    def _cell(self, scene_pos) -> tuple[int, int, int, int] | None:
+        if self._weights is None:
+            return None
+        point = self.plot.getViewBox().mapSceneToView(scene_pos)
+        n_layers, n_heads, n_queries, n_keys = self._shape
+        row, col = int(math.floor(point.y())), int(math.floor(point.x()))
+        layer, query = divmod(row, n_queries + self._gap)
+        head, key = divmod(col, n_keys + self._gap)
+        if row < 0 or col < 0 or layer >= n_layers or head >= n_heads or query >= n_queries or key >= n_keys:
+            return None
+        return layer, head, query, key
+
+    def _moved(self, scene_pos) -> None:
+        self._last_scene_pos = scene_pos
+        cell = self._cell(scene_pos)
+        if cell is None or self.stale:
+            self.readout.setText(" ")
+            return
+        layer, head, query, key = cell
+        value = float(self._weights[layer, head, query, key])
+        label = self._labels
+        self.readout.setText(f"block {layer}, head {head}: query {query} '{label[query]}' -> "
+                             f"key {key} '{label[key]}': {value:.6g}")
+
+    def _clicked(self, event) -> None:
+        cell = self._cell(event.scenePos())
+        if cell is not None and not self.stale:
+            self._on_pick(cell[0], cell[1])
+
+    def apply_theme(self) -> None:
+        theme.style_plot(self.plot)
+        self.selection.setPen(theme.pen("highlight", width=max(2.0, theme.current().line_width)))
+        self.readout.setFont(theme.font(0.95))
+        if self._weights is not None:
+            self.image.setLookupTable(theme.colormap().getLookupTable(nPts=256))
+
+
+class AttentionView(View):
+    name = "Attention"
+    reads = frozenset({"model", "tokens", "tokenizer"})
+    compute_fn = staticmethod(compute_attention)
+
+    def __init__(self, state, compute, controls: TokensControls, channel_prefix: str = "", parent=None) -> None:
+        super().__init__(state, compute, channel_prefix, parent)
+        self.controls = controls
+        controls.changed.connect(self.inputs_changed)
+        layout = QVBoxLayout(self.content)
+        layout.setContentsMargins(0, 4, 0, 0)
+        row = QHBoxLayout()
+        self.layer_spin, self.head_spin = QSpinBox(), QSpinBox()
+        self.layer_spin.setObjectName("tokens-layer")
+        self.head_spin.setObjectName("tokens-head")
+        for text, spin in (("Block", self.layer_spin), ("Head", self.head_spin)):
+            label = QLabel(text)
+            label.setBuddy(spin)
+            spin.setKeyboardTracking(False)
+            row.addWidget(label)
+            row.addWidget(spin)
+        self.note = caption("")
+        row.addWidget(self.note, 1)
+        layout.addLayout(row)
+        splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.overview = TileOverview(self._pick_head)
+        self.map = Heatmap(x_label="key", y_label="query", value_format="{:.8g}")
+        self.map.plot.setMouseEnabled(x=False, y=False)
+        splitter.addWidget(self.map)
+        splitter.addWidget(self.overview)
+        splitter.setSizes([600, 400])
+        layout.addWidget(splitter, 1)
+        self.layer_spin.valueChanged.connect(state.set_selected_layer)
+        self.head_spin.valueChanged.connect(state.set_selected_head)
+        # The selection only picks which computed head is drawn: no new computation.
+        state.selected_layer_changed.connect(self._selection_changed)
+        state.selected_head_changed.connect(self._selection_changed)
+        state.config_changed.connect(self.sync_selection_spins)
+        state.model_changed.connect(self.sync_selection_spins)
+        self.readouts = [self.map.readout, self.overview.readout]
+        self.stale_labels = [self.note]
+        self.sync_selection_spins()
+
+    def inputs(self) -> AttentionInputs | Refusal | None:
+        model, tokens = self.state.model, self.state.tokens
+        if model is None:
+            return None
+        problem = sequence_refusal(model, tokens)
+        if problem:
+            return Refusal(problem)
+        return AttentionInputs(model, self.state.tokenizer, tuple(tokens), self.controls.mask_mode)
+
+    def sync_selection_spins(self) -> None:
+        config = self.state.model.config if self.state.model is not None else self.state.config
+        for spin, limit, value in ((self.layer_spin, config.n_layers, self.state.selected_layer),
+                                   (self.head_spin, config.n_heads, self.state.selected_head)):
+            spin.blockSignals(True)
+            spin.setRange(0, max(0, limit - 1))
+            spin.setValue(value)
+            spin.blockSignals(False)
+
+    def _selection_changed(self) -> None:
+        self.sync_selection_spins()
+        if self.result is not None and not self.is_stale:
+            self._draw_selected()
+            self.map.refresh_hover()
+
+    def _pick_head(self, layer: int, head: int) -> None:
+        self.state.set_selected_layer(layer)
+        self.state.set_selected_head(head)
+
+    def show_result(self, maps) -> None:
+        self.overview.set_maps(maps.weights, maps.query_labels)
+        self._draw_selected()
+        nan_text = " Some rows are NaN (a query that sees no key)." if maps.has_nan else ""
+        self.note.setText(f"Rows are queries, columns the keys they read; each row sums to 1.{nan_text} "
+                          "Hover for the exact weight.")
+
+    def _draw_selected(self) -> None:
+        maps = self.result
+        layer = min(self.state.selected_layer, maps.weights.shape[0] - 1)
+        head = min(self.state.selected_head, maps.weights.shape[1] - 1)
+        self.map.set_data(maps.weights[layer, head], row_labels=maps.query_labels, col_labels=maps.key_labels,
+                          levels=(0.0, 1.0))
+        set_title(self.map.plot, f"block {layer}, head {head} ({maps.mask_mode} mask)")
+        self.overview.select(layer, head)
+
+    def refresh_hover(self) -> None:
+        self.map.refresh_hover()
+        self.overview.refresh_hover()
+
+    def export_targets(self) -> list[tuple[str, Any]]:
+        return [("Attention: selected head", self.map.plot.getPlotItem()),
+                ("Attention: all layers x heads", self.overview.plot.getPlotItem())]
