@@ -104,6 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     app.setDesktopFileName(APP_ID)
     app.setWindowIcon(application_icon())
 
+    from gui.compute import leave_if_worker_unfinished
     from gui.errors import ErrorReporter, setup_logging
     from gui.main_window import MainWindow
 
@@ -135,12 +136,15 @@ def main(argv: list[str] | None = None) -> int:
         window.remember_preferences = False  # a scripted run must not change the user's saved look
     try:
         if headless:
-            return _run_headless(app, window, args, reporter)
-        return app.exec()
+            code = _run_headless(app, window, args, reporter)
+        else:
+            code = app.exec()
     finally:
         reporter.uninstall()
         if headless:
             window.close()
+    leave_if_worker_unfinished(window.compute, code)
+    return code
 
 
 def _run_headless(app, window, args, reporter) -> int:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import inspect
 import itertools
 import logging
+import os
 import sys
 import threading
 import time
@@ -171,6 +172,7 @@ class ComputeController(QObject):
         self._stopping = False
         self._torch_threads = torch_threads
         self._busy_name = ""
+        self.stopped_cleanly = True  # False once shutdown() had to leave the worker inside a torch call
         self._started_on_worker.connect(self._on_started)
         self._finished_on_worker.connect(self._on_finished)
         self._progress_from_worker.connect(self._on_progress)
@@ -276,6 +278,7 @@ class ComputeController(QObject):
                 running.token.cancel()
             self._lock.notify_all()
         stopped = self._worker.wait(timeout_ms)
+        self.stopped_cleanly = bool(stopped)
         if not stopped:
             _UNFINISHED_WORKERS.append(self._worker)
             self._worker.setParent(None)
@@ -425,4 +428,20 @@ class ComputeController(QObject):
             self.progress.emit(fraction, text)
 
 
-__all__ = ["ComputeController", "CancelToken", "JobCancelled", "ComputeRequest", "describe_error"]
+def leave_if_worker_unfinished(controller: ComputeController, code: int) -> None:
+    """End the process now if shutdown() left the worker inside a torch call.
+
+    Python's own shutdown would destroy the running QThread, which aborts the process ("QThread:
+    Destroyed while thread is still running"). By this point the window has closed and saved what
+    the user had, so the process leaves with its exit code at once.
+    """
+    if controller.stopped_cleanly:
+        return
+    log.warning("the compute worker was still inside a computation at exit; leaving without waiting for it")
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+__all__ = ["ComputeController", "leave_if_worker_unfinished", "CancelToken", "JobCancelled", "ComputeRequest", "describe_error"]

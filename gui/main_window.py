@@ -107,7 +107,10 @@ class MainWindow(QMainWindow):
         self.message_boxes: list[QMessageBox] = []
         self.remember_preferences = True  # save layout, theme and text size to QSettings on close
         # Before any panel connects, so the application theme is set before panels re-style.
-        self.state.changed.connect(self._on_state_changed)
+        self.state.theme_changed.connect(self._apply_theme)
+        self.state.font_scale_changed.connect(self._apply_theme)
+        for field in ("config", "seed", "device"):
+            self.state.signal(field).connect(self._on_model_inputs_changed)
 
         self.tabs = QTabWidget()
         self.tabs.setObjectName("panel-tabs")
@@ -387,13 +390,10 @@ class MainWindow(QMainWindow):
         self._update_model_label(problem=message)
 
     # ---- state ---------------------------------------------------------------------------------
-    def _on_state_changed(self, field: str) -> None:
-        if field in ("config", "seed", "device"):
-            self._update_model_label()
-            self._update_device_label()
-            self._model_timer.start()
-        elif field in ("theme", "font_scale"):
-            self._apply_theme()
+    def _on_model_inputs_changed(self) -> None:
+        self._update_model_label()
+        self._update_device_label()
+        self._model_timer.start()
 
     def _apply_theme(self) -> None:
         app = QApplication.instance()

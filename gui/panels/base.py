@@ -241,7 +241,11 @@ class View(QWidget):
             self.error_shown.emit(inputs.message)
             return
         if inputs == self.shown_inputs:
-            self._stale.set(False)
+            if self._stale.stale:  # back to what is shown: put back what going stale cleared
+                self._stale.set(False)
+                self._set_children_stale(False)
+                self.show_result(self.result)
+                self.refresh_hover()
             self._stack.setCurrentWidget(self.content)
             return
         if self.shown_inputs is not None:

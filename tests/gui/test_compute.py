@@ -158,3 +158,96 @@ def test_a_torch_that_cannot_be_imported_still_reaches_the_user_as_a_message(qtb
         assert errors == ["RuntimeError: Unable to find torch_shm_manager"]
     finally:
         controller.shutdown()
+
+
+def test_partial_results_reach_the_gui_thread_in_order(qtbot, compute):
+    partials: list[int] = []
+
+    def job(token):
+        for step in range(5):
+            token.partial(step)
+        return "done"
+
+    with qtbot.waitSignal(compute.result_delivered, timeout=10_000):
+        compute.submit("long", job, lambda _result: None, "long", on_partial=partials.append)
+    assert partials == [0, 1, 2, 3, 4]
+
+
+def test_a_long_job_that_lets_others_run_does_not_hold_the_worker(qtbot, compute):
+    import threading
+
+    release = threading.Event()
+    finished: list[str] = []
+
+    def long_job(token):
+        while not release.is_set():
+            token.let_others_run(0.02)  # a paused training run waits here
+        return "long"
+
+    compute.submit("train", long_job, finished.append, "training")
+    qtbot.waitUntil(lambda: compute.busy_with("train"), timeout=10_000)
+    with qtbot.waitSignal(compute.result_delivered, timeout=10_000) as blocker:
+        compute.submit("norms", lambda: "norms", finished.append, "norms")
+    assert blocker.args == ["norms"] and finished == ["norms"]
+    assert compute.busy_with("train")  # still running: the other job ran between its steps
+    with qtbot.waitSignal(compute.result_delivered, timeout=10_000):
+        release.set()
+    assert finished == ["norms", "long"]
+
+
+def test_cancel_reaches_a_long_job_while_another_runs_inside_it(qtbot, compute):
+    import threading
+
+    inside = threading.Event()
+    errors: list[str] = []
+
+    def long_job(token):
+        while True:
+            token.let_others_run(0.02)
+
+    def nested():
+        inside.set()
+        return "nested"
+
+    compute.submit("train", long_job, lambda _r: None, "training", on_error=errors.append)
+    qtbot.waitUntil(lambda: compute.busy_with("train"), timeout=10_000)
+    with qtbot.waitSignal(compute.result_delivered, timeout=10_000):
+        compute.submit("other", nested, lambda _r: None, "other")
+    compute.cancel()
+    qtbot.waitUntil(lambda: not compute.busy, timeout=10_000)
+    assert inside.is_set() and errors == []
+
+
+def test_quitting_during_a_long_computation_exits_cleanly(tmp_path):
+    """A job that outlasts the shutdown wait must not abort the process when Python shuts down."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = tmp_path / "quit_during_job.py"
+    script.write_text(textwrap.dedent("""
+        import sys, threading, time
+        from PySide6.QtCore import QCoreApplication
+        from gui.compute import ComputeController, leave_if_worker_unfinished
+
+        app = QCoreApplication([])
+        compute = ComputeController()
+        started = threading.Event()
+
+        def one_long_torch_call():  # cannot be interrupted, like a single large matmul
+            started.set()
+            time.sleep(3)
+
+        compute.submit("panel", one_long_torch_call, lambda _r: None, "long")
+        started.wait(10)
+        print("stopped" if compute.shutdown(timeout_ms=100) else "still running")
+        leave_if_worker_unfinished(compute, 0)
+    """))
+    import os
+    from pathlib import Path
+
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60, env=env)
+    assert done.returncode == 0, done.stderr
+    assert "still running" in done.stdout
+    assert "Destroyed while thread" not in done.stderr
