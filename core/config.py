@@ -49,6 +49,7 @@ class ModelConfig:
     attention: AttentionKind = "causal"  # self-attention of a decoder: causal mask or none
     architecture: Architecture = "decoder"  # decoder-only, encoder-only, or two towers with cross-attention
     bias: bool = True  # bias vectors on linear layers and LayerNorm shifts
+    qkv_bias: bool = False  # biases on the query, key and value projections even when bias is off (Qwen2)
     tie_embeddings: bool = True  # the output head reuses the token embedding matrix
     n_experts: int = 0  # mixture-of-experts FFN: experts per block; 0 means one dense FFN
     top_k: int = 2  # mixture-of-experts: experts each token is routed to
@@ -133,7 +134,7 @@ _LITERAL_CHOICES: dict[str, tuple[str, ...]] = {
 _INT_FIELDS = {"vocab_size", "context_length", "d_model", "n_heads", "n_layers", "d_ff", "n_experts", "top_k"}
 _OPTIONAL_INT_FIELDS = {"n_kv_heads", "n_encoder_layers"}
 _FLOAT_FIELDS = {"norm_eps", "rope_base", "rope_scale"}
-_BOOL_FIELDS = {"bias", "tie_embeddings", "final_norm"}
+_BOOL_FIELDS = {"bias", "qkv_bias", "tie_embeddings", "final_norm"}
 
 # Beyond these sizes a single dimension is a typo, not a model (Llama-3 405B has d_model 16384).
 _MAX_DIM = 1 << 20

@@ -6,12 +6,28 @@ TOKEN_GLYPHS = {" ": "␣", "\n": "⏎", "\t": "⇥", "\r": "␍"}  # characters
 
 
 def display_token(text: str) -> str:
-    """A token's text made visible on a chip: spaces and control characters get a glyph."""
+    """A token's text made visible on a chip: spaces and control characters get a glyph.
+
+    A token that holds only part of a multi-byte character (byte-level BPE splits 'é' into two
+    tokens) carries those bytes as lone surrogates (see core.tokenizers); each is shown as its byte,
+    '\\xc3', rather than as a replacement character that would hide which byte it is.
+    """
     if text in TOKEN_GLYPHS:
         return TOKEN_GLYPHS[text]
     if text == "":
         return "∅"
-    return "".join(TOKEN_GLYPHS.get(c, c if c.isprintable() else f"\\x{ord(c):02x}") for c in text)
+    return "".join(_visible(c) for c in text)
+
+
+def _visible(char: str) -> str:
+    if char in TOKEN_GLYPHS:
+        return TOKEN_GLYPHS[char]
+    code = ord(char)
+    if 0xDC80 <= code <= 0xDCFF:  # surrogateescape: a byte that is not a whole UTF-8 character
+        return f"\\x{code - 0xDC00:02x}"
+    if char.isprintable():
+        return char
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
 
 
 def format_bytes(n: float) -> str:

@@ -1,4 +1,4 @@
-"""Open a local Hugging Face model folder (GPT-2 or Llama family) as the lab's Transformer.
+"""Open a local Hugging Face model folder (GPT-2, Llama or Qwen2 family) as the lab's Transformer.
 
 Only safetensors weights are read (model.safetensors, or the shards a model.safetensors.index.json
 lists); a folder with only pytorch_model.bin is refused, since unpickling runs code. The import
@@ -10,6 +10,10 @@ Llama   q, k, v projections are concatenated into attn.qkv. Hugging Face rotates
         (i, i + d/2) of each head (rotate_half) where the lab rotates (2i, 2i + 1), so the rows of
         q_proj and k_proj are permuted per head to [0, d/2, 1, d/2 + 1, ...]: every pair then meets
         the same frequency, and since q and k move together their dot products are unchanged.
+Qwen2   Llama with biases on the q, k and v projections only (the lab's qkv_bias).
+
+The tokenizer is read as transformers reads it (core.tokenizers.load_pretrained_tokenizer), and
+generation_config.json, when present, gives generation its end-of-text token and sampling defaults.
 """
 
 from __future__ import annotations
@@ -25,18 +29,21 @@ import torch
 from core.checkpoints import (
     CONFIG_FILE,
     MODEL_FILE,
-    TOKENIZER_FILE,
     CheckpointError,
     LoadedModel,
     model_from_tensors,
     read_json_file,
     read_safetensors,
-    read_tokenizer,
 )
 from core.config import ConfigError, ModelConfig
+from core.tokenizers import TokenizerFileError, load_pretrained_tokenizer
 
 INDEX_FILE = "model.safetensors.index.json"
-SUPPORTED_MODEL_TYPES = ("gpt2", "llama")
+GENERATION_CONFIG_FILE = "generation_config.json"
+SUPPORTED_MODEL_TYPES = ("gpt2", "llama", "qwen2")
+# What generation takes from generation_config.json: the tokens that end a text, and sampling defaults.
+GENERATION_KEYS = {"eos_token_id": (int, list), "bos_token_id": (int,), "temperature": (int, float),
+                   "top_k": (int,), "do_sample": (bool,)}
 
 # Hugging Face activation names and the lab's equivalent. The tanh approximation of GELU (GPT-2's
 # gelu_new) differs from exact GELU by up to ~1e-3 per unit, so the two are kept apart.
@@ -78,10 +85,37 @@ def load_hf_folder(path: str | Path, device: str | torch.device = "cpu") -> Load
     convert = _CONVERTERS[model_type]
     state = convert(tensors, config, str(folder))
     model = model_from_tensors(config, state, f"{folder} ({model_type} import)", device)
-    tokenizer = None
-    if (folder / TOKENIZER_FILE).is_file():
-        tokenizer = read_tokenizer(folder / TOKENIZER_FILE, config.vocab_size)
-    return LoadedModel(config, model, tokenizer, f"{folder} (Hugging Face {model_type})")
+    try:
+        tokenizer = load_pretrained_tokenizer(folder)
+    except TokenizerFileError as error:
+        raise CheckpointError(str(error)) from None
+    if tokenizer is not None and tokenizer.vocab_size > config.vocab_size:
+        raise CheckpointError(
+            f"{folder}: the tokenizer has {tokenizer.vocab_size:,} tokens but the model's vocabulary holds {config.vocab_size:,}"
+        )
+    metadata = {"hf_model_type": model_type, "generation": read_generation_config(folder)}
+    return LoadedModel(config, model, tokenizer, f"{folder} (Hugging Face {model_type})", metadata)
+
+
+def read_generation_config(folder: Path) -> dict[str, Any]:
+    """The keys of generation_config.json that generation uses ({} when the file is absent)."""
+    path = folder / GENERATION_CONFIG_FILE
+    if not path.is_file():
+        return {}
+    data = read_json_file(path, "the generation config")
+    if not isinstance(data, dict):
+        raise CheckpointError(f"{path} must hold a JSON object")
+    found = {}
+    for key, kinds in GENERATION_KEYS.items():
+        value = data.get(key)
+        if value is None:
+            continue
+        if (isinstance(value, bool) and bool not in kinds) or not isinstance(value, kinds):
+            raise CheckpointError(f"{path}: {key} has the wrong type ({value!r})")
+        if isinstance(value, list) and not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+            raise CheckpointError(f"{path}: {key} must list token ids")
+        found[key] = value
+    return found
 
 
 def read_hf_weights(folder: Path) -> dict[str, torch.Tensor]:
@@ -129,6 +163,8 @@ def hf_to_model_config(hf: dict[str, Any], name: str, where: str) -> ModelConfig
         fields = _gpt2_fields(hf, where)
     elif model_type == "llama":
         fields = _llama_fields(hf, where)
+    elif model_type == "qwen2":
+        fields = _qwen2_fields(hf, where)
     else:
         raise CheckpointError(f"{where}: model_type {model_type!r} is not supported")
     try:
@@ -207,15 +243,34 @@ def _llama_fields(hf: dict[str, Any], where: str) -> dict[str, Any]:
     }
 
 
+def _qwen2_fields(hf: dict[str, Any], where: str) -> dict[str, Any]:
+    """Qwen2 is Llama with q, k, v biases (no other bias) and an optional sliding window."""
+    if hf.get("use_sliding_window"):
+        raise CheckpointError(f"{where}: use_sliding_window (attention over a local window) is not supported")
+    layer_types = hf.get("layer_types")
+    if isinstance(layer_types, list) and any(kind != "full_attention" for kind in layer_types):
+        raise CheckpointError(f"{where}: layer_types other than full_attention are not supported")
+    fields = _llama_fields({**hf, "attention_bias": False, "mlp_bias": False}, where)
+    fields["qkv_bias"] = True
+    return fields
+
+
 def _llama_rope(hf: dict[str, Any], where: str) -> tuple[float, float]:
-    """(rope_base, rope_scale) from the transformers 4 keys (rope_theta, rope_scaling) or 5 (rope_parameters)."""
+    """(rope_base, rope_scale) as transformers reads them from rope_theta, rope_scaling and rope_parameters.
+
+    transformers 4 knows rope_theta and rope_scaling; transformers 5 moves both into rope_parameters
+    but lets a non-empty rope_scaling replace rope_parameters whole, and then takes the base from
+    rope_scaling or the top-level rope_theta (else 10000), never from the replaced rope_parameters.
+    """
     parameters = hf.get("rope_parameters")
     scaling = hf.get("rope_scaling")
     if parameters is not None and not isinstance(parameters, dict):
         raise CheckpointError(f"{where}: rope_parameters must be a JSON object")
     if scaling is not None and not isinstance(scaling, dict):
         raise CheckpointError(f"{where}: rope_scaling must be a JSON object or null")
-    merged = {**(scaling or {}), **(parameters or {})}
+    merged = dict(scaling or parameters or {})
+    if any(isinstance(value, dict) for value in merged.values()):
+        raise CheckpointError(f"{where}: RoPE parameters per layer type are not supported")
     base = merged.get("rope_theta", hf.get("rope_theta", 10000.0))
     if isinstance(base, bool) or not isinstance(base, (int, float)) or not math.isfinite(base) or base <= 1:
         raise CheckpointError(f"{where}: rope_theta must be a number above 1, got {base!r}")
@@ -354,13 +409,14 @@ def convert_llama(tensors: dict[str, torch.Tensor], config: ModelConfig, where: 
         state[ours + "ffn.gate.weight"] = source.take(hf + "mlp.gate_proj.weight")
         state[ours + "ffn.up.weight"] = source.take(hf + "mlp.up_proj.weight")
         state[ours + "ffn.down.weight"] = source.take(hf + "mlp.down_proj.weight")
-        if config.bias:
+        if config.bias or config.qkv_bias:
             q_bias = interleave_rope_rows(source.take(hf + "self_attn.q_proj.bias"), config.n_heads, d_head)  # (H*d,)
             k_bias = interleave_rope_rows(
                 source.take(hf + "self_attn.k_proj.bias"), config.kv_heads, d_head
             )  # (Hkv*d,)
             v_bias = source.take(hf + "self_attn.v_proj.bias")  # (Hkv*d,)
             state[ours + "attn.qkv.bias"] = torch.cat([q_bias, k_bias, v_bias])  # (H*d + 2*Hkv*d,)
+        if config.bias:
             state[ours + "attn.out_proj.bias"] = source.take(hf + "self_attn.o_proj.bias")
             for proj, our_name in (("gate_proj", "gate"), ("up_proj", "up"), ("down_proj", "down")):
                 state[ours + f"ffn.{our_name}.bias"] = source.take(hf + f"mlp.{proj}.bias")
@@ -369,7 +425,7 @@ def convert_llama(tensors: dict[str, torch.Tensor], config: ModelConfig, where: 
     return state
 
 
-_CONVERTERS = {"gpt2": convert_gpt2, "llama": convert_llama}
+_CONVERTERS = {"gpt2": convert_gpt2, "llama": convert_llama, "qwen2": convert_llama}
 
 
 def _take_head(source, config: ModelConfig, state: dict[str, torch.Tensor], where: str, embedding_name: str) -> None:
@@ -391,5 +447,6 @@ __all__ = [
     "interleave_rope_rows",
     "is_hf_folder",
     "load_hf_folder",
+    "read_generation_config",
 ]
 

@@ -50,12 +50,13 @@ class Attention(nn.Module):
         self.cross = cross
         q_width = self.n_heads * self.d_head
         kv_width = self.n_kv_heads * self.d_head
+        qkv_bias = config.bias or config.qkv_bias
         if cross:
-            self.q_proj = nn.Linear(config.d_model, q_width, bias=config.bias)
-            self.kv_proj = nn.Linear(config.d_model, 2 * kv_width, bias=config.bias)
+            self.q_proj = nn.Linear(config.d_model, q_width, bias=qkv_bias)
+            self.kv_proj = nn.Linear(config.d_model, 2 * kv_width, bias=qkv_bias)
         else:
             # Q, K and V in one matmul, as in GPT-2's c_attn and the reading's block.
-            self.qkv = nn.Linear(config.d_model, q_width + 2 * kv_width, bias=config.bias)
+            self.qkv = nn.Linear(config.d_model, q_width + 2 * kv_width, bias=qkv_bias)
         self.out_proj = nn.Linear(q_width, config.d_model, bias=config.bias)
         self.hook_q = HookPoint()
         self.hook_k = HookPoint()

@@ -92,7 +92,7 @@ def attention_params(config: ModelConfig) -> int:
     """One attention layer: Q (H heads), K and V (Hkv heads each), output projection."""
     d, dh, bias = config.d_model, config.d_head, config.bias
     q_width, kv_width = config.n_heads * dh, config.kv_heads * dh
-    return _linear(d, q_width + 2 * kv_width, bias) + _linear(q_width, d, bias)
+    return _linear(d, q_width + 2 * kv_width, bias or config.qkv_bias) + _linear(q_width, d, bias)
 
 
 def ffn_params(config: ModelConfig) -> int:

@@ -151,8 +151,49 @@ class WordTokenizer:
         return {"kind": self.kind, "vocab": self.words}
 
 
+def byte_level_alphabet() -> dict[int, str]:
+    """GPT-2's byte-to-character table: printable bytes stand for themselves, the rest move to U+0100 on.
+
+    Byte-level BPE vocabularies are written in these characters, so a space is 'Ġ' (U+0120) and a
+    newline 'Ċ' (U+010A).
+    """
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    table = {byte: chr(byte) for byte in printable}
+    shifted = 0
+    for byte in range(256):
+        if byte not in table:
+            table[byte] = chr(256 + shifted)
+            shifted += 1
+    return table
+
+
+_BYTE_TO_CHAR = byte_level_alphabet()
+_CHAR_TO_BYTE = {char: byte for byte, char in _BYTE_TO_CHAR.items()}
+_METASPACE = "▁"  # SentencePiece's visible space
+_BYTE_FALLBACK = re.compile(r"<0x([0-9A-Fa-f]{2})>")
+
+
+def _component_types(spec: Any) -> set[str]:
+    """Every "type" named in a pre_tokenizer or decoder spec, nested Sequences included."""
+    if isinstance(spec, dict):
+        found = {spec["type"]} if isinstance(spec.get("type"), str) else set()
+        for value in spec.values():
+            found |= _component_types(value)
+        return found
+    if isinstance(spec, list):
+        return set().union(*(_component_types(item) for item in spec)) if spec else set()
+    return set()
+
+
 class HuggingFaceTokenizer:
-    """Any `tokenizer.json` (BPE, WordPiece, Unigram) through the `tokenizers` package."""
+    """Any `tokenizer.json` (BPE, WordPiece, Unigram) through the `tokenizers` package.
+
+    Text is encoded with the special tokens the tokenizer's post-processor adds (a Llama tokenizer's
+    `<s>`), as `transformers` encodes it. A token's text is the bytes it stands for, read as UTF-8:
+    byte-level pieces ('Ġto') become ' to', SentencePiece pieces ('▁to', '<0x0A>') likewise, and a
+    byte that is only part of a character is kept as a lone surrogate (Python's surrogateescape), so
+    core.display can show it as the byte it is.
+    """
 
     kind = "tokenizer.json"
 
@@ -160,32 +201,121 @@ class HuggingFaceTokenizer:
         from tokenizers import Tokenizer as _HFTokenizer
 
         try:
-            self._tokenizer = _HFTokenizer.from_str(json.dumps(spec))
+            backend = _HFTokenizer.from_str(json.dumps(spec))
         except Exception as error:  # the Rust side raises bare Exceptions with its own message
             raise TokenizerFileError(f"not a valid tokenizer.json: {error}") from None
+        self._init(backend, spec)
+
+    @classmethod
+    def from_backend(cls, backend: Any) -> HuggingFaceTokenizer:
+        """Wrap a `tokenizers.Tokenizer` built in code (e.g. from vocab.json + merges.txt)."""
+        tokenizer = cls.__new__(cls)
+        tokenizer._init(backend, json.loads(backend.to_str()))
+        return tokenizer
+
+    def _init(self, backend: Any, spec: dict[str, Any]) -> None:
+        self._tokenizer = backend
         self._spec = spec
+        components = _component_types(spec.get("pre_tokenizer")) | _component_types(spec.get("decoder"))
+        self.byte_level = "ByteLevel" in components
+        self.metaspace = "Metaspace" in components or _METASPACE in json.dumps(spec.get("decoder"), ensure_ascii=False)
+        model = spec.get("model") if isinstance(spec.get("model"), dict) else {}
+        self.byte_fallback = bool(model.get("byte_fallback"))
+        self._added = {
+            entry["content"]
+            for entry in spec.get("added_tokens") or []
+            if isinstance(entry, dict) and isinstance(entry.get("content"), str)
+        }
+        self._prefix, self._suffix = self._special_affixes()
+
+    def _special_affixes(self) -> tuple[list[int], list[int]]:
+        """The ids the post-processor puts before and after a text (e.g. [<s>] and [])."""
+        for probe in ("a", "x", "0", " "):
+            plain = list(self._tokenizer.encode(probe, add_special_tokens=False).ids)
+            full = list(self._tokenizer.encode(probe, add_special_tokens=True).ids)
+            if not plain:
+                continue
+            for start in range(len(full) - len(plain) + 1):
+                if full[start : start + len(plain)] == plain:
+                    return full[:start], full[start + len(plain) :]
+        return [], []
 
     @property
     def vocab_size(self) -> int:
         return self._tokenizer.get_vocab_size(with_added_tokens=True)
 
+    @property
+    def special_prefix(self) -> list[int]:
+        return list(self._prefix)
+
     def encode(self, text: str) -> list[int]:
-        return list(self._tokenizer.encode(text, add_special_tokens=False).ids)
+        try:
+            return list(self._tokenizer.encode(text, add_special_tokens=True).ids)
+        except UnicodeEncodeError as error:  # lone surrogates, e.g. undecodable bytes of a command line
+            raise UnknownTokenError(f"the text holds {error.object[error.start:error.end]!r}, which is not a character") from None
 
     def decode(self, ids: list[int]) -> str:
+        """The text of the ids; the special tokens the post-processor adds are left out, so the text re-encodes to ids."""
         _check_ids(ids, self.vocab_size)
-        return self._tokenizer.decode([int(i) for i in ids], skip_special_tokens=False)
+        ids = [int(i) for i in ids]
+        if self._prefix and ids[: len(self._prefix)] == self._prefix:
+            ids = ids[len(self._prefix) :]
+        if self._suffix and len(ids) >= len(self._suffix) and ids[len(ids) - len(self._suffix) :] == self._suffix:
+            ids = ids[: len(ids) - len(self._suffix)]
+        return self._tokenizer.decode(ids, skip_special_tokens=False)
 
-    def token_text(self, token_id: int) -> str:
+    def piece(self, token_id: int) -> str:
+        """The token as the vocabulary writes it ('Ġto', '▁to', '<s>')."""
         _check_ids([token_id], self.vocab_size)
         piece = self._tokenizer.id_to_token(int(token_id))
         return piece if piece is not None else f"<{token_id}>"
 
+    def token_bytes(self, token_id: int) -> bytes | None:
+        """The bytes a token stands for, or None for an added (special) token, which stands for itself."""
+        piece = self.piece(token_id)
+        if piece in self._added:
+            return None
+        if self.byte_level and all(char in _CHAR_TO_BYTE for char in piece):
+            return bytes(_CHAR_TO_BYTE[char] for char in piece)
+        if self.byte_fallback and (match := _BYTE_FALLBACK.fullmatch(piece)):
+            return bytes([int(match.group(1), 16)])
+        if self.metaspace:
+            piece = piece.replace(_METASPACE, " ")
+        return piece.encode("utf-8")
+
+    def token_text(self, token_id: int) -> str:
+        data = self.token_bytes(token_id)
+        if data is None:
+            return self.piece(token_id)
+        return data.decode("utf-8", errors="surrogateescape")
+
     def id_of(self, token: str) -> int:
-        token_id = self._tokenizer.token_to_id(token)
-        if token_id is None:
-            raise UnknownTokenError(f"{token!r} is not a token of this tokenizer")
-        return token_id
+        """The id of a piece as the vocabulary writes it, or of the text token_text gives for it."""
+        token_id = self._lookup(token)
+        if token_id is not None:
+            return token_id
+        try:
+            data = token.encode("utf-8", errors="surrogateescape")
+        except UnicodeEncodeError:
+            data = None
+        candidates = []
+        if data is not None and self.byte_level:
+            candidates.append("".join(_BYTE_TO_CHAR[b] for b in data))
+        if data is not None and self.byte_fallback and len(data) == 1:
+            candidates.append(f"<0x{data[0]:02X}>")
+        if self.metaspace:
+            candidates.append(token.replace(" ", _METASPACE))
+        for candidate in candidates:
+            token_id = self._lookup(candidate)
+            if token_id is not None:
+                return token_id
+        raise UnknownTokenError(f"{token!r} is not a token of this tokenizer")
+
+    def _lookup(self, piece: str) -> int | None:
+        try:
+            return self._tokenizer.token_to_id(piece)
+        except UnicodeEncodeError:  # a lone surrogate is no piece of any vocabulary
+            return None
 
     def to_json(self) -> dict[str, Any]:
         return self._spec
@@ -210,6 +340,182 @@ def _vocab_list(data: dict[str, Any]) -> list[str]:
     if not isinstance(vocab, list):
         raise TokenizerFileError("the tokenizer file has no 'vocab' list")
     return vocab
+
+
+# ---- Hugging Face tokenizer folders ------------------------------------------------------------
+
+TOKENIZER_JSON = "tokenizer.json"
+VOCAB_JSON = "vocab.json"
+MERGES_TXT = "merges.txt"
+TOKENIZER_CONFIG = "tokenizer_config.json"
+SPECIAL_TOKENS_MAP = "special_tokens_map.json"
+MAX_TOKENIZER_FILE_BYTES = 64 * 1024 * 1024  # Qwen2.5's tokenizer.json is 7 MB, Llama 3's 9 MB
+SPECIAL_TOKEN_KEYS = ("bos_token", "eos_token", "unk_token", "pad_token", "sep_token", "cls_token", "mask_token")
+# What transformers' GPT2Tokenizer assumes when a vocab.json + merges.txt folder names no special tokens.
+GPT2_DEFAULT_SPECIALS = {"bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>", "unk_token": "<|endoftext|>"}
+
+
+def has_pretrained_tokenizer(folder: str | Path) -> bool:
+    folder = Path(folder)
+    return (folder / TOKENIZER_JSON).is_file() or ((folder / VOCAB_JSON).is_file() and (folder / MERGES_TXT).is_file())
+
+
+def load_pretrained_tokenizer(folder: str | Path) -> HuggingFaceTokenizer | None:
+    """The tokenizer of a Hugging Face model folder, as `transformers` builds it; None when there is none.
+
+    Reads `tokenizer.json`, or GPT-2's older `vocab.json` + `merges.txt` (byte-level BPE), then
+    applies `tokenizer_config.json` (and `special_tokens_map.json`): its special and added tokens.
+    What is added around a text (a BOS token) is decided as transformers 5 decides it: by
+    tokenizer.json's post-processor when there is a tokenizer.json, else by `add_bos_token` /
+    `add_eos_token` in tokenizer_config.json (both false when absent, as for GPT-2).
+    """
+    from tokenizers import Tokenizer as _HFTokenizer
+
+    folder = Path(folder)
+    config = _read_json_object(folder / TOKENIZER_CONFIG, required=False)
+    special_map = _read_json_object(folder / SPECIAL_TOKENS_MAP, required=False)
+    defaults: dict[str, Any] = {}
+    template_from_config = False
+    if (folder / TOKENIZER_JSON).is_file():
+        spec = _read_json_object(folder / TOKENIZER_JSON, required=True)
+        if "model" not in spec:
+            raise TokenizerFileError(f"{folder / TOKENIZER_JSON} is not a Hugging Face tokenizer.json (no 'model')")
+        try:
+            backend = _HFTokenizer.from_str(json.dumps(spec))
+        except Exception as error:  # the Rust side raises bare Exceptions with its own message
+            raise TokenizerFileError(f"{folder / TOKENIZER_JSON} is not a valid tokenizer.json: {error}") from None
+    elif (folder / VOCAB_JSON).is_file() and (folder / MERGES_TXT).is_file():
+        backend = _byte_level_bpe(folder, add_prefix_space=config.get("add_prefix_space") is True)
+        defaults = GPT2_DEFAULT_SPECIALS
+        template_from_config = True
+    else:
+        return None
+    _apply_tokenizer_config(backend, config, special_map, defaults, template_from_config, str(folder / TOKENIZER_CONFIG))
+    return HuggingFaceTokenizer.from_backend(backend)
+
+
+def _read_json_object(path: Path, required: bool) -> dict[str, Any]:
+    if not path.is_file():
+        if required:
+            raise TokenizerFileError(f"no tokenizer file at {path}")
+        return {}
+    try:
+        if path.stat().st_size > MAX_TOKENIZER_FILE_BYTES:
+            raise TokenizerFileError(f"{path} is larger than {MAX_TOKENIZER_FILE_BYTES // 2**20} MiB; not a tokenizer file")
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as error:
+        raise TokenizerFileError(f"cannot read {path}: {error}") from None
+    except json.JSONDecodeError as error:
+        raise TokenizerFileError(f"{path} is not valid JSON (line {error.lineno}: {error.msg})") from None
+    except RecursionError:
+        raise TokenizerFileError(f"{path} nests its JSON too deeply to be a tokenizer file") from None
+    if not isinstance(data, dict):
+        raise TokenizerFileError(f"{path} must hold a JSON object")
+    return data
+
+
+def _byte_level_bpe(folder: Path, add_prefix_space: bool) -> Any:
+    """GPT-2's tokenizer from vocab.json + merges.txt, assembled as transformers' GPT2Tokenizer does."""
+    from tokenizers import Tokenizer as _HFTokenizer
+    from tokenizers import decoders, models, pre_tokenizers
+
+    vocab = _read_json_object(folder / VOCAB_JSON, required=True)
+    if not all(isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) for k, v in vocab.items()):
+        raise TokenizerFileError(f"{folder / VOCAB_JSON} must map token strings to integer ids")
+    merges_path = folder / MERGES_TXT
+    try:
+        if merges_path.stat().st_size > MAX_TOKENIZER_FILE_BYTES:
+            raise TokenizerFileError(f"{merges_path} is larger than {MAX_TOKENIZER_FILE_BYTES // 2**20} MiB")
+        lines = merges_path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as error:
+        raise TokenizerFileError(f"cannot read {merges_path}: {error}") from None
+    merges = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip() or (number == 1 and line.startswith("#version")):
+            continue
+        parts = line.split(" ")
+        if len(parts) != 2:
+            raise TokenizerFileError(f"{merges_path} line {number}: a merge is two tokens separated by one space")
+        merges.append((parts[0], parts[1]))
+    try:
+        model = models.BPE(
+            vocab=vocab, merges=merges, dropout=None, continuing_subword_prefix="", end_of_word_suffix="", fuse_unk=False
+        )
+    except Exception as error:  # e.g. a merge of tokens the vocabulary lacks
+        raise TokenizerFileError(f"{folder}: vocab.json and merges.txt do not form a BPE tokenizer: {error}") from None
+    backend = _HFTokenizer(model)
+    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=add_prefix_space)
+    backend.decoder = decoders.ByteLevel()
+    return backend
+
+
+def _token_content(value: Any) -> str | None:
+    """A special token as tokenizer_config.json writes it: a string or an AddedToken object."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict) and isinstance(value.get("content"), str):
+        return value["content"]
+    return None
+
+
+def _apply_tokenizer_config(
+    backend: Any,
+    config: dict[str, Any],
+    special_map: dict[str, Any],
+    defaults: dict[str, Any],
+    template_from_config: bool,
+    where: str,
+) -> None:
+    from tokenizers import AddedToken, processors
+
+    added = config.get("added_tokens_decoder")
+    if isinstance(added, dict):
+        tokens = []
+        for _, entry in sorted(added.items(), key=lambda item: int(item[0]) if str(item[0]).isdigit() else 0):
+            content = _token_content(entry)
+            if content is None:
+                raise TokenizerFileError(f"{where}: an added_tokens_decoder entry has no 'content'")
+            tokens.append(
+                AddedToken(
+                    content,
+                    single_word=bool(entry.get("single_word", False)),
+                    lstrip=bool(entry.get("lstrip", False)),
+                    rstrip=bool(entry.get("rstrip", False)),
+                    normalized=bool(entry.get("normalized", False)),
+                    special=bool(entry.get("special", True)),
+                )
+            )
+        backend.add_tokens(tokens)
+    specials: dict[str, str] = {}
+    for key in SPECIAL_TOKEN_KEYS:
+        for source in (config, special_map, defaults):
+            if key in source:
+                content = _token_content(source[key])
+                if content is not None:
+                    specials[key] = content
+                break  # a key given as null means "no such token"
+    missing = [content for content in dict.fromkeys(specials.values()) if content not in backend.get_vocab(True)]
+    known = [content for content in dict.fromkeys(specials.values()) if content not in missing]
+    for content in known + missing:  # special in text as well: "<|endoftext|>" is one token, not seven
+        backend.add_special_tokens([AddedToken(content, special=True, normalized=False)])
+    if template_from_config:
+        affixes = []
+        for key, flag in (("bos_token", "add_bos_token"), ("eos_token", "add_eos_token")):
+            content = specials.get(key)
+            token_id = backend.token_to_id(content) if content is not None else None
+            affixes.append((content, token_id) if config.get(flag) is True and token_id is not None else None)
+        bos, eos = affixes
+        single = " ".join(
+            part for part in (bos and f"{bos[0]}:0", "$A:0", eos and f"{eos[0]}:0") if part
+        )
+        pair = " ".join(
+            part
+            for part in (single, bos and f"{bos[0]}:1", "$B:1", eos and f"{eos[0]}:1")
+            if part
+        )
+        backend.post_processor = processors.TemplateProcessing(
+            single=single, pair=pair, special_tokens=[affix for affix in dict.fromkeys(affixes) if affix is not None]
+        )
 
 
 def load_tokenizer(path: str | Path) -> Tokenizer:

@@ -44,6 +44,7 @@ DEFAULT_CORPUS = ("tinyshakespeare.txt",)  # under resources/
 # (reductions split differently), and on a shared 2-core machine one thread per run wastes no time
 # in barriers. Other runs take as many threads as torch picks.
 BUNDLED_THREADS = 1
+DEFAULT_TEMPERATURE = 0.8
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -85,8 +86,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _add_checkpoint_argument(generator)
     generator.add_argument("--text", required=True, help="the prompt")
     generator.add_argument("--max-new", type=int, default=200, metavar="N", help="tokens to add (default: %(default)s)")
-    generator.add_argument("--temperature", type=float, default=0.8, help="0 = greedy (default: %(default)s)")
-    generator.add_argument("--top-k", type=int, metavar="K", help="sample only among the K most likely tokens")
+    generator.add_argument(
+        "--temperature",
+        type=float,
+        help=f"0 = greedy (default: the model's generation_config.json, else {DEFAULT_TEMPERATURE})",
+    )
+    generator.add_argument(
+        "--top-k", type=int, metavar="K", help="sample only among the K most likely tokens (default: generation_config.json)"
+    )
     generator.add_argument("--seed", type=int, default=0, help="sampling seed (default: %(default)s)")
     generator.set_defaults(run=run_generate)
 
@@ -315,15 +322,32 @@ def run_logits(args: argparse.Namespace) -> int:
     return 0
 
 
+def generation_settings(loaded: LoadedModel, temperature: float | None, top_k: int | None) -> tuple[float, int | None, set[int]]:
+    """(temperature, top_k, end-of-text ids): what the user gave, else what generation_config.json says."""
+    found = (loaded.metadata or {}).get("generation") or {}
+    if temperature is None:
+        temperature = 0.0 if found.get("do_sample") is False else float(found.get("temperature", DEFAULT_TEMPERATURE))
+    if top_k is None:
+        top_k = found.get("top_k") or None  # 0 means "no limit" in transformers
+    eos = found.get("eos_token_id")
+    stops = set(eos) if isinstance(eos, list) else ({eos} if isinstance(eos, int) else set())
+    return temperature, top_k, stops
+
+
 def run_generate(args: argparse.Namespace) -> int:
     loaded = _load(args)
     ids = _encode(loaded, args.text)
+    temperature, top_k, stops = generation_settings(loaded, args.temperature, args.top_k)
     try:
-        tokens = generate(loaded.model, ids, args.max_new, args.temperature, args.top_k, args.seed)
+        tokens = generate(loaded.model, ids, args.max_new, temperature, top_k, args.seed)
     except TrainingError as error:
         raise CliError(str(error)) from None
+    new = tokens[len(ids) :]
+    ends = [position for position, token in enumerate(new) if token in stops]
+    if ends:  # the model ended its text: what it sampled after end-of-text is not part of it
+        new = new[: ends[0]]
     assert loaded.tokenizer is not None  # _encode refused a model without one
-    print(loaded.tokenizer.decode(tokens))
+    print(loaded.tokenizer.decode(ids + new))
     return 0
 
 

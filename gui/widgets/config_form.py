@@ -29,7 +29,7 @@ from core.presets import PRESETS
 from gui import theme
 from gui.state import LabState
 
-_BOOL_FIELDS = {"bias", "tie_embeddings", "final_norm"}
+_BOOL_FIELDS = {"bias", "qkv_bias", "tie_embeddings", "final_norm"}
 _OPTIONAL_FIELDS = {"n_kv_heads": "same as n_heads", "n_encoder_layers": "same as n_layers"}
 _FLOAT_FIELDS = {"norm_eps", "rope_base", "rope_scale"}
 CUSTOM_PRESET = "(edited)"

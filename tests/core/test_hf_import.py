@@ -270,3 +270,29 @@ def test_config_that_does_not_fit_the_app(tmp_path):
     _rewrite_config(tmp_path, num_attention_heads=3, head_dim=None)
     with pytest.raises(CheckpointError, match="n_heads"):
         resolve_checkpoint(tmp_path)
+
+
+# ---- Qwen2 --------------------------------------------------------------------------------------
+
+
+def test_qwen2_imports_with_qkv_biases_only(tmp_path):
+    from core.params import instantiated_parameter_count, parameter_breakdown
+    from tests.hf_folders import qwen2_folder
+
+    qwen2_folder(tmp_path, tie_word_embeddings=False)
+    hf_model = transformers.AutoModelForCausalLM.from_pretrained(str(tmp_path)).eval()
+    loaded = resolve_checkpoint(tmp_path)
+    config = loaded.config
+    assert (config.bias, config.qkv_bias, config.positional, config.activation) == (False, True, "rope", "swiglu")
+    hf_count = sum(p.numel() for p in hf_model.parameters())
+    assert parameter_breakdown(config).total == instantiated_parameter_count(config) == hf_count
+    _compare(hf_model, tmp_path, config.vocab_size)
+
+
+def test_qwen2_sliding_window_is_refused(tmp_path):
+    from tests.hf_folders import qwen2_folder
+
+    qwen2_folder(tmp_path)
+    _rewrite_config(tmp_path, use_sliding_window=True, sliding_window=8)
+    with pytest.raises(CheckpointError, match="use_sliding_window"):
+        resolve_checkpoint(tmp_path)
