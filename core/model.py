@@ -369,12 +369,15 @@ class Transformer(nn.Module):
         source: torch.Tensor | None = None,
         mask_mode: MaskMode | None = None,
         n_blocks: int | None = None,
+        head: bool = True,
     ) -> torch.Tensor:
         """Logits (B, T, V) for token ids (B, T).
 
         mask_mode overrides the config's self-attention mask (the experiments' pitfalls);
         n_blocks runs only the first blocks (a depth slider over one set of weights); an
         encoder-decoder model reads `source` through its encoder (the tokens themselves if omitted).
+        head=False stops at the final norm and returns its hidden state (B, T, D): the vocabulary
+        head is the largest matmul of a small model, wasted when no logits are read.
         """
         self.check_tokens(tokens)
         causal = self.config.self_attention_causal
@@ -388,6 +391,8 @@ class Transformer(nn.Module):
         for block in blocks:
             x = block(x, memory=memory, mask_mode=mode, rope=rope, score_bias=score_bias)  # (B, T, D)
         x = self.hook_final(self.final_norm(x))  # (B, T, D)
+        if not head:
+            return x  # (B, T, D)
         return self.head(x)  # (B, T, V)
 
 

@@ -13,8 +13,9 @@ Nothing here imports Qt.
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal, get_args
 
 import numpy as np
@@ -193,6 +194,11 @@ class CausalDiffResult(_ReadOnlyArrays):
     first_leaking_layer: int | None  # the first row index where the past moved, None if never
     past_exactly_unchanged: bool  # every position < t in every row passed torch.equal (no NaN either)
     note: str  # what was measured, in words (the NaN pitfall, the encoder's fixed source, ...)
+    reference_reused: bool = False  # the kept run of the original was compared, not recomputed
+    # Worker-only (torch tensors, see ResidualRun): the two runs of a kept-run diff, None for a
+    # batch of two. Keep one as the next edit's reference; drop them before the result leaves the worker.
+    original_run: ResidualRun | None = field(default=None, repr=False, compare=False)
+    edited_run: ResidualRun | None = field(default=None, repr=False, compare=False)
 
     @property
     def n_layers(self) -> int:
@@ -229,17 +235,18 @@ class CausalDiffResult(_ReadOnlyArrays):
         }
 
 
-def _compare_runs(streams: Sequence[torch.Tensor]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _compare_runs(
+    originals: Sequence[torch.Tensor], editeds: Sequence[torch.Tensor]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per (row, position) of the two runs: max |change|, torch.equal, NaN in either run, and
     equality that counts NaN == NaN (the past did not move even where both runs are NaN).
-    Each stream: (2, T, D)."""
-    n_tokens = streams[0].shape[1]
-    max_change = np.empty((len(streams), n_tokens), dtype=np.float64)
-    exactly = np.empty((len(streams), n_tokens), dtype=bool)
-    nan_entries = np.empty((len(streams), n_tokens), dtype=bool)
-    equal_nan = np.empty((len(streams), n_tokens), dtype=bool)
-    for row, stream in enumerate(streams):
-        original, edited = stream[0], stream[1]  # (T, D) each
+    Each row of either run: (T, D)."""
+    n_tokens = originals[0].shape[0]
+    max_change = np.empty((len(originals), n_tokens), dtype=np.float64)
+    exactly = np.empty((len(originals), n_tokens), dtype=bool)
+    nan_entries = np.empty((len(originals), n_tokens), dtype=bool)
+    equal_nan = np.empty((len(originals), n_tokens), dtype=bool)
+    for row, (original, edited) in enumerate(zip(originals, editeds, strict=True)):  # (T, D) each
         # float64 so that a difference of one float32 ulp is shown as such, never rounded to zero.
         max_change[row] = (edited.double() - original.double()).abs().amax(dim=-1).cpu().numpy()  # (T,)
         original_nan, edited_nan = original.isnan(), edited.isnan()  # (T, D) each
@@ -339,6 +346,146 @@ def _check_position(position: int, n_tokens: int) -> None:
         raise SequenceError(f"edit position {position} is outside the sequence (0..{n_tokens - 1})")
 
 
+def _run_settings(model: Transformer, mask_mode: str | None, n_blocks: int | None) -> tuple[str, int]:
+    """The mask mode and block count a run really uses, checked before any work."""
+    if n_blocks is not None and not 0 <= n_blocks <= len(model.blocks):
+        raise SequenceError(f"n_blocks must be between 0 and {len(model.blocks)}, got {n_blocks}")
+    if mask_mode is not None and mask_mode not in MASK_MODES:
+        raise SequenceError(f"unknown mask mode {mask_mode!r}; choose one of {', '.join(MASK_MODES)}")
+    mode = mask_mode or ("causal" if model.config.self_attention_causal else "none")
+    return mode, len(model.blocks) if n_blocks is None else n_blocks
+
+
+def _weights_key(model: Transformer) -> tuple:
+    """Changes whenever a run of the same ids could give other numbers: any parameter stepped or
+    loaded in place (its autograd version counter), replaced, or moved to another device or dtype,
+    or a different intra-op thread count (a kernel may split its reductions by thread)."""
+    params = tuple((p.data_ptr(), p._version, p.dtype, str(p.device)) for p in model.parameters())
+    return params, torch.get_num_threads()
+
+
+@dataclass(frozen=True, eq=False)
+class ResidualRun:
+    """The residual stream of ONE sequence after the embedding and after every block, as computed.
+
+    Worker-only data: the tensors stay on the model's device for the compute worker to keep as the
+    reference of the next edit diff (`causal_edit_diff(..., reference=run)`), so that only the edited
+    sequence runs. It is not a result for the GUI thread and has no numpy view.
+
+    Every run is a batch of one through `_forward_streams`, so a kept run and a fresh one take the
+    same kernels with the same shapes and compare bitwise. It remembers what it was computed with,
+    and `matches` refuses it for any other model, weights, ids, mask, depth or source.
+    """
+
+    streams: tuple[torch.Tensor, ...] = field(repr=False)  # L+1 tensors (1, T, D): the embedding, block 0, ...
+    ids: tuple[int, ...]  # the T token ids
+    mask_mode: str  # the self-attention mask the run used (resolved, never None)
+    n_blocks: int  # how many blocks ran
+    source_ids: tuple[int, ...] | None  # what an encoder-decoder's encoder read; None for one tower
+    logits: torch.Tensor | None = field(repr=False)  # (1, T, V) when run with the vocabulary head, else None
+    _model: weakref.ReferenceType = field(repr=False)  # a weak reference: id(model) may be reused after GC
+    _weights: tuple = field(repr=False)  # _weights_key(model) at the time of the run
+
+    @property
+    def with_logits(self) -> bool:
+        return self.logits is not None
+
+    @property
+    def model(self) -> Transformer | None:
+        """The model of the run, or None once it has been garbage-collected."""
+        return self._model()
+
+    def matches(
+        self,
+        model: Transformer,
+        ids: Sequence[int],
+        mask_mode: str,
+        n_blocks: int,
+        source_ids: Sequence[int] | None,
+        with_logits: bool = False,
+    ) -> bool:
+        """True if this run is what `model` computes now for these ids and settings (resolved values)."""
+        return (
+            self._model() is model
+            and self.ids == tuple(ids)
+            and self.mask_mode == mask_mode
+            and self.n_blocks == n_blocks
+            and self.source_ids == (None if source_ids is None else tuple(source_ids))
+            and (self.with_logits or not with_logits)
+            and self._weights == _weights_key(model)
+        )
+
+
+def _forward_streams(
+    model: Transformer,
+    batch: torch.Tensor,
+    source_batch: torch.Tensor | None,
+    mode: str,
+    n_run: int,
+    with_logits: bool,
+) -> tuple[list[torch.Tensor], torch.Tensor | None]:
+    """One forward pass that records the residual stream after the embedding and after each block.
+
+    batch: (B, T) ids. Returns L+1 streams of shape (B, T, D) and the logits (B, T, V), or None when
+    the pass stops at the final norm. The recording hooks do not observe attention, so every
+    block keeps its fused kernel.
+    """
+    hooks = ["hook_embed"] + [f"blocks.{i}.hook_resid_post" for i in range(n_run)]
+    with torch.inference_mode(), capture(model, hooks) as store:
+        out = model(batch, source=source_batch, mask_mode=mode, n_blocks=n_run, head=with_logits)  # (B, T, V|D)
+    return [store[name] for name in hooks], (out if with_logits else None)
+
+
+def _residual_run(
+    model: Transformer,
+    ids: list[int],
+    mode: str,
+    n_run: int,
+    source_ids: list[int] | None,
+    with_logits: bool,
+) -> ResidualRun:
+    device = _model_device(model)
+    batch = torch.tensor([ids], dtype=torch.long, device=device)  # (1, T)
+    source_batch = None if source_ids is None else torch.tensor([source_ids], dtype=torch.long, device=device)  # (1, S)
+    streams, logits = _forward_streams(model, batch, source_batch, mode, n_run, with_logits)  # (1, T, D) each
+    return ResidualRun(
+        streams=tuple(streams),
+        ids=tuple(ids),
+        mask_mode=mode,
+        n_blocks=n_run,
+        source_ids=None if source_ids is None else tuple(source_ids),
+        logits=logits,
+        _model=weakref.ref(model),
+        _weights=_weights_key(model),
+    )
+
+
+def _run_source(config: ModelConfig, ids: list[int], source) -> list[int] | None:
+    """What the encoder of an encoder-decoder reads: `source`, else the tokens themselves."""
+    if config.architecture != "encoder-decoder":
+        return None
+    return list(ids) if source is None else _as_token_list(source)
+
+
+def residual_run(
+    model: Transformer,
+    ids,
+    mask_mode: MaskMode | None = None,
+    n_blocks: int | None = None,
+    source=None,
+    with_logits: bool = False,
+) -> ResidualRun:
+    """Run one sequence (a batch of one) and keep its residual stream per row, for later edit diffs.
+
+    mask_mode None is the model's own mask; n_blocks runs only the first blocks; an
+    encoder-decoder's encoder reads `source` (default: the tokens). with_logits also runs the
+    vocabulary head and keeps the logits; without it the pass stops at the final norm.
+    """
+    token_ids = _as_token_list(ids)
+    mode, n_run = _run_settings(model, mask_mode, n_blocks)
+    return _residual_run(model, token_ids, mode, n_run, _run_source(model.config, token_ids, source), with_logits)
+
+
 def causal_edit_diff(
     model: Transformer,
     tokens,
@@ -349,6 +496,8 @@ def causal_edit_diff(
     tokenizer_or_labels=None,
     source=None,
     edit_source: bool = False,
+    reference: ResidualRun | None = None,
+    with_logits: bool = True,
 ) -> CausalDiffResult:
     """Edit `tokens[position]` to `new_token` and measure the change at every (layer, position).
 
@@ -357,39 +506,58 @@ def causal_edit_diff(
     blocks. For an encoder-decoder the rows are the decoder tower; its encoder reads `source`
     (default: the original tokens) in both runs, so only the decoder input differs, unless
     edit_source is set, in which case each run's encoder reads its own tokens.
+
+    Without a reference the original and the edited sequence run as one batch of two. With a
+    reference (a `residual_run` of the original), only the edited sequence runs, as a batch of one
+    like the reference, and the result keeps both runs (`original_run`, `edited_run`) so that the
+    caller can reuse either for the next edit. A reference computed for another model, weights,
+    ids, mask, depth or source is never compared: the original is recomputed instead and
+    `reference_reused` is False. with_logits=False stops both runs at the final norm and leaves the
+    logits fields None.
     """
     ids = _as_token_list(tokens)
     _check_position(position, len(ids))
     config = model.config
-    if n_blocks is not None and not 0 <= n_blocks <= len(model.blocks):
-        raise SequenceError(f"n_blocks must be between 0 and {len(model.blocks)}, got {n_blocks}")
-    if mask_mode is not None and mask_mode not in MASK_MODES:
-        raise SequenceError(f"unknown mask mode {mask_mode!r}; choose one of {', '.join(MASK_MODES)}")
+    mode, n_run = _run_settings(model, mask_mode, n_blocks)
     edited = list(ids)
     edited[position] = int(new_token)
-    device = _model_device(model)
-    # One batch of two: both sequences go through the same kernels with the same shapes, so the
-    # comparison is bitwise meaningful.
-    batch = torch.tensor([ids, edited], dtype=torch.long, device=device)  # (2, T)
-    source_batch = None
     extra = ""
+    original_source = edited_source = None
     if config.architecture == "encoder-decoder":
         if edit_source:
-            source_batch = batch  # (2, S)
+            original_source, edited_source = ids, edited
             extra = "Each run's encoder read its own tokens, so cross-attention carries the edit to every position."
         else:
-            source_ids = ids if source is None else _as_token_list(source)
-            source_batch = torch.tensor([source_ids, source_ids], dtype=torch.long, device=device)  # (2, S)
+            original_source = edited_source = _run_source(config, ids, source)
             extra = "Rows are the decoder tower; its encoder read the same unedited source in both runs."
-    n_run = len(model.blocks) if n_blocks is None else n_blocks
-    mode = mask_mode or ("causal" if config.self_attention_causal else "none")
-    hooks = ["hook_embed"] + [f"blocks.{i}.hook_resid_post" for i in range(n_run)]
-    with torch.inference_mode(), capture(model, hooks) as store:
-        logits = model(batch, source=source_batch, mask_mode=mode, n_blocks=n_run)  # (2, T, V)
-    streams = [store["hook_embed"]] + [store[f"blocks.{i}.hook_resid_post"] for i in range(n_run)]  # (2, T, D) each
-    max_change, exactly, nan_entries, equal_nan = _compare_runs(streams)
-    logits_change = (logits[1] - logits[0]).abs_().amax(dim=-1).double().cpu().numpy()  # (T,)
-    logits_exact = _torch_equal_per_position(logits[0], logits[1], logits_change)
+    original_run = edited_run = None
+    reused = False
+    if reference is None:
+        # One batch of two: both sequences go through the same kernels with the same shapes, so the
+        # comparison is bitwise meaningful.
+        device = _model_device(model)
+        batch = torch.tensor([ids, edited], dtype=torch.long, device=device)  # (2, T)
+        source_batch = None
+        if original_source is not None:
+            source_batch = torch.tensor([original_source, edited_source], dtype=torch.long, device=device)  # (2, S)
+        streams, logits = _forward_streams(model, batch, source_batch, mode, n_run, with_logits)  # (2, T, D) each
+        originals, editeds = [s[0] for s in streams], [s[1] for s in streams]  # (T, D) each
+        original_logits, edited_logits = (None, None) if logits is None else (logits[0], logits[1])  # (T, V) each
+    else:
+        # Both runs are batches of one through the same path, so the kept run compares bitwise too.
+        reused = reference.matches(model, ids, mode, n_run, original_source, with_logits)
+        original_run = reference if reused else _residual_run(model, ids, mode, n_run, original_source, with_logits)
+        edited_run = _residual_run(model, edited, mode, n_run, edited_source, with_logits)
+        originals = [s[0] for s in original_run.streams]  # (T, D) each
+        editeds = [s[0] for s in edited_run.streams]  # (T, D) each
+        original_logits = edited_logits = None
+        if with_logits:
+            original_logits, edited_logits = original_run.logits[0], edited_run.logits[0]  # (T, V) each
+    max_change, exactly, nan_entries, equal_nan = _compare_runs(originals, editeds)
+    logits_change = logits_exact = None
+    if original_logits is not None:
+        logits_change = (edited_logits - original_logits).abs_().amax(dim=-1).double().cpu().numpy()  # (T,)
+        logits_exact = _torch_equal_per_position(original_logits, edited_logits, logits_change)
     leaks, past_moved, first, past_exact = _measure_past(exactly, equal_nan, position)
     layers = _layer_labels(n_run)
     return CausalDiffResult(
@@ -408,6 +576,9 @@ def causal_edit_diff(
         first_leaking_layer=first,
         past_exactly_unchanged=past_exact,
         note=_describe(mode, position, leaks, first, past_exact, nan_entries, layers, ids == edited, extra),
+        reference_reused=reused,
+        original_run=original_run,
+        edited_run=edited_run,
     )
 
 
@@ -437,7 +608,7 @@ def block_edit_diff(
         for block in chain:
             x = block(x, mask_mode=mask_mode)  # (2, T, D)
             streams.append(x)
-    max_change, exactly, nan_entries, equal_nan = _compare_runs(streams)
+    max_change, exactly, nan_entries, equal_nan = _compare_runs([s[0] for s in streams], [s[1] for s in streams])
     leaks, past_moved, first, past_exact = _measure_past(exactly, equal_nan, position)
     layers = _layer_labels(len(chain), first="input")
     labels = tuple(f"x{t}" for t in range(inputs.shape[0]))
@@ -793,6 +964,7 @@ __all__ = [
     "HeadSplitCheck",
     "MaskGrid",
     "NextTokenPredictions",
+    "ResidualRun",
     "TextbookCausalTable",
     "attention_maps",
     "block_edit_diff",
@@ -803,6 +975,7 @@ __all__ = [
     "next_token_predictions",
     "past_span",
     "random_block_edit_diff",
+    "residual_run",
     "textbook_causal_table",
     "token_labels",
 ]

@@ -23,6 +23,7 @@ from core.experiments.causal import (
     mask_grid,
     next_token_predictions,
     random_block_edit_diff,
+    residual_run,
     textbook_causal_table,
 )
 from core.model import MASK_MODES, SequenceError, Transformer
@@ -319,6 +320,200 @@ def test_too_long_sequence_raises_sequence_error():
     model = Transformer.from_seed(get_preset("textbook-block"), 0)
     with pytest.raises(SequenceError, match="context length"):
         causal_edit_diff(model, list(range(9)), 3, 1)
+
+
+# ---- kept runs: only the edited sequence runs -------------------------------------------------------------
+FLOAT32_EPS = float(torch.finfo(torch.float32).eps)
+# A kept-run diff runs each sequence as a batch of one, the classic diff both as one batch of two. A
+# kernel may sum in another order for another batch size, so a stream value may differ by a few float32
+# roundings of the row's magnitude per matmul, compounding over the rows (embedding, block 0, ...).
+# 16 roundings per row of depth bound that; the smallest real change in these cases is still several
+# times larger, so the bound cannot hide a wrong comparison.
+ULPS_PER_ROW = 16
+
+KEPT_RUN_CASES = {
+    "decoder, learned positions": (get_preset("tiny-gpt"), {}),
+    "decoder, RoPE": (get_preset("tiny-llama"), {}),
+    "decoder, ALiBi": (get_preset("tiny-gpt").replace(positional="alibi"), {}),
+    "decoder, two of four blocks": (get_preset("tiny-gpt"), {"n_blocks": 2}),
+    "mixture of experts": (get_preset("tiny-moe"), {}),
+    "encoder": (get_preset("tiny-encoder"), {}),
+    "encoder-decoder, fixed source": (get_preset("tiny-encoder-decoder"), {}),
+    "encoder-decoder, other source": (get_preset("tiny-encoder-decoder"), {"source": [3, 1, 4, 1, 5]}),
+    "encoder-decoder, edited source": (get_preset("tiny-encoder-decoder"), {"edit_source": True}),
+}
+KEPT_RUN_TOKENS = [(7 * i + 3) % 65 for i in range(40)]  # crosses the 32-token block edge of the fused kernel
+KEPT_RUN_EDIT = (33, 5)
+
+
+def _kept_run_reference(model, kwargs, mode, with_logits=True):
+    source = kwargs.get("source")
+    return residual_run(model, KEPT_RUN_TOKENS, mode, kwargs.get("n_blocks"), source, with_logits=with_logits)
+
+
+def _max_change_tolerance(scale: np.ndarray) -> np.ndarray:
+    """Per (row, position): the float32-derived bound on how far two batch shapes may disagree.
+    scale: (L+1, T) the largest |value| of each stream vector."""
+    depth = np.arange(1, scale.shape[0] + 1)[:, None]  # (L+1, 1)
+    return 2 * ULPS_PER_ROW * depth * FLOAT32_EPS * scale  # (L+1, T), 2: both runs of the pair may round
+
+
+@pytest.mark.parametrize("mode", MASK_MODES)
+@pytest.mark.parametrize("case", list(KEPT_RUN_CASES))
+def test_kept_run_diff_agrees_with_the_batch_of_two(case, mode):
+    config, kwargs = KEPT_RUN_CASES[case]
+    model = _lively(Transformer.from_seed(config, 0), 0)
+    position, new_token = KEPT_RUN_EDIT
+    both = causal_edit_diff(model, KEPT_RUN_TOKENS, position, new_token, mask_mode=mode, **kwargs)
+    reference = _kept_run_reference(model, kwargs, mode)
+    kept = causal_edit_diff(model, KEPT_RUN_TOKENS, position, new_token, mask_mode=mode, reference=reference, **kwargs)
+    assert kept.reference_reused and kept.original_run is reference
+    assert both.original_run is None and both.edited_run is None
+    assert np.array_equal(kept.exactly_unchanged, both.exactly_unchanged)
+    assert np.array_equal(kept.nan_entries, both.nan_entries)
+    assert np.array_equal(kept.logits_exactly_unchanged, both.logits_exactly_unchanged)
+    for name in ("leaks_into_past", "past_exactly_unchanged", "first_leaking_layer", "mask_mode", "layer_labels"):
+        assert getattr(kept, name) == getattr(both, name), name
+    assert np.array_equal(kept.past_moved_by_layer, both.past_moved_by_layer)
+    finite = ~both.nan_entries
+    scale = np.maximum(*(  # (L+1, T)
+        np.stack([s[0].abs().amax(dim=-1).double().numpy() for s in run.streams])
+        for run in (reference, kept.edited_run)
+    ))
+    tolerance = _max_change_tolerance(scale)
+    assert (np.abs(kept.max_change - both.max_change)[finite] <= tolerance[finite]).all()
+    assert np.isnan(kept.max_change[~finite]).all()
+    assert (kept.max_change[finite] > 0).sum() == (both.max_change[finite] > 0).sum()
+    if mode == "causal" and not kwargs.get("edit_source") and config.self_attention_causal:
+        # The past is bitwise unchanged in both: the kept run is as exact a witness as the batch.
+        assert kept.past_exactly_unchanged and both.past_exactly_unchanged
+        assert (kept.max_change[:, :position] == 0).all() and kept.logits_exactly_unchanged[:position].all()
+
+
+def test_the_causal_past_is_bitwise_unchanged_in_a_kept_run_at_the_default_init():
+    for name in ("tiny-gpt", "tiny-llama", "tiny-moe", "tiny-encoder-decoder"):
+        model = Transformer.from_seed(get_preset(name), 1)
+        reference = residual_run(model, KEPT_RUN_TOKENS, with_logits=True)
+        for position in (1, 32, 39):
+            kept = causal_edit_diff(model, KEPT_RUN_TOKENS, position, 64, reference=reference)
+            assert kept.reference_reused and kept.past_exactly_unchanged, (name, position)
+            assert not kept.exactly_unchanged[0, position]
+
+
+def test_a_kept_run_diff_runs_only_the_edited_sequence():
+    model = Transformer.from_seed(get_preset("tiny-gpt"), 0)
+    reference = residual_run(model, KEPT_RUN_TOKENS)
+    batches = []
+    handle = model.register_forward_pre_hook(lambda _module, args: batches.append(tuple(args[0].shape)))
+    try:
+        kept = causal_edit_diff(model, KEPT_RUN_TOKENS, 10, 2, reference=reference, with_logits=False)
+    finally:
+        handle.remove()
+    assert kept.reference_reused
+    assert batches == [(1, len(KEPT_RUN_TOKENS))]
+
+
+def test_without_logits_the_run_stops_at_the_final_norm_and_the_streams_agree():
+    model = _lively(Transformer.from_seed(get_preset("tiny-llama"), 0), 0)
+    with_head = causal_edit_diff(model, KEPT_RUN_TOKENS, 20, 4, mask_mode="none")
+    bare = causal_edit_diff(model, KEPT_RUN_TOKENS, 20, 4, mask_mode="none", with_logits=False)
+    assert bare.logits_change is None and bare.logits_exactly_unchanged is None
+    assert np.array_equal(bare.max_change, with_head.max_change)
+    assert np.array_equal(bare.exactly_unchanged, with_head.exactly_unchanged)
+    reference = residual_run(model, KEPT_RUN_TOKENS, "none")
+    assert reference.logits is None and not reference.with_logits
+    kept = causal_edit_diff(model, KEPT_RUN_TOKENS, 20, 4, mask_mode="none", reference=reference, with_logits=False)
+    assert kept.reference_reused and kept.edited_run.logits is None and kept.logits_change is None
+    assert json.loads(json.dumps(kept.to_dict(), allow_nan=False))["logits_change"] is None
+
+
+def test_the_edited_run_is_the_next_edits_reference():
+    model = Transformer.from_seed(get_preset("tiny-gpt"), 0)
+    reference = residual_run(model, KEPT_RUN_TOKENS, with_logits=True)
+    first = causal_edit_diff(model, KEPT_RUN_TOKENS, 10, 2, reference=reference)
+    edited_tokens = list(first.edited_run.ids)
+    assert edited_tokens[10] == 2 and first.edited_run.mask_mode == "causal"
+    second = causal_edit_diff(model, edited_tokens, 20, 3, reference=first.edited_run)
+    own = residual_run(model, edited_tokens, with_logits=True)
+    fresh = causal_edit_diff(model, edited_tokens, 20, 3, reference=own)
+    assert second.reference_reused
+    assert np.array_equal(second.max_change, fresh.max_change)  # same runs, same kernels: bitwise
+    assert np.array_equal(second.logits_change, fresh.logits_change)
+    assert len(first.edited_run.streams) == len(model.blocks) + 1
+    assert all(s.shape == (1, len(KEPT_RUN_TOKENS), model.config.d_model) for s in first.edited_run.streams)
+
+
+def _run_then_step_the_weights(model, _twin):
+    reference = residual_run(model, KEPT_RUN_TOKENS, with_logits=True)
+    with torch.no_grad():
+        model.blocks[0].ffn.down.weight.add_(1.0)  # what a training step does: same tensors, new values
+    return reference
+
+
+# Each builds a reference that must not stand for KEPT_RUN_TOKENS on `model` as it is now. The twin has
+# the same config and seed, so bit-identical weights: only its identity differs.
+MISMATCHED_REFERENCES = {
+    "other ids": lambda model, _twin: residual_run(model, KEPT_RUN_TOKENS[:-1] + [0], with_logits=True),
+    "other mask": lambda model, _twin: residual_run(model, KEPT_RUN_TOKENS, "none", with_logits=True),
+    "other depth": lambda model, _twin: residual_run(model, KEPT_RUN_TOKENS, n_blocks=2, with_logits=True),
+    "no logits kept": lambda model, _twin: residual_run(model, KEPT_RUN_TOKENS),
+    "another model object": lambda _model, twin: residual_run(twin, KEPT_RUN_TOKENS, with_logits=True),
+    "weights stepped in place": _run_then_step_the_weights,
+}
+
+
+@pytest.mark.parametrize("mismatch", list(MISMATCHED_REFERENCES))
+def test_a_mismatched_reference_is_never_compared(mismatch):
+    model = Transformer.from_seed(get_preset("tiny-gpt"), 0)
+    twin = Transformer.from_seed(get_preset("tiny-gpt"), 0)
+    reference = MISMATCHED_REFERENCES[mismatch](model, twin)
+    kept = causal_edit_diff(model, KEPT_RUN_TOKENS, 33, 5, reference=reference)
+    assert not kept.reference_reused and kept.original_run is not reference
+    own = residual_run(model, KEPT_RUN_TOKENS, with_logits=True)
+    fresh = causal_edit_diff(model, KEPT_RUN_TOKENS, 33, 5, reference=own)
+    assert fresh.reference_reused
+    assert np.array_equal(kept.max_change, fresh.max_change) and np.array_equal(kept.logits_change, fresh.logits_change)
+    assert kept.past_exactly_unchanged
+
+
+def test_a_mismatched_encoder_source_is_never_compared():
+    model = Transformer.from_seed(get_preset("tiny-encoder-decoder"), 0)
+    reference = residual_run(model, KEPT_RUN_TOKENS, source=[1, 2, 3], with_logits=True)
+    assert reference.source_ids == (1, 2, 3)
+    assert not causal_edit_diff(model, KEPT_RUN_TOKENS, 5, 1, reference=reference).reference_reused
+    assert causal_edit_diff(model, KEPT_RUN_TOKENS, 5, 1, source=[1, 2, 3], reference=reference).reference_reused
+    # An edited source changes what the edited run's encoder reads, never what the reference read.
+    own = residual_run(model, KEPT_RUN_TOKENS, with_logits=True)
+    moved = causal_edit_diff(model, KEPT_RUN_TOKENS, 5, 1, edit_source=True, reference=own)
+    assert moved.reference_reused and moved.edited_run.source_ids == moved.edited_run.ids
+    assert moved.leaks_into_past
+
+
+def test_a_residual_run_does_not_keep_its_model_alive():
+    import gc
+
+    model = Transformer.from_seed(get_preset("tiny-encoder"), 0)
+    run = residual_run(model, [1, 2, 3])
+    assert run.model is model and run.mask_mode == "none" and run.n_blocks == len(model.blocks)
+    del model
+    gc.collect()
+    assert run.model is None
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(n_blocks=9), "n_blocks"),
+        (dict(mask_mode="sideways"), "unknown mask mode"),
+        (dict(ids=[]), "empty"),
+        (dict(ids=[1, 99]), "outside the vocabulary"),
+        (dict(ids=list(range(60)) * 5), "context length"),
+    ],
+)
+def test_bad_residual_runs_raise_sequence_error(kwargs, message):
+    model = Transformer.from_seed(get_preset("tiny-gpt"), 0)
+    with pytest.raises(SequenceError, match=message):
+        residual_run(model, **{"ids": [1, 2, 3], **kwargs})
 
 
 # ---- bare blocks ----------------------------------------------------------------------------------------

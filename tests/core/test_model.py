@@ -139,6 +139,20 @@ def test_n_blocks_runs_a_prefix_of_the_stack():
     assert sorted(seen) == ["blocks.0.hook_resid_post", "blocks.1.hook_resid_post"]
 
 
+def test_without_the_head_the_forward_returns_the_final_normed_state():
+    for name in ("tiny-gpt", "tiny-encoder-decoder"):
+        model = Transformer.from_seed(get_preset(name), 0)
+        tokens = _tokens(model.config)
+        with torch.inference_mode(), capture(model, ["hook_final"]) as seen:
+            logits = model(tokens)
+            hidden = model(tokens, head=False)
+        assert hidden.shape == (*tokens.shape, model.config.d_model)
+        assert torch.equal(hidden, seen["hook_final"])  # the second pass overwrote the first's capture
+        with torch.inference_mode():
+            assert torch.equal(model.head(hidden), logits)
+            assert model(tokens, n_blocks=0, head=False).shape == hidden.shape
+
+
 def test_residual_scaling_shrinks_output_projections():
     config = get_preset("tiny-gpt")
     plain = Transformer.from_seed(config, seed=0)
