@@ -1,7 +1,25 @@
 """Test-wide settings: Qt runs offscreen, hypothesis is deterministic and sized for a 2-core machine."""
 
+import locale
 import os
 
+
+def _utf8_locale_for_qt() -> None:
+    """Qt needs a UTF-8 locale: given a missing one (LC_ALL=de_DE.UTF-8 not generated) or a non-UTF-8
+    one it warns, which fails a test, and switches to C.UTF-8. Switch first, for the same outcome."""
+    before = locale.setlocale(locale.LC_ALL)
+    try:
+        locale.setlocale(locale.LC_ALL, "")
+        usable = "UTF-8" in locale.nl_langinfo(locale.CODESET).upper().replace("UTF8", "UTF-8")
+    except (locale.Error, AttributeError):  # AttributeError: no nl_langinfo (Windows, where Qt does not check)
+        usable = os.name != "posix"
+    finally:
+        locale.setlocale(locale.LC_ALL, before)
+    if not usable:
+        os.environ["LC_ALL"] = "C.UTF-8"
+
+
+_utf8_locale_for_qt()
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("TRANSFORMER_EXPLORER_DEVICE", "cpu")
 

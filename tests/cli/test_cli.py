@@ -1,4 +1,6 @@
+import errno
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -85,10 +87,12 @@ def test_params_with_field_overrides_and_config_file(capsys, tmp_path):
         (["params", "--preset", "gpt2-small", "--set", "norm=batch"], "norm: 'batch' is not one of"),
         (["params"], "choose a model"),
         (["params", "--textbook", "--preset", "gpt2-small"], "leave out --preset"),
-        (["params", "--config", "/nonexistent/model.json"], "No such file or directory: /nonexistent/model.json"),
+        (["params", "--config", "/nonexistent/model.json"], "{ENOENT}: /nonexistent/model.json"),
     ],
 )
 def test_bad_input_exits_2_with_one_line(capsys, argv, message):
+    # The system words its errors in the language of the locale that Qt, once run, has set.
+    message = message.replace("{ENOENT}", os.strerror(errno.ENOENT))
     code, out, err = run(capsys, *argv)
     assert code == 2
     assert message in err

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 
 import numpy as np
 import pytest
@@ -169,7 +171,7 @@ def test_checkpoint_accepts_hugging_face_folders(tmp_path, capsys):
             "temperature must be zero or a positive",
         ),
         (["generate", "--checkpoint", "tiny-gpt", "--text", "", "--max-new", "3"], "the text gives no tokens"),
-        (["evaluate", "--checkpoint", "tiny-gpt", "--text-file", "/no/such/file.txt"], "No such file or directory"),
+        (["evaluate", "--checkpoint", "tiny-gpt", "--text-file", "/no/such/file.txt"], "{ENOENT}"),
         (["train", "--preset", "no-such-preset", "--out", "x"], "unknown preset 'no-such-preset'"),
         (
             ["train", "--preset", "tiny-gpt", "--out", "x", "--seq", "512", "--steps", "1"],
@@ -179,6 +181,8 @@ def test_checkpoint_accepts_hugging_face_folders(tmp_path, capsys):
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(argv, message, capsys, tmp_path, monkeypatch):
+    # The system words its errors in the language of the locale that Qt, once run, has set.
+    message = message.replace("{ENOENT}", os.strerror(errno.ENOENT))
     monkeypatch.chdir(tmp_path)
     assert message in _error_line(capsys, argv)
 
