@@ -8,18 +8,16 @@ one of the reading's mask pitfalls, it computes q @ k^T, the mask and the softma
 from __future__ import annotations
 
 import math
-from typing import Literal, get_args
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from core.choices import MASK_MODES as MASK_MODES  # re-exported: callers import the mask modes with the model
+from core.choices import MaskMode
 from core.config import ModelConfig
 from core.hooks import HookPoint
 from core.positional import alibi_bias, apply_rope, rope_angles, sinusoidal_table
-
-MaskMode = Literal["causal", "none", "off-by-one", "after-softmax"]
-MASK_MODES: tuple[str, ...] = get_args(MaskMode)
 
 INIT_STD = 0.02  # GPT-2's initialisation scale for every weight matrix and embedding
 

@@ -13,7 +13,7 @@ import sys
 
 from core.cli import CliError
 from core.cli.common import add_model_arguments, config_from_args, print_json, print_table
-from core.model import MASK_MODES
+from core.choices import MASK_MODES
 
 CHAR_VOCAB_SIZE = 65  # the Shakespeare character vocabulary the bundled corpus defines
 CORPUS_FILE = "tinyshakespeare.txt"

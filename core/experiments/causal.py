@@ -22,11 +22,11 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from core.choices import MASK_MODE_DESCRIPTIONS, MASK_MODES
 from core.config import ConfigError, ModelConfig
 from core.display import display_token
 from core.hooks import capture
 from core.model import (
-    MASK_MODES,
     Attention,
     Block,
     MaskMode,
@@ -44,14 +44,6 @@ TEXTBOOK_EDIT_POSITION = 5
 
 MaskGridKind = Literal["decoder-self", "encoder-self", "cross"]
 MASK_GRID_KINDS: tuple[str, ...] = get_args(MaskGridKind)
-
-# What each mask mode is, in one sentence, for legends and tooltips.
-MASK_MODE_DESCRIPTIONS: dict[str, str] = {
-    "causal": "each token sees itself and the tokens before it (triu diagonal=1 masked before the softmax)",
-    "none": "no mask: every token sees every token, the future included",
-    "off-by-one": "pitfall: triu diagonal=0 also hides each token from itself; token 0 sees nothing (NaN)",
-    "after-softmax": "pitfall: the future is zeroed after the softmax, so it already shaped the denominator",
-}
 
 
 class _ReadOnlyArrays:

@@ -26,6 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from core.choices import PERMUTATION_ENCODINGS
 from core.config import ModelConfig
 from core.hooks import capture
 from core.model import Attention, Transformer
@@ -55,7 +56,6 @@ TEXTBOOK_PERMUTATION = (3, 1, 5, 0, 2, 4)
 TEXTBOOK_PE_ROWS = (0, 3)
 TEXTBOOK_PE_DIMS = 6
 
-PERMUTATION_ENCODINGS = ("none", "sinusoidal", "learned", "rope")
 KNOWN_PERMUTATION_ENCODINGS = (*PERMUTATION_ENCODINGS, "alibi")
 
 _F64 = torch.float64
