@@ -4,22 +4,28 @@ One stack of random blocks (weights and tokens from the state's seed) is run twi
 weights, pre-norm and post-norm. The first plot is the mean per-token L2 norm of the residual stream
 at every block boundary, the second the norm of d loss / d stream there from one backward pass of a
 next-token loss. The caption states what the numbers say.
+
+The panel holds the controls; `NormsView` is the one view (gui.panels.base.View): its frozen
+`NormsInputs` are the depth, norm, seed and residual scaling, `compute_norms` runs both stacks on the
+worker, and the hover readout on the plots is recomputed from each new result. Log scale is a way of
+drawing the same numbers, not an input: toggling it redraws without recomputing.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QPointF, Qt
+from PySide6.QtCore import QObject, QPointF, Qt, Signal
 from PySide6.QtGui import QFontMetrics
-from PySide6.QtWidgets import QCheckBox, QComboBox, QLabel, QSlider, QSpinBox, QSplitter, QWidget
+from PySide6.QtWidgets import QCheckBox, QComboBox, QLabel, QSlider, QSpinBox, QSplitter, QVBoxLayout, QWidget
 
 from gui import theme
+from gui.panels.base import Panel, View
 from gui.widgets.flow_layout import FlowLayout, control_group
-from gui.panels.base import Panel
 
 # core.experiments.norms imports torch, which the GUI thread must not; its MAX_DEPTH is 96 (a test checks).
 MAX_DEPTH = 96
@@ -29,14 +35,24 @@ PLACEMENTS = ("pre", "post")
 DEFAULT_DEPTH = 12
 
 
-def _compare(depth: int, norm: str, seed: int, residual_scaling: bool, token) -> dict[str, Any]:
-    from core.experiments.norms import norm_curves
+@dataclass(frozen=True)
+class NormsInputs:
+    depth: int
+    norm: str  # "layernorm" or "rmsnorm"
+    seed: int
+    residual_scaling: bool
+
+
+def compute_norms(inputs: NormsInputs, token) -> Any:
+    """Worker: the same random stack pre-norm and post-norm (a core.experiments.norms.PlacementComparison)."""
+    from core.experiments.norms import PlacementComparison, norm_curves
 
     curves = {}
     for index, placement in enumerate(PLACEMENTS):
-        token.report(index / len(PLACEMENTS), f"{depth}-block {placement}-norm stack")
-        curves[placement] = norm_curves(depth, placement, norm, seed, d_model=D_MODEL, residual_scaling=residual_scaling)
-    return curves
+        token.report(index / len(PLACEMENTS), f"{inputs.depth}-block {placement}-norm stack")
+        curves[placement] = norm_curves(inputs.depth, placement, inputs.norm, inputs.seed, d_model=D_MODEL,
+                                        residual_scaling=inputs.residual_scaling)
+    return PlacementComparison(pre=curves["pre"], post=curves["post"])
 
 
 def _ratio_text(ratio: float) -> str:
@@ -68,46 +84,73 @@ def describe_gradients(pre, post) -> str:
     return "Gradient, last block → embeddings: " + "; ".join(parts) + "."
 
 
-class NormsPanel(Panel):
-    title = "Norms"
-    refresh_on = frozenset({"seed"})
+class NormsControls(QObject):
+    """Depth, norm, residual scaling and log scale; `changed` fires for an input, `log_changed` for the drawing."""
 
-    def __init__(self, state, compute, parent: QWidget | None = None) -> None:
-        super().__init__(state, compute, parent)
-        self.comparison: dict[str, Any] | None = None
-        self.hover_layer: int | None = None
-        layout = self.layout()
+    changed = Signal()
+    log_changed = Signal(bool)
 
-        controls = FlowLayout()  # wraps on a narrow window or at a large text scale
-        depth_caption = QLabel("Blocks")
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.depth_caption = QLabel("Blocks")
         self.depth_spin = QSpinBox()
         self.depth_spin.setRange(1, MAX_DEPTH)
         self.depth_spin.setValue(DEFAULT_DEPTH)
         self.depth_spin.setToolTip(f"blocks in the random stack (1 to {MAX_DEPTH})")
         self.depth_spin.setKeyboardTracking(False)
-        depth_caption.setBuddy(self.depth_spin)
+        self.depth_caption.setBuddy(self.depth_spin)
         self.depth_slider = QSlider(Qt.Orientation.Horizontal)
         self.depth_slider.setRange(1, MAX_DEPTH)
         self.depth_slider.setValue(DEFAULT_DEPTH)
         self.depth_slider.setToolTip("drag to change the depth; the newest depth replaces any pending one")
+        self.depth_slider.setMinimumWidth(240)
+        self.norm_caption = QLabel("Norm")
         self.norm_combo = QComboBox()
         for text, value in NORM_CHOICES:
             self.norm_combo.addItem(text, value)
         self.norm_combo.setToolTip("LayerNorm centres and scales each token; RMSNorm only scales")
+        self.norm_caption.setBuddy(self.norm_combo)
         self.scaling_check = QCheckBox("Residual scaling 1/√(2N)")
         self.scaling_check.setToolTip("scale the output projections' initial weights by 1/sqrt(2 x blocks), as GPT-2 does")
         self.log_check = QCheckBox("Log scale")
         self.log_check.setToolTip("logarithmic y axes")
-        self.depth_slider.setMinimumWidth(240)
-        norm_caption = QLabel("Norm")
-        norm_caption.setBuddy(self.norm_combo)
-        controls.addWidget(control_group(depth_caption, self.depth_spin, self.depth_slider))
-        controls.addWidget(control_group(norm_caption, self.norm_combo))
-        controls.addWidget(self.scaling_check)
-        controls.addWidget(self.log_check)
-        layout.addLayout(controls)
+        self.depth_spin.valueChanged.connect(self._on_depth_spin)
+        self.depth_slider.valueChanged.connect(self._on_depth_slider)
+        self.norm_combo.currentIndexChanged.connect(self.changed)
+        self.scaling_check.toggled.connect(self.changed)
+        self.log_check.toggled.connect(self.log_changed)
 
-        self.caption = QLabel("Waiting for torch to load...")
+    def _on_depth_spin(self, depth: int) -> None:
+        self.depth_slider.blockSignals(True)
+        self.depth_slider.setValue(depth)
+        self.depth_slider.blockSignals(False)
+        self.changed.emit()
+
+    def _on_depth_slider(self, depth: int) -> None:
+        self.depth_spin.blockSignals(True)
+        self.depth_spin.setValue(depth)
+        self.depth_spin.blockSignals(False)
+        self.changed.emit()
+
+    @property
+    def log_scale(self) -> bool:
+        return self.log_check.isChecked()
+
+
+class NormsView(View):
+    """Both plots and the caption for one (depth, norm, seed, scaling); hover shows one layer's values."""
+
+    name = "Norms"
+    reads = frozenset({"seed"})
+    compute_fn = staticmethod(compute_norms)
+
+    def __init__(self, state, compute, controls: NormsControls, parent: QWidget | None = None) -> None:
+        super().__init__(state, compute, parent=parent)
+        self.controls = controls
+        self.hover_layer: int | None = None  # the layer under the cursor, kept while stale to read out again
+        layout = QVBoxLayout(self.content)
+        layout.setContentsMargins(0, 0, 0, 0)
+        self.caption = QLabel("")
         self.caption.setWordWrap(True)
         self.caption.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         layout.addWidget(self.caption)
@@ -120,8 +163,8 @@ class NormsPanel(Panel):
         self.root_d_line = pg.InfiniteLine(angle=0, movable=False, label=f"√d = {math.sqrt(D_MODEL):g}",
                                            labelOpts={"position": 0.5, "anchors": [(0.5, 0), (0.5, 0)]})
         self.forward_plot.addItem(self.root_d_line, ignoreBounds=True)
-        self.crosshairs = []
-        self.hover_labels = []
+        self.crosshairs: list[pg.InfiniteLine] = []
+        self.hover_labels: list[pg.TextItem] = []
         for plot in (self.forward_plot, self.gradient_plot):
             line = pg.InfiniteLine(angle=90, movable=False)
             line.hide()
@@ -136,14 +179,11 @@ class NormsPanel(Panel):
             splitter.addWidget(plot)
         splitter.setSizes([500, 500])
         layout.addWidget(splitter, 1)
+        self.stale_labels = [self.caption]
 
-        self.depth_spin.valueChanged.connect(self._on_depth_spin)
-        self.depth_slider.valueChanged.connect(self._on_depth_slider)
-        self.norm_combo.currentIndexChanged.connect(self.schedule_refresh)
-        self.scaling_check.toggled.connect(self.schedule_refresh)
-        self.log_check.toggled.connect(self._apply_log_scale)
+        controls.changed.connect(self.inputs_changed)
+        controls.log_changed.connect(self._apply_log_scale)
         self.apply_theme()
-        self.schedule_refresh()  # waits for torch_ready when torch is still loading
 
     def _make_plot(self, title: str, y_label: str) -> pg.PlotWidget:
         plot = pg.PlotWidget()
@@ -166,67 +206,56 @@ class NormsPanel(Panel):
             for placement in PLACEMENTS
         }
 
-    # ---- controls ------------------------------------------------------------------------------
-    def _on_depth_spin(self, depth: int) -> None:
-        self.depth_slider.blockSignals(True)
-        self.depth_slider.setValue(depth)
-        self.depth_slider.blockSignals(False)
-        self.schedule_refresh()
+    # ---- the contract --------------------------------------------------------------------------
+    def inputs(self) -> NormsInputs:
+        controls = self.controls
+        return NormsInputs(controls.depth_spin.value(), controls.norm_combo.currentData(), self.state.seed,
+                           controls.scaling_check.isChecked())
 
-    def _on_depth_slider(self, depth: int) -> None:
-        self.depth_spin.blockSignals(True)
-        self.depth_spin.setValue(depth)
-        self.depth_spin.blockSignals(False)
-        self.schedule_refresh()
-
-    def request_settings(self) -> tuple[int, str, int, bool]:
-        """(depth, norm, seed, residual scaling) the next computation uses."""
-        return self.depth_spin.value(), self.norm_combo.currentData(), self.state.seed, self.scaling_check.isChecked()
-
-    def refresh(self) -> None:
-        depth, norm, seed, scaling = self.request_settings()
-        self.caption.setText(f"Running a {depth}-block stack twice (pre- and post-norm, {norm}, seed {seed})...")
-        self.submit(lambda token: _compare(depth, norm, seed, scaling, token), self.show_result, f"norms of {depth} blocks")
-
-    # ---- result -> views -----------------------------------------------------------------------
-    def show_result(self, comparison: dict[str, Any]) -> None:
-        self.comparison = comparison
-        pre, post = comparison["pre"], comparison["post"]
+    def show_result(self, comparison) -> None:
+        pre, post = comparison.pre, comparison.post
         self.caption.setText(f"<b>{describe_forward(pre, post)}</b><br>{describe_gradients(pre, post)}"
                              f" <span style='color:{theme.current().muted}'>(d = {pre.d_model}, loss {pre.loss:.3f},"
                              f" {pre.norm}{', residual scaling' if pre.residual_scaling else ''}, seed {pre.seed})</span>")
         self._update_curves()
-        self.result_shown.emit()
 
+    def on_stale(self) -> None:
+        self._hide_hover()  # keeps hover_layer: refresh_hover reads the new result out at the same layer
+
+    def refresh_hover(self) -> None:
+        if self.hover_layer is not None:
+            self.show_layer_values(self.hover_layer)
+
+    # ---- drawing -------------------------------------------------------------------------------
     def _update_curves(self) -> None:
-        if self.comparison is None:
+        comparison = self.result
+        if comparison is None:
             return
         colors = {"pre": "primary", "post": "secondary"}
         for curves, values in ((self.forward_curves, "forward_norms"), (self.gradient_curves, "gradient_norms")):
             for placement, curve in curves.items():
-                result = self.comparison[placement]
-                curve.setData(result.layers.astype(float), getattr(result, values))
+                measured = getattr(comparison, placement)
+                curve.setData(measured.layers.astype(float), getattr(measured, values))
                 role = colors[placement]
                 curve.setPen(theme.pen(role))
                 curve.setSymbolBrush(theme.brush(role))
                 curve.setSymbolPen(theme.pen(role, width=1))
                 curve.setSymbolSize(4 + 2 * theme.current().line_width)
-        depth = self.comparison["pre"].depth
+        depth = comparison.pre.depth
         for plot in (self.forward_plot, self.gradient_plot):
             plot.setXRange(-0.5, depth + 0.5, padding=0.02)
         self._fit_y_ranges()
         self._place_root_d_line()
-        if self.hover_layer is not None:
-            self.show_layer_values(min(self.hover_layer, depth))
 
     def _fit_y_ranges(self) -> None:
         """Fit the data with room above it for the legend row and the hover readout (both sit at the top)."""
-        if self.comparison is None:
+        comparison = self.result
+        if comparison is None:
             return
-        log = self.log_check.isChecked()
+        log = self.controls.log_scale
         headroom_px = 4.0 * QFontMetrics(theme.font()).height()
         for plot, values in ((self.forward_plot, "forward_norms"), (self.gradient_plot, "gradient_norms")):
-            data = np.concatenate([getattr(self.comparison[p], values) for p in PLACEMENTS])
+            data = np.concatenate([getattr(getattr(comparison, p), values) for p in PLACEMENTS])
             if plot is self.forward_plot:
                 data = np.append(data, math.sqrt(D_MODEL))
             if log:
@@ -239,12 +268,12 @@ class NormsPanel(Panel):
             fraction = min(0.6, headroom_px / max(1.0, height_px - headroom_px))
             bottom = low - (0.04 * span if log else 0.0)
             plot.setYRange(bottom, high + span * (0.04 + fraction), padding=0)
-        if self.hover_layer is not None:
+        if self.hover_layer is not None and not self.is_stale:
             self.show_layer_values(self.hover_layer)
 
     def _place_root_d_line(self) -> None:
         root_d = math.sqrt(D_MODEL)
-        self.root_d_line.setValue(math.log10(root_d) if self.log_check.isChecked() else root_d)
+        self.root_d_line.setValue(math.log10(root_d) if self.controls.log_scale else root_d)
 
     def _apply_log_scale(self, on: bool) -> None:
         for plot in (self.forward_plot, self.gradient_plot):
@@ -254,25 +283,31 @@ class NormsPanel(Panel):
 
     # ---- hover ---------------------------------------------------------------------------------
     def _on_mouse_moved(self, plot: pg.PlotWidget, scene_pos: QPointF) -> None:
-        if self.comparison is None:
-            return
         view = plot.getViewBox()
         if not view.sceneBoundingRect().contains(scene_pos):
             self.show_layer_values(None)
             return
         self.show_layer_values(int(round(view.mapSceneToView(scene_pos).x())))
 
+    def _hide_hover(self) -> None:
+        for line, label in zip(self.crosshairs, self.hover_labels):
+            line.hide()
+            label.setText("")
+            label.hide()
+
     def show_layer_values(self, layer: int | None) -> str:
-        """Crosshair and readout at one layer on both plots (None hides them); returns the readout."""
-        if self.comparison is None or layer is None:
-            self.hover_layer = None
-            for line, label in zip(self.crosshairs, self.hover_labels):
-                line.hide()
-                label.hide()
-            return ""
-        pre, post = self.comparison["pre"], self.comparison["post"]
-        layer = max(0, min(pre.depth, layer))
+        """Crosshair and readout at one layer on both plots (None hides them); returns the readout.
+
+        While the view is stale nothing is read out (the curves describe other inputs than the
+        controls'); the layer is remembered and read out from the next result.
+        """
         self.hover_layer = layer
+        comparison = self.result
+        if layer is None or comparison is None or self.is_stale or self.showing_message:
+            self._hide_hover()
+            return ""
+        pre, post = comparison.pre, comparison.post
+        layer = max(0, min(pre.depth, layer))
         texts = []
         for plot, line, label, values in (
             (self.forward_plot, self.crosshairs[0], self.hover_labels[0], "forward_norms"),
@@ -297,9 +332,14 @@ class NormsPanel(Panel):
             label.show()
         return "\n".join(texts)
 
-    # ---- theme, export, session ----------------------------------------------------------------
+    @property
+    def hover_text(self) -> str:
+        """What the hover readout shows now ("" when nothing is read out)."""
+        return "\n".join(label.toPlainText() for label in self.hover_labels if label.isVisible())
+
+    # ---- theme, export -------------------------------------------------------------------------
     def apply_theme(self) -> None:
-        super().apply_theme()
+        super().apply_theme()  # re-styles the plots and redraws the result (show_result)
         muted = theme.color("muted")
         self.root_d_line.setPen(theme.pen("muted", width=max(1.0, theme.current().line_width / 2), style=Qt.PenStyle.DashLine))
         self.root_d_line.label.setColor(muted)
@@ -312,15 +352,38 @@ class NormsPanel(Panel):
             fill.setAlpha(225)
             label.fill = pg.mkBrush(fill)
             label.border = pg.mkPen(theme.color("muted"))
-        self._update_curves()
         self._fit_y_ranges()
 
     def export_targets(self) -> list[tuple[str, Any]]:
-        return [
-            (self.title, self),
-            ("Residual stream norm (plot)", self.forward_plot.getPlotItem()),
-            ("Gradient norm (plot)", self.gradient_plot.getPlotItem()),
-        ]
+        return [("Residual stream norm (plot)", self.forward_plot.getPlotItem()),
+                ("Gradient norm (plot)", self.gradient_plot.getPlotItem())]
+
+
+class NormsPanel(Panel):
+    title = "Norms"
+    refresh_on = frozenset()  # the view subscribes to what it reads
+
+    def __init__(self, state, compute, parent: QWidget | None = None) -> None:
+        super().__init__(state, compute, parent)
+        layout = self.layout()
+        self.controls = NormsControls(self)
+        controls = self.controls
+        # Lessons and sessions find these by name on the panel.
+        self.depth_spin, self.depth_slider = controls.depth_spin, controls.depth_slider
+        self.norm_combo, self.scaling_check, self.log_check = controls.norm_combo, controls.scaling_check, controls.log_check
+        row = FlowLayout()  # wraps on a narrow window or at a large text scale
+        row.addWidget(control_group(controls.depth_caption, self.depth_spin, self.depth_slider))
+        row.addWidget(control_group(controls.norm_caption, self.norm_combo))
+        row.addWidget(self.scaling_check)
+        row.addWidget(self.log_check)
+        layout.addLayout(row)
+
+        self.view = self.add_view(NormsView(state, compute, controls))
+        layout.addWidget(self.view, 1)
+        self.caption, self.forward_plot, self.gradient_plot = self.view.caption, self.view.forward_plot, self.view.gradient_plot
+
+    def export_targets(self) -> list[tuple[str, Any]]:
+        return [(self.title, self), *self.view.export_targets()]
 
     def settings(self) -> dict[str, Any]:
         return {
@@ -343,7 +406,7 @@ class NormsPanel(Panel):
         for key, box in (("residual_scaling", self.scaling_check), ("log_scale", self.log_check)):
             if isinstance(data.get(key), bool):
                 box.setChecked(data[key])
-        self.schedule_refresh()
 
 
-__all__ = ["NormsPanel", "MAX_DEPTH", "describe_forward", "describe_gradients"]
+__all__ = ["NormsPanel", "NormsView", "NormsInputs", "compute_norms", "MAX_DEPTH", "describe_forward",
+           "describe_gradients"]

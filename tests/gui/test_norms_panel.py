@@ -1,4 +1,4 @@
-"""The Norms panel: curves equal core's norm_curves, the caption is computed, depth changes supersede."""
+"""The Norms panel: curves equal core's norm_curves, the caption is computed, each input marks the view stale."""
 
 from __future__ import annotations
 
@@ -7,9 +7,11 @@ import math
 import numpy as np
 import pytest
 
-from gui.panels.norms import D_MODEL, MAX_DEPTH, NormsPanel
+from gui.panels.norms import D_MODEL, MAX_DEPTH, NormsInputs, NormsPanel, NormsView
 from gui.state import LabState
 from gui.widgets.export import export
+
+RESULT_TIMEOUT_MS = 90_000
 
 
 @pytest.fixture
@@ -23,9 +25,20 @@ def panel(qtbot, compute):
 
 
 def start(qtbot, panel: NormsPanel, depth: int) -> None:
-    with qtbot.waitSignal(panel.result_shown, timeout=90_000):
+    with qtbot.waitSignal(panel.result_shown, timeout=RESULT_TIMEOUT_MS):
         panel.depth_spin.setValue(depth)
         panel.state.set_torch_ready(True)
+
+
+def wait_result(qtbot, view: NormsView) -> None:
+    qtbot.waitUntil(lambda: view.shown_inputs is not None and not view.is_stale, timeout=RESULT_TIMEOUT_MS)
+
+
+def assert_nothing_old_readable(view: NormsView) -> None:
+    assert view.is_stale or view.showing_message
+    assert view.caption.text() == ""
+    assert view.hover_text == "" and not any(line.isVisible() for line in view.crosshairs)
+    assert view.show_layer_values(2) == ""  # a hover while stale prints nothing (and is read out later)
 
 
 def test_the_depth_limit_matches_the_experiment():
@@ -38,44 +51,97 @@ def test_twelve_blocks_plot_exactly_what_norm_curves_measures(qtbot, panel, tmp_
     from core.experiments.norms import norm_curves
 
     start(qtbot, panel, 12)
+    view = panel.view
+    assert view.shown_inputs == NormsInputs(12, "layernorm", 0, False)
     for placement in ("pre", "post"):
         expected = norm_curves(12, placement, "layernorm", seed=0, d_model=D_MODEL)
-        x, y = panel.forward_curves[placement].getData()
+        x, y = view.forward_curves[placement].getData()
         np.testing.assert_array_equal(x, np.arange(13))
         np.testing.assert_allclose(y, expected.forward_norms, rtol=1e-6)
-        _, gradient = panel.gradient_curves[placement].getData()
+        _, gradient = view.gradient_curves[placement].getData()
         np.testing.assert_allclose(gradient, expected.gradient_norms, rtol=1e-6)
 
     caption = panel.caption.text()
-    pre = panel.comparison["pre"].forward_norms
+    pre = view.result.pre.forward_norms
     assert f"×{pre[-1] / pre[0]:.2f} over 12 blocks" in caption
     assert "pre-norm grows" in caption and "post-norm stays at √d = 8.00" in caption
     assert "Gradient, last block → embeddings:" in caption
 
-    readout = panel.show_layer_values(3)
+    readout = view.show_layer_values(3)
     assert readout.startswith("layer 3:")
     assert f"pre-norm {pre[3]:.4g}," in readout
-    assert panel.crosshairs[0].value() == 3 and panel.hover_labels[1].isVisible()
+    assert view.crosshairs[0].value() == 3 and view.hover_labels[1].isVisible()
+    assert view.hover_text == readout
 
-    panel.log_check.setChecked(True)
+    panel.log_check.setChecked(True)  # a way of drawing: no recomputation, nothing goes stale
+    assert not view.is_stale and view.computations == 1
     assert panel.forward_plot.getPlotItem().ctrl.logYCheck.isChecked()
-    assert panel.root_d_line.value() == pytest.approx(math.log10(math.sqrt(D_MODEL)))
+    assert view.root_d_line.value() == pytest.approx(math.log10(math.sqrt(D_MODEL)))
 
     path = export(panel.forward_plot.getPlotItem(), tmp_path / "norms.svg", 800, 500)
     assert "<path" in path.read_text() or "<polyline" in path.read_text()
 
 
+def test_each_input_marks_the_view_stale_at_once_and_the_hover_follows_the_new_result(qtbot, panel):
+    start(qtbot, panel, 4)
+    view = panel.view
+    state = panel.state
+    changes = {
+        "depth spin": lambda: panel.depth_spin.setValue(panel.depth_spin.value() + 1),
+        "depth slider": lambda: panel.depth_slider.setValue(panel.depth_slider.value() - 2),
+        "norm": lambda: panel.norm_combo.setCurrentIndex(1 - panel.norm_combo.currentIndex()),
+        "residual scaling": lambda: panel.scaling_check.setChecked(not panel.scaling_check.isChecked()),
+        "seed": lambda: state.set_seed(state.seed + 1),
+    }
+    for name, change in changes.items():
+        wait_result(qtbot, view)
+        before = view.shown_inputs
+        assert view.show_layer_values(2).startswith("layer 2:"), name
+        change()
+        assert_nothing_old_readable(view)  # synchronously: no event-loop turn in between
+        with qtbot.waitSignal(view.result_shown, timeout=RESULT_TIMEOUT_MS):
+            pass
+        assert view.shown_inputs != before and view.shown_inputs == view.inputs(), name
+        # The readout came back at the same layer, with the new result's numbers.
+        pre, post = view.result.pre, view.result.post
+        assert view.hover_labels[0].isVisible(), name
+        assert view.hover_labels[0].toPlainText() == (f"layer 2:  pre-norm {pre.forward_norms[2]:.4g},  "
+                                                      f"post-norm {post.forward_norms[2]:.4g}"), name
+        assert view.shown_inputs.seed == state.seed and view.result.pre.seed == state.seed
+        assert view.caption.text(), name
+    assert view.shown_inputs == NormsInputs(3, "rmsnorm", 1, True)
+
+
+def test_a_hidden_panel_does_no_work_and_catches_up_when_shown(qtbot, panel):
+    start(qtbot, panel, 2)
+    view = panel.view
+    done = view.computations
+    panel.hide()
+    panel.depth_spin.setValue(5)
+    panel.state.set_seed(3)
+    qtbot.waitUntil(lambda: view.is_stale, timeout=5000)
+    assert not panel.compute.busy and view.computations == done
+    with qtbot.waitSignal(view.result_shown, timeout=RESULT_TIMEOUT_MS):
+        panel.show()
+    assert view.computations == done + 1
+    assert view.shown_inputs == NormsInputs(5, "layernorm", 3, False) and view.result.pre.depth == 5
+
+
 def test_rapid_depth_changes_show_only_the_newest(qtbot, panel):
     start(qtbot, panel, 1)
+    view = panel.view
+    shown: list[int] = []
+    view.result_shown.connect(lambda: shown.append(view.result.pre.depth))
     for depth in (6, 5, 4, 3):  # each a separate event-loop turn: separate requests
         panel.depth_slider.setValue(depth)
         qtbot.wait(5)
     panel.depth_slider.setValue(2)
     assert panel.depth_spin.value() == 2
-    qtbot.waitUntil(lambda: panel.comparison is not None and panel.comparison["pre"].depth == 2, timeout=90_000)
-    qtbot.waitUntil(lambda: not panel.compute.busy, timeout=90_000)
-    assert panel.comparison["pre"].depth == 2  # nothing older arrived after the newest
-    assert panel.forward_curves["post"].getData()[1].shape == (3,)
+    qtbot.waitUntil(lambda: view.result is not None and view.result.pre.depth == 2, timeout=RESULT_TIMEOUT_MS)
+    qtbot.waitUntil(lambda: not panel.compute.busy, timeout=RESULT_TIMEOUT_MS)
+    assert view.result.pre.depth == 2 and shown[-1] == 2  # nothing older arrived after the newest
+    assert all(depth in (6, 5, 4, 3, 2) for depth in shown)
+    assert view.forward_curves["post"].getData()[1].shape == (3,)
 
 
 def test_settings_round_trip_and_ignore_junk(qtbot, panel):
@@ -94,18 +160,18 @@ def test_rmsnorm_with_residual_scaling_is_what_core_measures(qtbot, panel):
     panel.scaling_check.setChecked(True)
     start(qtbot, panel, 3)
     expected = norm_curves(3, "pre", "rmsnorm", seed=0, d_model=D_MODEL, residual_scaling=True)
-    np.testing.assert_allclose(panel.forward_curves["pre"].getData()[1], expected.forward_norms, rtol=1e-6)
+    np.testing.assert_allclose(panel.view.forward_curves["pre"].getData()[1], expected.forward_norms, rtol=1e-6)
     assert "rmsnorm, residual scaling" in panel.caption.text()
 
 
 def test_a_failed_run_shows_a_message_not_a_traceback(qtbot, panel, monkeypatch):
-    import gui.panels.norms as norms_module
-
-    def broken(*args):
+    def broken(inputs, token):
         raise RuntimeError("out of memory\nTraceback (most recent call last): ...")
 
-    monkeypatch.setattr(norms_module, "_compare", broken)
+    monkeypatch.setattr(NormsView, "compute_fn", staticmethod(broken))
     with qtbot.waitSignal(panel.error_shown, timeout=30_000) as blocker:
         panel.state.set_torch_ready(True)
     assert blocker.args == ["RuntimeError: out of memory"]
-    assert panel.message_label.isVisibleTo(panel) and "Traceback" not in panel.message_label.text()
+    view = panel.view
+    assert view.showing_message and view.message.isVisibleTo(panel) and "Traceback" not in view.message.text()
+    assert view.show_layer_values(2) == "" and view.hover_text == ""
