@@ -258,3 +258,143 @@ def test_bar_labels_fit_above_the_bars_or_give_way_on_a_short_plot(qtbot, lab):
     qtbot.waitUntil(lambda: view.height() < 120, timeout=5000)
     panel.propagation._update_bar_ticks()
     assert not any(label.isVisible() for label in wanted_labels())
+
+
+# ---- views: nothing stale on screen, only what is visible computes ------------------------------------
+def show_tab(qtbot, panel: TokensPanel, name: str):
+    view = panel.views[SUB_TABS.index(name)]
+    if view.shown_inputs is not None and not view.is_stale:
+        panel.tabs.setCurrentWidget(view)  # what it shows is current: nothing to compute
+        return view
+    with qtbot.waitSignal(view.result_shown, timeout=RESULT_TIMEOUT_MS):
+        panel.tabs.setCurrentWidget(view)
+    return view
+
+
+def assert_stale_now(view) -> None:
+    """Nothing the view showed for the old inputs can still be read."""
+    assert view.is_stale or view.showing_message
+    assert all(label.text().strip() == "" for label in view.readouts)
+    assert all(label.text() == "" for label in view.stale_labels)
+
+
+def test_a_hover_readout_goes_the_moment_the_mask_changes_and_follows_the_new_data(qtbot, lab, tokenizer):
+    _state, panel = lab
+    view = panel.propagation
+    replace(qtbot, panel, EDIT_POSITION, tokenizer.id_of("X"))
+    viewbox = view.map.plot.getViewBox()
+    cell_centre = viewbox.mapViewToScene(pg_point(0.5, 2.5))  # row 2, position 0: before the edit
+    view.map._mouse_moved(cell_centre)
+    assert "0 (exact)" in view.map.readout.text()
+    panel.mode_combo.setCurrentIndex(panel.mode_combo.findData("none"))
+    assert_stale_now(view)  # synchronously: no event loop turn in between
+    with qtbot.waitSignal(view.result_shown, timeout=RESULT_TIMEOUT_MS):
+        pass
+    assert "0 (exact)" not in view.map.readout.text()
+    view.map._mouse_moved(cell_centre)
+    assert "0 (exact)" not in view.map.readout.text() and "max |change|" in view.map.readout.text()
+
+
+def pg_point(x: float, y: float):
+    from PySide6.QtCore import QPointF
+
+    return QPointF(x, y)
+
+
+def test_every_view_is_stale_at_once_when_any_of_its_inputs_changes(qtbot, lab, tokenizer):
+    state, panel = lab
+    changes = {
+        "tokens": lambda: panel.replace_token(3, tokenizer.id_of("Q") if state.tokens[3] != tokenizer.id_of("Q")
+                                              else tokenizer.id_of("R")),
+        "mask": lambda: panel.mode_combo.setCurrentIndex(
+            panel.mode_combo.findData("none" if panel.mask_mode != "none" else "causal")),
+    }
+    per_view = {
+        "Propagation": {"depth": lambda: panel.depth_spin.setValue(panel.depth_spin.value() - 1 or 2)},
+        "Mask": {},
+        "Attention": {},
+        "Head split": {"seed": lambda: state.set_seed(state.seed + 1)},
+        "Predictions": {"temperature": lambda: panel.temperature_spin.setValue(panel.temperature_spin.value() + 0.5),
+                        "top k": lambda: panel.top_k_spin.setValue(panel.top_k_spin.value() - 1),
+                        "selected chip": lambda: panel.strip.select(2)},
+    }
+    for name, own in per_view.items():
+        view = show_tab(qtbot, panel, name)
+        for label, change in {**changes, **own}.items():
+            if name == "Head split" and label == "tokens":
+                continue  # the head-split check reads the sequence length only, not the ids
+            view = show_tab(qtbot, panel, name)
+            assert not view.is_stale and view.shown_inputs is not None
+            before = view.shown_inputs
+            change()
+            assert_stale_now(view), (name, label)
+            qtbot.waitUntil(lambda v=view: not v.is_stale and v.shown_inputs is not None, timeout=RESULT_TIMEOUT_MS)
+            assert view.shown_inputs != before, (name, label)
+
+
+def test_hidden_views_do_no_work_on_an_edit_and_catch_up_when_shown(qtbot, lab, tokenizer):
+    state, panel = lab
+    show_tab(qtbot, panel, "Attention")
+    show_tab(qtbot, panel, "Propagation")
+    hidden = [view for view in panel.views if view is not panel.propagation]
+    before = {view.name: view.computations for view in hidden}
+    replace(qtbot, panel, 4, tokenizer.id_of("Z"))
+    replace(qtbot, panel, 6, tokenizer.id_of("Y"))
+    assert {view.name: view.computations for view in hidden} == before
+    assert panel.attention.is_stale  # it still holds the attention of the old tokens
+    view = show_tab(qtbot, panel, "Attention")
+    assert view.computations == before["Attention"] + 1
+    assert view.shown_inputs.tokens == tuple(state.tokens)
+
+
+def test_a_model_that_cannot_take_the_text_clears_the_old_result(qtbot, lab, model, tokenizer):
+    import dataclasses
+
+    state, panel = lab
+    view = panel.propagation
+    replace(qtbot, panel, EDIT_POSITION, tokenizer.id_of("X"))
+    assert "bitwise unchanged" in view.verdict.text()
+    short = Transformer.from_seed(dataclasses.replace(model.config, context_length=len(state.tokens) - 1), seed=0).eval()
+    state.set_model(short)
+    assert_stale_now(view)
+    qtbot.waitUntil(lambda: view.showing_message, timeout=RESULT_TIMEOUT_MS)
+    assert "context length" in view.message.text()
+    assert view.result is None and not view.content.isVisible()
+    with qtbot.waitSignal(view.result_shown, timeout=RESULT_TIMEOUT_MS):
+        state.set_model(model)
+    assert not view.showing_message
+
+
+def test_the_edit_carries_its_own_position_and_undo_measures_the_same_place(qtbot, lab, tokenizer):
+    state, panel = lab
+    tokens = state.tokens
+    replace(qtbot, panel, 7, tokenizer.id_of("X"))
+    shown = panel.propagation.shown_inputs
+    assert (shown.base, shown.position, shown.measured_edit) == (tuple(tokens), 7, True)
+    with qtbot.waitSignal(panel.propagation.result_shown, timeout=RESULT_TIMEOUT_MS):
+        state.undo_stack.undo()
+    shown = panel.propagation.shown_inputs
+    assert shown.position == 7 and shown.measured_edit and shown.new_token == tokens[7]
+    with qtbot.waitSignal(panel.propagation.result_shown, timeout=RESULT_TIMEOUT_MS):
+        panel.insert_token(2, tokenizer.id_of("Z"))
+    shown = panel.propagation.shown_inputs
+    assert shown.position == 2 and not shown.measured_edit and len(shown.base) == len(tokens) + 1
+
+
+def test_the_kept_run_diff_equals_the_two_sequence_batch(qtbot, lab, model, tokenizer):
+    """The view runs only the edited sequence (the unedited run is kept); the figures are the batch's."""
+    state, panel = lab
+    tokens = state.tokens
+    replace(qtbot, panel, 5, tokenizer.id_of("X"))
+    replace(qtbot, panel, 9, tokenizer.id_of("Y"))  # its reference is the previous edit's run, kept
+    edited_once = tokens[:5] + [tokenizer.id_of("X")] + tokens[6:]
+    batch = causal_edit_diff(model, edited_once, 9, tokenizer.id_of("Y"), mask_mode="causal",
+                             tokenizer_or_labels=tokenizer)
+    view = panel.propagation
+    assert view.result.reference_reused
+    assert np.array_equal(view.exact, batch.exactly_unchanged)
+    assert np.array_equal(view.nan, batch.nan_entries)
+    assert view.exact[:, :9].all()
+    # Batches of one and of two may take other GEMM blockings: the moved cells agree to float32 rounding
+    # of the residual stream (its values are O(10), one ulp ~1e-6), never bitwise.
+    np.testing.assert_allclose(view.values, batch.max_change, rtol=0, atol=1e-4)
