@@ -1,16 +1,20 @@
 """Tensor shapes: the reading's walk-through traced from a forward pass, with each tensor's memory.
 
 B and T are the panel's own; d_model and heads start from the current config and can be changed
-here to ask "what if" without touching the model (d_ff keeps the config's expansion ratio).
+here to ask "what if" without touching the model (d_ff keeps the config's expansion ratio). The
+trace is one view (`ShapesView`): its inputs are the traced config, B and T; a change of any of
+them marks the table, the plots and the summary stale at once, and an impossible what-if or a T
+over the context length replaces them with the reason.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QBrush, QFontMetrics
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -21,58 +25,146 @@ from PySide6.QtWidgets import (
     QSplitter,
     QTableWidget,
     QTableWidgetItem,
+    QVBoxLayout,
     QWidget,
 )
 
 from core.config import ConfigError, ModelConfig
 from core.display import format_bytes
 from gui import theme
+from gui.panels.base import Panel, Refusal, View
 from gui.widgets.flow_layout import FlowLayout, control_group
-from gui.panels.base import Panel
 
 COLUMNS = ("step", "shape", "elements", "memory", "meaning")
 
 
-_meta_models: dict[ModelConfig, Any] = {}  # touched on the worker thread only
+class MetaModelCache:
+    """The meta-device model of the last traced config, so that changing B or T does not rebuild it.
+
+    Building a big meta model is pure Python (seconds for Mixtral). Touched on the worker thread
+    only; it rides along in the inputs, outside their equality.
+    """
+
+    def __init__(self) -> None:
+        self._config: ModelConfig | None = None
+        self._model: Any = None
+
+    @property
+    def model(self) -> Any:
+        return self._model
+
+    def model_for(self, config: ModelConfig, build) -> Any:
+        if self._model is None or self._config != config:
+            self._model = None  # the old one goes before the new one is built
+            self._model, self._config = build(config), config
+        return self._model
 
 
-def _compute_shapes(config: ModelConfig, batch: int, seq: int):
+@dataclass(frozen=True)
+class ShapesInputs:
+    config: ModelConfig
+    batch: int
+    seq: int
+    meta_models: MetaModelCache = field(compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class ShapesResult:
+    trace: Any  # core.experiments.shapes.ShapeTrace
+    growth: Any  # core.experiments.shapes.AttentionGrowth
+
+
+def compute_shapes(inputs: ShapesInputs, token) -> ShapesResult:
     from core.experiments.shapes import attention_growth, growth_lengths, meta_model, trace_shapes
 
-    # Building a big meta model is pure Python (seconds for Mixtral); changing B or T should not redo it.
-    model = _meta_models.get(config)
-    if model is None:
-        _meta_models.clear()
-        model = _meta_models[config] = meta_model(config)
+    config, batch, seq = inputs.config, inputs.batch, inputs.seq
+    model = inputs.meta_models.model_for(config, meta_model)
+    token.check()
     trace = trace_shapes(config, batch, seq, model=model)
+    token.check()
     growth = attention_growth(config, batch, growth_lengths(config.context_length, seq), model=model)
-    return trace, growth
+    return ShapesResult(trace, growth)
 
 
-class ShapesPanel(Panel):
-    title = "Tensor shapes"
-    shortcut = ""
-    refresh_on = frozenset({"config"})
+def what_if_config(config: ModelConfig, d_model: int, heads: int) -> ModelConfig:
+    """`config` with another d_model and head count (d_ff keeps its ratio); raises ConfigError if impossible."""
+    if (d_model, heads) == (config.d_model, config.n_heads):
+        return config
+    changes: dict[str, Any] = {"d_model": d_model, "n_heads": heads, "name": f"{config.name} (what-if)"}
+    changes["d_ff"] = max(1, round(config.d_ff * d_model / config.d_model))
+    if config.n_kv_heads is not None and heads % config.n_kv_heads:
+        changes["n_kv_heads"] = None
+    return config.replace(**changes)
 
-    def __init__(self, state, compute, parent: QWidget | None = None) -> None:
-        super().__init__(state, compute, parent)
-        self.trace = None
-        self.growth = None
-        layout = self.layout()
 
-        controls = FlowLayout()  # wraps on a narrow window or at a large text scale
+class ShapesControls(QWidget):
+    """B, T and the what-if d_model and heads; `changed` fires once per edit (or per sync from the config)."""
+
+    changed = Signal()
+
+    def __init__(self, config: ModelConfig, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        controls = FlowLayout(self)  # wraps on a narrow window or at a large text scale
+        controls.setContentsMargins(0, 0, 0, 0)
         self.batch_spin = self._spin("B", 1, 4096, 1, "batch size", controls)
         self.seq_spin = self._spin("T", 1, 1 << 20, 128, "sequence length (at most the context length)", controls)
-        self.d_model_spin = self._spin("d_model", 1, 1 << 20, state.config.d_model, "width of the residual stream", controls)
-        self.heads_spin = self._spin("heads", 1, 1024, state.config.n_heads, "attention heads", controls)
+        self.d_model_spin = self._spin("d_model", 1, 1 << 20, config.d_model, "width of the residual stream", controls)
+        self.heads_spin = self._spin("heads", 1, 1024, config.n_heads, "attention heads", controls)
         self.reset_button = QPushButton("Use model's d_model and heads")
         self.reset_button.setToolTip("Copy d_model and n_heads from the current model config")
-        self.reset_button.clicked.connect(self._copy_from_config)
         controls.addWidget(self.reset_button)
-        layout.addLayout(controls)
+        for spin in self.spins():
+            spin.valueChanged.connect(self.changed)
 
-        self.summary = QLabel("Waiting for torch to load...")
+    def spins(self) -> tuple[QSpinBox, ...]:
+        return self.batch_spin, self.seq_spin, self.d_model_spin, self.heads_spin
+
+    def _spin(self, label: str, low: int, high: int, value: int, tip: str, layout: FlowLayout) -> QSpinBox:
+        caption = QLabel(label)
+        spin = QSpinBox()
+        spin.setRange(low, high)
+        spin.setValue(value)
+        spin.setToolTip(tip)
+        spin.setKeyboardTracking(False)
+        spin.setObjectName(f"shapes-{label}")
+        spin.setAccelerated(True)
+        caption.setBuddy(spin)
+        layout.addWidget(control_group(caption, spin))
+        return spin
+
+    def set_values(self, values: dict[str, int]) -> None:
+        """Set several spins with one `changed` (a session, a lesson step, the config's own width)."""
+        spins = dict(zip(("batch", "seq", "d_model", "heads"), self.spins()))
+        for key, value in values.items():
+            spin = spins[key]
+            spin.blockSignals(True)
+            spin.setValue(value)
+            spin.blockSignals(False)
+        self.changed.emit()
+
+    def copy_from(self, config: ModelConfig) -> None:
+        self.set_values({"d_model": config.d_model, "heads": config.n_heads})
+
+    def traced_config(self, config: ModelConfig) -> ModelConfig:
+        return what_if_config(config, self.d_model_spin.value(), self.heads_spin.value())
+
+
+class ShapesView(View):
+    """The traced walk-through: the shape table, memory per tensor, growth with T, and the summary."""
+
+    name = "Tensor shapes"
+    reads = frozenset({"config"})
+    compute_fn = staticmethod(compute_shapes)
+
+    def __init__(self, state, compute, controls: ShapesControls, channel_prefix: str = "", parent=None) -> None:
+        super().__init__(state, compute, channel_prefix, parent)
+        self.controls = controls
+        self.meta_models = MetaModelCache()
+        layout = QVBoxLayout(self.content)
+        layout.setContentsMargins(0, 0, 0, 0)
+        self.summary = QLabel("")
         self.summary.setWordWrap(True)
+        self.summary.setTextFormat(Qt.TextFormat.RichText)  # the app's own markup around computed numbers
         self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         layout.addWidget(self.summary)
 
@@ -123,69 +215,24 @@ class ShapesPanel(Panel):
         splitter.addWidget(plots)
         splitter.setSizes([360, 300])
         layout.addWidget(splitter, 1)
+        self.stale_labels = [self.summary]
+        controls.changed.connect(self.inputs_changed)
 
-        for spin in (self.batch_spin, self.seq_spin, self.d_model_spin, self.heads_spin):
-            spin.valueChanged.connect(self.schedule_refresh)
-        self.apply_theme()
-
-    def _spin(self, label: str, low: int, high: int, value: int, tip: str, layout: FlowLayout) -> QSpinBox:
-        caption = QLabel(label)
-        spin = QSpinBox()
-        spin.setRange(low, high)
-        spin.setValue(value)
-        spin.setToolTip(tip)
-        spin.setKeyboardTracking(False)
-        spin.setObjectName(f"shapes-{label}")
-        spin.setAccelerated(True)
-        caption.setBuddy(spin)
-        layout.addWidget(control_group(caption, spin))
-        return spin
-
-    # ---- state -> request ----------------------------------------------------------------------
-    def traced_config(self) -> ModelConfig:
-        """The current config with the panel's d_model and heads (raises ConfigError if impossible)."""
-        config = self.state.config
-        d_model, heads = self.d_model_spin.value(), self.heads_spin.value()
-        if (d_model, heads) == (config.d_model, config.n_heads):
-            return config
-        changes: dict[str, Any] = {"d_model": d_model, "n_heads": heads, "name": f"{config.name} (what-if)"}
-        changes["d_ff"] = max(1, round(config.d_ff * d_model / config.d_model))
-        if config.n_kv_heads is not None and heads % config.n_kv_heads:
-            changes["n_kv_heads"] = None
-        return config.replace(**changes)
-
-    def _copy_from_config(self) -> None:
-        config = self.state.config
-        for spin, value in ((self.d_model_spin, config.d_model), (self.heads_spin, config.n_heads)):
-            spin.blockSignals(True)
-            spin.setValue(value)
-            spin.blockSignals(False)
-        self.schedule_refresh()
-
-    def _on_state_changed(self, field: str) -> None:
-        if field == "config":
-            self._copy_from_config()
-        super()._on_state_changed(field)
-
-    def refresh(self) -> None:
+    def inputs(self) -> ShapesInputs | Refusal:
         try:
-            config = self.traced_config()
+            config = self.controls.traced_config(self.state.config)
         except ConfigError as error:
-            self.show_error(f"{error.field}: {error.message}")
-            return
-        batch, seq = self.batch_spin.value(), self.seq_spin.value()
+            return Refusal(f"{error.field}: {error.message}")
+        batch, seq = self.controls.batch_spin.value(), self.controls.seq_spin.value()
         if seq > config.context_length:
-            self.show_error(f"T = {seq} exceeds the context length of {config.context_length}; lower T or raise context_length")
-            return
-        self.summary.setText(f"Tracing {config.name} at B={batch}, T={seq}...")
-        self.submit(lambda: _compute_shapes(config, batch, seq), self.show_result, "tensor shapes")
+            return Refusal(f"T = {seq} exceeds the context length of {config.context_length}; "
+                           "lower T or raise context_length")
+        return ShapesInputs(config, batch, seq, self.meta_models)
 
-    # ---- result -> views -----------------------------------------------------------------------
-    def show_result(self, result) -> None:
-        self.trace, self.growth = result
-        trace = self.trace
+    def show_result(self, result: ShapesResult) -> None:
+        trace = result.trace
         self._fill_table(trace)
-        self._update_plots()
+        self._update_plots(trace, result.growth)
         config = trace.config
         matrix = trace.attention_matrix_bytes
         layers = config.n_layers + config.encoder_layers if config.architecture == "encoder-decoder" else config.n_layers
@@ -197,7 +244,6 @@ class ShapesPanel(Panel):
             f"activation), {format_bytes(matrix * layers)} if all {layers} layers keep theirs; "
             f"doubling T quadruples it.</span>"
         )
-        self.result_shown.emit()
 
     def _fill_table(self, trace) -> None:
         self.table.setUpdatesEnabled(False)
@@ -235,10 +281,7 @@ class ShapesPanel(Panel):
                 item.setFont(bold if row.is_attention_matrix else plain)
                 item.setForeground(warning if row.is_attention_matrix else QBrush())
 
-    def _update_plots(self) -> None:
-        trace, growth = self.trace, self.growth
-        if trace is None or growth is None:
-            return
+    def _update_plots(self, trace, growth) -> None:
         rows = trace.rows
         largest = max(row.bytes for row in rows)
         unit, divisor = next(((u, d) for u, d in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)) if largest >= d), ("B", 1))
@@ -270,9 +313,9 @@ class ShapesPanel(Panel):
 
     def _update_memory_ticks(self) -> None:
         """Label every row when there is room; on a cramped plot (big text) every k-th and the attention rows."""
-        if self.trace is None:
+        if self.result is None:
             return
-        rows = self.trace.rows
+        rows = self.result.trace.rows
         line = QFontMetrics(theme.font(0.9)).height()
         room = max(1, int(self.memory_plot.getViewBox().height() // max(1, line)))
         step = max(1, -(-len(rows) // room))
@@ -306,17 +349,59 @@ class ShapesPanel(Panel):
         super().apply_theme()
         for widget in (self.memory_plot, self.growth_plot):
             widget.getPlotItem().showGrid(x=widget is self.growth_plot, y=widget is self.growth_plot, alpha=0.25)
-        if self.trace is not None:
-            self._fill_table(self.trace)
-            self._update_plots()
 
     def export_targets(self) -> list[tuple[str, Any]]:
         return [
-            (self.title, self),
             ("Memory per tensor (plot)", self.memory_plot.getPlotItem()),
             ("Growth with T (plot)", self.growth_plot.getPlotItem()),
             ("Shape table", self.table),
         ]
+
+
+class ShapesPanel(Panel):
+    title = "Tensor shapes"
+    shortcut = ""
+    refresh_on = frozenset()  # the view subscribes to what it reads
+
+    def __init__(self, state, compute, parent: QWidget | None = None) -> None:
+        super().__init__(state, compute, parent)
+        layout = self.layout()
+        self.controls = ShapesControls(state.config)
+        layout.addWidget(self.controls)
+        # Before the view subscribes: a new config's own width reaches the spins before the view reads them.
+        state.config_changed.connect(self._copy_from_config)
+        self.controls.reset_button.clicked.connect(self._copy_from_config)
+        self.shapes = self.add_view(ShapesView(state, compute, self.controls))
+        layout.addWidget(self.shapes, 1)
+        # Names lessons, sessions and tests point at.
+        controls, view = self.controls, self.shapes
+        self.batch_spin, self.seq_spin = controls.batch_spin, controls.seq_spin
+        self.d_model_spin, self.heads_spin, self.reset_button = controls.d_model_spin, controls.heads_spin, controls.reset_button
+        self.summary, self.table = view.summary, view.table
+        self.memory_plot, self.growth_plot = view.memory_plot, view.growth_plot
+        self.memory_bars, self.attention_bars = view.memory_bars, view.attention_bars
+        self.attention_curve, self.residual_curve, self.current_marker = (view.attention_curve, view.residual_curve,
+                                                                          view.current_marker)
+        self.apply_theme()
+
+    @property
+    def trace(self):
+        """The shape trace on screen (None until the first result, or while a refusal is shown)."""
+        return self.shapes.result.trace if self.shapes.result is not None else None
+
+    @property
+    def growth(self):
+        return self.shapes.result.growth if self.shapes.result is not None else None
+
+    def traced_config(self) -> ModelConfig:
+        """The current config with the panel's d_model and heads (raises ConfigError if impossible)."""
+        return self.controls.traced_config(self.state.config)
+
+    def _copy_from_config(self) -> None:
+        self.controls.copy_from(self.state.config)
+
+    def export_targets(self) -> list[tuple[str, Any]]:
+        return [(self.title, self), *self.shapes.export_targets()]
 
     def settings(self) -> dict[str, Any]:
         return {
@@ -327,13 +412,12 @@ class ShapesPanel(Panel):
         }
 
     def restore_settings(self, data: dict[str, Any]) -> None:
-        for key, spin in (("batch", self.batch_spin), ("seq", self.seq_spin), ("d_model", self.d_model_spin), ("heads", self.heads_spin)):
-            value = data.get(key)
-            if isinstance(value, int) and not isinstance(value, bool):
-                spin.blockSignals(True)
-                spin.setValue(value)
-                spin.blockSignals(False)
-        self.schedule_refresh()
+        if not isinstance(data, dict):
+            return
+        values = {key: value for key, value in data.items()
+                  if key in ("batch", "seq", "d_model", "heads") and isinstance(value, int) and not isinstance(value, bool)}
+        if values:
+            self.controls.set_values(values)
 
 
-__all__ = ["ShapesPanel"]
+__all__ = ["ShapesPanel", "ShapesView", "ShapesInputs", "compute_shapes"]

@@ -12,10 +12,9 @@ import pytest
 import torch
 
 import core.model
-import gui.panels.shapes as shapes_module
 from core.presets import get_preset
 from gui import session as session_module
-from gui.panels.shapes import ShapesPanel
+from gui.panels.shapes import ShapesPanel, ShapesView
 from gui.session import read_session
 
 
@@ -36,45 +35,45 @@ def wait_idle(qtbot, window) -> None:
 
 def test_a_job_that_raises_mid_computation_shows_a_message_and_the_next_request_works(qtbot, window, monkeypatch, uncaught):
     panel = shapes(window)
-    real = shapes_module._compute_shapes
+    real = ShapesView.compute_fn
     calls = []
 
-    def half_then_boom(config, batch, seq):
-        calls.append(seq)
-        real(config, batch, seq)  # the work is done, then the job fails before returning
+    def half_then_boom(inputs, token):
+        calls.append(inputs.seq)
+        real(inputs, token)  # the work is done, then the job fails before returning
         raise RuntimeError("the trace lost a tensor half-way")
 
-    monkeypatch.setattr(shapes_module, "_compute_shapes", half_then_boom)
+    monkeypatch.setattr(ShapesView, "compute_fn", staticmethod(half_then_boom))
     with qtbot.waitSignal(panel.error_shown, timeout=30_000) as shown:
         panel.seq_spin.setValue(48)
     assert shown.args[0] == "RuntimeError: the trace lost a tensor half-way"
-    assert panel.message_label.isVisibleTo(panel) and "half-way" in panel.message_label.text()
+    assert panel.shapes.showing_message and "half-way" in panel.shapes.message.text()
     wait_idle(qtbot, window)
     assert "half-way" in window.statusBar().currentMessage()
     assert calls
 
-    monkeypatch.setattr(shapes_module, "_compute_shapes", real)
+    monkeypatch.setattr(ShapesView, "compute_fn", staticmethod(real))
     with qtbot.waitSignal(panel.result_shown, timeout=30_000):
         panel.seq_spin.setValue(32)
-    assert panel.last_error == "" and not panel.message_label.isVisibleTo(panel)
+    assert panel.shapes.last_error == "" and not panel.shapes.showing_message
     assert panel.trace.row("attention weights").shape[-1] == 32
     assert uncaught == []  # a job's failure is a message, not an uncaught error
 
 
 def test_a_display_bug_is_reported_and_the_worker_keeps_delivering(qtbot, window, monkeypatch, uncaught):
     panel = shapes(window)
-    real_show = ShapesPanel.show_result
+    real_show = ShapesView.show_result
 
     def broken_show(self, result):
         raise IndexError("the table had no row 99")
 
-    monkeypatch.setattr(ShapesPanel, "show_result", broken_show)
+    monkeypatch.setattr(ShapesView, "show_result", broken_show)
     with qtbot.waitSignal(window.compute.error, timeout=30_000) as reported:
         panel.seq_spin.setValue(40)
     assert "IndexError: the table had no row 99" in reported.args[0]
     qtbot.waitUntil(lambda: bool(uncaught), timeout=5000)
     assert uncaught == ["IndexError: the table had no row 99"]  # logged and shown by the app's error reporter
-    monkeypatch.setattr(ShapesPanel, "show_result", real_show)
+    monkeypatch.setattr(ShapesView, "show_result", real_show)
     with qtbot.waitSignal(panel.result_shown, timeout=30_000):
         panel.seq_spin.setValue(24)
     assert panel.trace.row("attention weights").shape[-1] == 24
@@ -84,17 +83,17 @@ def test_out_of_memory_in_a_panel_job_is_a_message_and_the_app_recovers(qtbot, w
     # The GUI does not route panel jobs through core.device.run_with_cpu_fallback yet (see
     # tests/core/test_faults.py), so an accelerator OOM arrives as a message rather than a CPU result.
     panel = shapes(window)
-    real = shapes_module._compute_shapes
+    real = ShapesView.compute_fn
     oom = getattr(torch, "OutOfMemoryError", None) or torch.cuda.OutOfMemoryError
 
-    def out_of_memory(config, batch, seq):
+    def out_of_memory(inputs, token):
         raise oom("CUDA out of memory. Tried to allocate 40.00 GiB")
 
-    monkeypatch.setattr(shapes_module, "_compute_shapes", out_of_memory)
+    monkeypatch.setattr(ShapesView, "compute_fn", staticmethod(out_of_memory))
     with qtbot.waitSignal(panel.error_shown, timeout=30_000) as shown:
         panel.seq_spin.setValue(56)
     assert "out of memory" in shown.args[0]
-    monkeypatch.setattr(shapes_module, "_compute_shapes", real)
+    monkeypatch.setattr(ShapesView, "compute_fn", staticmethod(real))
     with qtbot.waitSignal(panel.result_shown, timeout=30_000):
         panel.seq_spin.setValue(20)
     assert uncaught == []
@@ -118,8 +117,9 @@ def test_a_model_too_large_for_real_weights_is_refused_without_allocating(qtbot,
     assert "mixtral-8x7b" not in built
     wait_idle(qtbot, window)
     # The shapes panel still traces the large model on the meta device.
-    with qtbot.waitSignal(shapes(window).result_shown, timeout=60_000):
-        shapes(window).refresh()
+    view = shapes(window).shapes
+    qtbot.waitUntil(lambda: view.result is not None and not view.is_stale
+                    and view.result.trace.config.name == "mixtral-8x7b", timeout=60_000)
 
     with qtbot.waitSignal(window.model_loaded, timeout=60_000):
         combo.setCurrentIndex(combo.findText("tiny-llama"))

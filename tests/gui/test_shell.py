@@ -29,6 +29,11 @@ def shapes_panel(window) -> ShapesPanel:
     return window.panel(ShapesPanel.title)
 
 
+def wait_for_trace(qtbot, panel: ShapesPanel) -> None:
+    """Until the trace of the panel's current inputs is on screen."""
+    qtbot.waitUntil(lambda: panel.shapes.result is not None and not panel.shapes.is_stale, timeout=30_000)
+
+
 def test_window_shows_panels_menus_and_status(qtbot, window):
     assert window.windowTitle().startswith("Transformer Explorer")
     assert [type(p) for p in window.panels] == [ShapesPanel]
@@ -99,9 +104,10 @@ def test_the_shapes_panel_traces_the_walk_through(qtbot, window):
     assert "attention matrix" in panel.summary.text()
     assert panel.trace.attention_matrix_bytes == 2 * 4 * 64 * 64 * 4
 
-    with qtbot.waitSignal(panel.error_shown, timeout=5000):
+    with qtbot.waitSignal(panel.error_shown, timeout=5000) as refused:
         panel.heads_spin.setValue(5)
-    assert "divisible" in panel.last_error
+    assert "divisible" in refused.args[0] and panel.shapes.showing_message
+    assert "divisible" in panel.shapes.message.text()
     with qtbot.waitSignal(panel.result_shown, timeout=30_000):
         panel.heads_spin.setValue(8)
     assert panel.trace.row("Q per head").shape == (2, 8, 64, 16)
@@ -111,8 +117,7 @@ def test_the_shapes_panel_traces_the_walk_through(qtbot, window):
 @pytest.mark.parametrize("suffix", ["png", "svg"])
 def test_export_the_panel_and_a_plot(qtbot, window, tmp_path, suffix):
     panel = shapes_panel(window)
-    with qtbot.waitSignal(panel.result_shown, timeout=30_000):
-        panel.refresh()
+    wait_for_trace(qtbot, panel)
     targets = dict(panel.export_targets())
     for label in (panel.title, "Growth with T (plot)"):
         path = tmp_path / f"{label.split()[0]}.{suffix}"
@@ -191,8 +196,7 @@ def test_binary_and_missing_session_files(window, tmp_path):
 
 def test_theme_and_font_scale_change_at_run_time(qtbot, window):
     panel = shapes_panel(window)
-    with qtbot.waitSignal(panel.result_shown, timeout=30_000):
-        panel.refresh()
+    wait_for_trace(qtbot, panel)
     app = QApplication.instance()
     base = app.font().pointSizeF()
     zoom_in = next(a for a in window.actions() if a.shortcut() == QKeySequence("Ctrl+="))
