@@ -38,6 +38,8 @@ UNUSED_PYTHON_MODULES = [
     "transformers", "huggingface_hub", "tensorboard", "torchvision", "torchaudio", "triton",
     "onnx", "onnxruntime", "PyQt5", "PyQt6", "PySide2", "pyqtgraph.examples", "pyqtgraph.opengl",
     "OpenGL", "torch.utils.tensorboard", "setuptools", "pip", "bench", "tests", "bundle",
+    # GNU readline is GPL-3.0: only an interactive prompt uses it, and the app has none.
+    "readline",
 ]
 
 EXCLUDED_MODULES = [f"PySide6.{name}" for name in UNUSED_QT_MODULES] + UNUSED_PYTHON_MODULES
@@ -66,6 +68,7 @@ UNUSED_BINARY_PATTERNS = [
     # torch's wheel carries its own C++ test programs and test libraries.
     "torch/bin/*", "torch/test/*", "torch/lib/*test*", "torch/lib/libbackend_with_compiler*",
     "torch/lib/libaoti_custom_ops*",
+    "*readline*",  # GPL-3.0, and needed only by the excluded readline module
 ]
 
 # The desktop's own libraries, which PyInstaller would copy from the build machine: they are taken from
