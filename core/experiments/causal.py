@@ -25,7 +25,7 @@ import torch.nn.functional as F
 from core.choices import MASK_MODE_DESCRIPTIONS, MASK_MODES
 from core.config import ConfigError, ModelConfig
 from core.display import display_token
-from core.hooks import capture
+from core.hooks import HookPoint, capture
 from core.model import (
     Attention,
     Block,
@@ -348,12 +348,15 @@ def _run_settings(model: Transformer, mask_mode: str | None, n_blocks: int | Non
     return mode, len(model.blocks) if n_blocks is None else n_blocks
 
 
-def _weights_key(model: Transformer) -> tuple:
+def _run_key(model: Transformer) -> tuple:
     """Changes whenever a run of the same ids could give other numbers: any parameter stepped or
-    loaded in place (its autograd version counter), replaced, or moved to another device or dtype,
-    or a different intra-op thread count (a kernel may split its reductions by thread)."""
+    loaded in place (its autograd version counter), replaced, or moved to another device or dtype;
+    another intra-op thread count (a kernel may split its reductions by thread); or a hook left on
+    the model that sends attention down its explicit path instead of the fused kernel."""
     params = tuple((p.data_ptr(), p._version, p.dtype, str(p.device)) for p in model.parameters())
-    return params, torch.get_num_threads()
+    points = model.named_modules()
+    observed = tuple(name for name, point in points if isinstance(point, HookPoint) and point.is_observed)
+    return params, torch.get_num_threads(), observed
 
 
 @dataclass(frozen=True, eq=False)
@@ -376,7 +379,7 @@ class ResidualRun:
     source_ids: tuple[int, ...] | None  # what an encoder-decoder's encoder read; None for one tower
     logits: torch.Tensor | None = field(repr=False)  # (1, T, V) when run with the vocabulary head, else None
     _model: weakref.ReferenceType = field(repr=False)  # a weak reference: id(model) may be reused after GC
-    _weights: tuple = field(repr=False)  # _weights_key(model) at the time of the run
+    _key: tuple = field(repr=False)  # _run_key(model) at the time of the run
 
     @property
     def with_logits(self) -> bool:
@@ -404,7 +407,7 @@ class ResidualRun:
             and self.n_blocks == n_blocks
             and self.source_ids == (None if source_ids is None else tuple(source_ids))
             and (self.with_logits or not with_logits)
-            and self._weights == _weights_key(model)
+            and self._key == _run_key(model)
         )
 
 
@@ -448,7 +451,7 @@ def _residual_run(
         source_ids=None if source_ids is None else tuple(source_ids),
         logits=logits,
         _model=weakref.ref(model),
-        _weights=_weights_key(model),
+        _key=_run_key(model),
     )
 
 

@@ -465,6 +465,24 @@ def test_a_mismatched_reference_is_never_compared(mismatch):
     assert kept.past_exactly_unchanged
 
 
+def test_a_reference_from_another_thread_count_or_kernel_path_is_never_compared():
+    model = Transformer.from_seed(get_preset("tiny-gpt"), 0)
+    reference = residual_run(model, KEPT_RUN_TOKENS, with_logits=True)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(threads + 1)
+    try:
+        assert not causal_edit_diff(model, KEPT_RUN_TOKENS, 33, 5, reference=reference).reference_reused
+    finally:
+        torch.set_num_threads(threads)
+    # A hook left on an attention pattern sends that layer down the explicit path, not the fused kernel.
+    handle = model.blocks[0].attn.hook_pattern.register_forward_hook(lambda *_: None)
+    try:
+        assert not causal_edit_diff(model, KEPT_RUN_TOKENS, 33, 5, reference=reference).reference_reused
+    finally:
+        handle.remove()
+    assert causal_edit_diff(model, KEPT_RUN_TOKENS, 33, 5, reference=reference).reference_reused
+
+
 def test_a_mismatched_encoder_source_is_never_compared():
     model = Transformer.from_seed(get_preset("tiny-encoder-decoder"), 0)
     reference = residual_run(model, KEPT_RUN_TOKENS, source=[1, 2, 3], with_logits=True)
