@@ -77,7 +77,9 @@ class ConfigForm(QWidget):
             form.addRow(label, box)
             self.editors[name] = editor
             self.error_labels[name] = error
-        state.changed.connect(self._on_state_changed)
+        state.config_changed.connect(lambda: self.show_config(self.state.config))
+        state.theme_changed.connect(self._restyle_errors)
+        state.font_scale_changed.connect(self._restyle_errors)
         self.show_config(state.config)
         # Reading the field docs parses config.py's source (50-200 ms): done after the window's first paint.
         QTimer.singleShot(400, self._set_tooltips)
@@ -121,13 +123,10 @@ class ConfigForm(QWidget):
         finally:
             self._updating = False
 
-    def _on_state_changed(self, field: str) -> None:
-        if field == "config":
-            self.show_config(self.state.config)
-        elif field in ("theme", "font_scale"):
-            for name, label in self.error_labels.items():
-                if label.isVisible():
-                    label.setStyleSheet(f"color: {theme.current().warning};")
+    def _restyle_errors(self) -> None:
+        for label in self.error_labels.values():
+            if label.isVisible():
+                label.setStyleSheet(f"color: {theme.current().warning};")
 
     # ---- editors -> state ----------------------------------------------------------------------
     def read_values(self) -> dict[str, Any]:
@@ -246,7 +245,10 @@ class ModelSidebar(QScrollArea):
         column.addStretch(1)
         self.setWidget(body)
         self.setMinimumWidth(300)
-        state.changed.connect(self._on_state_changed)
+        for field in ("config", "seed", "text", "tokens"):
+            state.signal(field).connect(self._sync)
+        state.theme_changed.connect(self._fit_width)
+        state.font_scale_changed.connect(self._fit_width)
         self._sync()
 
     def _preset_chosen(self, index: int) -> None:
@@ -254,12 +256,9 @@ class ModelSidebar(QScrollArea):
         if name in PRESETS:
             self.state.set_config(PRESETS[name])
 
-    def _on_state_changed(self, field: str) -> None:
-        if field in ("config", "seed", "text", "tokens"):
-            self._sync()
-        elif field in ("theme", "font_scale"):
-            # Wide enough for the editors at large text, never so wide that a 1920-pixel projector overflows.
-            self.setMinimumWidth(min(round(280 * theme.font_scale()), 460))
+    def _fit_width(self) -> None:
+        # Wide enough for the editors at large text, never so wide that a 1920-pixel projector overflows.
+        self.setMinimumWidth(min(round(280 * theme.font_scale()), 460))
 
     def _sync(self) -> None:
         config = self.state.config
