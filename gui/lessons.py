@@ -313,7 +313,9 @@ class LessonController(QObject):
         self._model_timer = QTimer(self)
         self._model_timer.setSingleShot(True)
         self._model_timer.timeout.connect(self._finish_after_model)
-        self.state.changed.connect(self._on_state_changed)
+        self.state.model_changed.connect(self._on_model_changed)
+        self.state.theme_changed.connect(self._restyle)
+        self.state.font_scale_changed.connect(self._restyle)
 
         self.menu = lessons_menu
         for path in bundled_lesson_paths():
@@ -489,16 +491,17 @@ class LessonController(QObject):
             return False
         return loaded is None or (loaded.config, loaded.seed, loaded.device) != (state.config, state.seed, state.device)
 
-    def _on_state_changed(self, field: str) -> None:
-        if field == "model" and self._waiting_for_model and not self._model_pending():
+    def _on_model_changed(self) -> None:
+        if self._waiting_for_model and not self._model_pending():
             # After this turn of the event loop: the panels' own handlers for the new model (limits of
             # their spin boxes, say) must run before the step's settings are applied to them.
             generation = self._generation
             QTimer.singleShot(0, self, lambda: self._finish_if_current(generation))
-        elif field in ("theme", "font_scale"):
-            self.dock.apply_theme()
-            if self.lesson is not None:
-                self.dock.refresh_live_text(self.lesson.steps[self.index])
+
+    def _restyle(self) -> None:
+        self.dock.apply_theme()
+        if self.lesson is not None:
+            self.dock.refresh_live_text(self.lesson.steps[self.index])
 
     def _finish_if_current(self, generation: int) -> None:
         if generation == self._generation and self._waiting_for_model:
