@@ -71,6 +71,7 @@ def set_mode(qtbot, panel: TokensPanel, mode: str) -> None:
 
 def test_the_mask_modes_are_the_models(lab):
     assert tuple(mode for mode, _label in MASK_MODE_CHOICES) == MASK_MODES
+    assert lab[1].mode_combo.count() == len(MASK_MODES)
 
 
 def test_a_chip_edit_shows_the_measured_diff_with_an_exact_past(qtbot, lab, model, tokenizer):

@@ -12,12 +12,7 @@ from PySide6.QtWidgets import QComboBox, QLabel, QSpinBox
 
 from gui import theme
 
-try:
-    from core.choices import MASK_MODE_LABELS, MASK_MODES
-except ImportError:  # pragma: no cover - until core.choices is installed everywhere
-    MASK_MODES = ("causal", "none", "off-by-one", "after-softmax")
-    MASK_MODE_LABELS = {"causal": "causal", "none": "none (bidirectional)", "off-by-one": "off-by-one (diag=0)",
-                        "after-softmax": "after the softmax"}
+from core.choices import MASK_MODE_LABELS, MASK_MODES
 
 MASK_MODE_CHOICES: tuple[tuple[str, str], ...] = tuple((mode, MASK_MODE_LABELS[mode]) for mode in MASK_MODES)
 HATCH_CELL_PX = 8  # resolution of the exact-zero / NaN overlay per heatmap cell
