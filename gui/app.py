@@ -13,6 +13,7 @@ import argparse
 import os
 import sys
 import time
+from pathlib import Path
 
 STARTED_AT = time.time()
 TIMING_ENV = "TRANSFORMER_EXPLORER_TIMING"
@@ -61,6 +62,35 @@ def application_icon():
     return icon
 
 
+def name_application(app) -> None:
+    """The names Qt files things under: the settings file is <config>/transformer-explorer/transformer-explorer.conf
+    (no space, no capitals), and Wayland docks match the installed .desktop file by the desktop file name."""
+    from PySide6.QtCore import QSettings
+
+    from gui import APP_ID, APP_NAME, APP_ORGANIZATION, APP_VERSION
+
+    app.setOrganizationName(APP_ORGANIZATION)
+    app.setApplicationVersion(APP_VERSION)
+    app.setDesktopFileName(APP_ID)
+    # The application name, not a display name: Qt would append a display name to every window title,
+    # and the titles already name the app (APP_NAME). Earlier versions filed settings under APP_NAME.
+    app.setApplicationName(APP_NAME)
+    earlier = QSettings().fileName()
+    app.setApplicationName(APP_ID)
+    _keep_earlier_settings(Path(earlier), Path(QSettings().fileName()))
+
+
+def _keep_earlier_settings(earlier: Path, current: Path) -> None:
+    """Settings saved under the app's display name ("Transformer Explorer.conf") move to the current file once."""
+    if earlier == current or not earlier.is_file() or current.exists():
+        return
+    try:
+        current.parent.mkdir(parents=True, exist_ok=True)
+        earlier.rename(current)
+    except OSError:
+        pass  # unreadable or read-only: the app starts with default preferences, as on a first run
+
+
 def main(argv: list[str] | None = None) -> int:
     args = window_options_parser().parse_args(sys.argv[1:] if argv is None else argv)
     size = None
@@ -90,18 +120,14 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     from PySide6.QtWidgets import QApplication
 
-    from gui import APP_ID, APP_NAME, APP_ORGANIZATION, APP_VERSION
+    from gui import APP_ID
 
     _timing("qt_imported")
     # Fusion draws the same on every platform, so the light, dark and projector palettes look as designed.
     # The program name Qt is given becomes the X11 WM_CLASS instance, which docks match to the .desktop
     # file's StartupWMClass: it must be the app's id, not "main.py" or "python3".
     app = QApplication.instance() or QApplication([APP_ID, "-style", "Fusion"])
-    app.setApplicationName(APP_NAME)
-    app.setOrganizationName(APP_ORGANIZATION)
-    app.setApplicationVersion(APP_VERSION)
-    # Matches the installed .desktop file, so Wayland docks show the app's own icon and name.
-    app.setDesktopFileName(APP_ID)
+    name_application(app)
     app.setWindowIcon(application_icon())
 
     from gui.compute import leave_if_worker_unfinished

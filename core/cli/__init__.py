@@ -99,7 +99,10 @@ def _expected_errors() -> tuple[type[BaseException], ...]:
 
 
 def _log_path() -> Path:
-    return Path.home() / ".cache" / "transformer-explorer" / "cli-errors.log"
+    """The platform's cache folder, as the window's log: $XDG_CACHE_HOME or ~/.cache, ~/Library/Caches, %LOCALAPPDATA%."""
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir(PROG, appauthor=False)) / "cli-errors.log"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
