@@ -1,17 +1,23 @@
 """Architecture: the current model as a live block diagram, and one token followed through it.
 
-The diagram (gui.widgets.block_diagram) is laid out from `state.config` on the GUI thread (pure
-Python: boxes, arrows and parameter counts from core.params), so it redraws the moment the config
-changes, before any model is built. Hover a part for what it does, its parameters and its output
-shape; click it to ask the main window for the panel that studies it (`navigate_requested`).
+The diagram (gui.widgets.block_diagram) is laid out from `state.config` and the text's length on
+the GUI thread (pure Python: boxes, arrows and parameter counts from core.params), so it redraws
+the moment either changes, before any model is built; a hidden panel only notes that its drawing
+is out of date and lays it out when it is shown again. Hover a part for what it does, its
+parameters and its output shape; click it to ask the main window for the panel that studies it
+(`navigate_requested`).
 
-"Follow one token" runs on the worker: core.experiments.follow_token captures the chosen position's
-residual vector after every sublayer of the loaded model and reads each one through the final norm
-and head (a logit lens). The table and the bars show exactly those numbers.
+"Follow one token" is a view (`FollowTokenView`) computed on the worker, and only while it is on
+screen: core.experiments.follow_token captures the chosen position's residual vector after every
+sublayer of the loaded model and reads each one through the final norm and head (a logit lens).
+The table, the bars and the lengths written on the diagram show exactly those numbers, and go the
+moment the model, the text or the followed position changes.
 """
 
 from __future__ import annotations
 
+import html
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -36,7 +42,9 @@ from core.config import ConfigError, ModelConfig
 from core.display import display_token
 from core.params import parameter_breakdown
 from gui import theme
-from gui.panels.base import Panel
+from gui.model_loader import MAX_INTERACTIVE_PARAMETERS
+from gui.panels.base import Panel, Refusal, View
+from gui.panels.tokens.common import sequence_refusal
 from gui.widgets.block_diagram import BlockDiagramView, DiagramPicture, Part, describe_part, diagram_parts, format_count
 
 TOP_K = 5
@@ -49,87 +57,62 @@ POSITIONAL_NAMES = {"none": "no positions", "sinusoidal": "sinusoidal positions"
                     "rope": "RoPE", "alibi": "ALiBi"}
 
 
-def _follow(model, tokens: list[int], position: int, tokenizer):
-    from core.experiments.follow_token import follow_token
-
-    return follow_token(model, tokens, position, tokenizer, k=TOP_K)
-
-
 def describe_config(config: ModelConfig) -> str:
-    """One line naming what the diagram shows."""
+    """One line naming what the diagram shows (rich text; the name is escaped)."""
     total = parameter_breakdown(config).total
     depth = (f"{config.encoder_layers} + {config.decoder_layers} blocks" if config.architecture == "encoder-decoder"
              else f"{config.n_layers} block{'s' * (config.n_layers != 1)}")
     ffn = f"MoE top-{config.top_k} of {config.n_experts}" if config.is_moe else config.activation
-    return (f"<b>{config.name}</b>: {ARCHITECTURE_NAMES[config.architecture]}, {depth}, "
+    return (f"<b>{html.escape(config.name)}</b>: {ARCHITECTURE_NAMES[config.architecture]}, {depth}, "
             f"{config.norm_placement}-norm {config.norm}, {POSITIONAL_NAMES[config.positional]}, {ffn} FFN, "
             f"{'tied' if config.tie_embeddings else 'untied'} head; {format_count(total)} parameters")
 
 
-class ArchitecturePanel(Panel):
-    title = "Architecture"
-    refresh_on = frozenset({"config", "model", "tokens", "tokenizer"})
+def default_position(count: int, chosen: int | None) -> int | None:
+    """The followed position: the chosen one clamped to the text, else the second to last token."""
+    if count == 0:
+        return None
+    if chosen is None:
+        return max(0, count - 2)  # the second to last: its true next token is in the text
+    return min(chosen, count - 1)
 
-    navigate_requested = Signal(str)  # the title of the panel a clicked part asks for
 
-    def __init__(self, state, compute, parent: QWidget | None = None) -> None:
-        super().__init__(state, compute, parent)
-        self.result = None
-        self.result_config: ModelConfig | None = None  # the config the shown result was computed for
-        self.diagram = None
+@dataclass(frozen=True)
+class FollowInputs:
+    model: Any
+    tokenizer: Any  # None: the labels are ids (the tokenizer belongs to another vocabulary)
+    tokens: tuple[int, ...]
+    position: int
+
+
+def compute_follow(inputs: FollowInputs, token) -> Any:
+    from core.experiments.follow_token import follow_token
+
+    return follow_token(inputs.model, list(inputs.tokens), inputs.position, inputs.tokenizer, k=TOP_K)
+
+
+class FollowTokenView(View):
+    """The followed token's stages: caption, table, length bars, and ‖x‖ written on the diagram."""
+
+    name = "Follow one token"
+    reads = frozenset({"config", "model", "tokens", "tokenizer"})
+    compute_fn = staticmethod(compute_follow)
+
+    def __init__(self, state, compute, diagram: BlockDiagramView, channel_prefix: str = "", parent=None) -> None:
+        super().__init__(state, compute, channel_prefix, parent)
+        self.diagram = diagram
         self.chosen_position: int | None = None  # None: follow the default (second to last) token
-        layout = self.layout()
-
-        controls = QHBoxLayout()
-        layers_caption = QLabel("Layers")
-        self.layers_spin = QSpinBox()
-        self.layers_spin.setObjectName("architecture-layers")
-        self.layers_spin.setRange(1, MAX_LAYERS)
-        self.layers_spin.setValue(state.config.n_layers)
-        self.layers_spin.setKeyboardTracking(False)
-        self.layers_spin.setAccelerated(True)
-        self.layers_spin.setToolTip("Blocks in the stack (each tower of an encoder-decoder): changes the model "
-                                    "everywhere in the app, not just this drawing")
-        layers_caption.setBuddy(self.layers_spin)
-        token_caption = QLabel("Follow token")
-        self.token_combo = QComboBox()
-        self.token_combo.setObjectName("architecture-token")
-        self.token_combo.setToolTip("The position whose vector is followed through every sublayer")
-        self.token_combo.setMinimumContentsLength(12)
-        token_caption.setBuddy(self.token_combo)
-        self.config_label = QLabel("")
-        self.config_label.setWordWrap(True)
-        controls.addWidget(layers_caption)
-        controls.addWidget(self.layers_spin)
-        controls.addSpacing(16)
-        controls.addWidget(token_caption)
-        controls.addWidget(self.token_combo)
-        controls.addSpacing(16)
-        controls.addWidget(self.config_label, 1)
-        layout.addLayout(controls)
-
-        splitter = QSplitter(Qt.Orientation.Horizontal)
-        left = self.diagram_pane = QWidget()
-        left_layout = QVBoxLayout(left)
-        left_layout.setContentsMargins(0, 0, 0, 0)
-        self.view = BlockDiagramView()
-        self.hover_label = QLabel(HOVER_HINT)
-        self.hover_label.setObjectName("architecture-hover")
-        self.hover_label.setWordWrap(True)
-        self.hover_label.setTextFormat(Qt.TextFormat.RichText)
-        self.hover_label.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
-        left_layout.addWidget(self.view, 1)
-        left_layout.addWidget(self.hover_label)
-        splitter.addWidget(left)
-
+        layout = QVBoxLayout(self.content)
+        layout.setContentsMargins(0, 0, 0, 0)
         right = QSplitter(Qt.Orientation.Vertical)
         top = QWidget()
         top_layout = QVBoxLayout(top)
         top_layout.setContentsMargins(0, 0, 0, 0)
-        self.follow_caption = QLabel("Waiting for torch to load...")
-        self.follow_caption.setWordWrap(True)
-        self.follow_caption.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        top_layout.addWidget(self.follow_caption)
+        self.caption = QLabel("")
+        self.caption.setWordWrap(True)
+        self.caption.setTextFormat(Qt.TextFormat.RichText)  # the app's markup; token labels are escaped
+        self.caption.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        top_layout.addWidget(self.caption)
         self.table = QTableWidget(0, len(COLUMNS))
         self.table.setObjectName("architecture-follow-table")
         self.table.setHorizontalHeaderLabels(list(COLUMNS))
@@ -166,151 +149,54 @@ class ArchitecturePanel(Panel):
         self._style_plot_title()
         right.addWidget(self.norm_plot)
         right.setSizes([420, 300])
-        splitter.addWidget(right)
-        splitter.setSizes([700, 480])
-        splitter.setStretchFactor(0, 1)
-        splitter.setStretchFactor(1, 1)
-        layout.addWidget(splitter, 1)
-
-        self.picture = DiagramPicture(self.view, self)
-        self.picture.hide()  # never on screen: File > Export draws it
-
-        self.layers_spin.valueChanged.connect(self._on_layers_changed)
-        self.token_combo.activated.connect(self._on_token_chosen)
-        self.view.part_hovered.connect(self._on_part_hovered)
-        self.view.part_clicked.connect(self._on_part_clicked)
+        layout.addWidget(right, 1)
+        self.stale_labels = [self.caption]
         self.table.itemSelectionChanged.connect(self._on_row_selected)
-        self.redraw_diagram()
-        self._fill_token_combo()
-        self.apply_theme()
 
-    # ---- diagram -------------------------------------------------------------------------------
-    def redraw_diagram(self) -> None:
-        config = self.state.config
-        self.diagram = diagram_parts(config, len(self.state.tokens))
-        self.view.set_diagram(self.diagram)
-        self.picture.sync_size()
-        self.config_label.setText(describe_config(config))
-        if self.layers_spin.value() != config.n_layers:
-            self.layers_spin.blockSignals(True)
-            self.layers_spin.setValue(config.n_layers)
-            self.layers_spin.blockSignals(False)
-        hovered = self.view.hovered
-        self.hover_label.setText(describe_part(hovered, self.diagram.seq_len) if hovered is not None else HOVER_HINT)
-
-    def _on_layers_changed(self, layers: int) -> None:
-        config = self.state.config
-        if layers == config.n_layers:
-            return
-        try:
-            self.state.set_config(config.replace(n_layers=layers))
-        except ConfigError as error:
-            self.show_error(f"{error.field}: {error.message}")
-
-    def _on_part_hovered(self, part: Part | None) -> None:
-        if part is not None and self.diagram is not None:
-            self.hover_label.setText(describe_part(part, self.diagram.seq_len))
-
-    def _on_part_clicked(self, part: Part) -> None:
-        self.navigate_requested.emit(part.panel)
-
-    # ---- the followed token --------------------------------------------------------------------
-    def token_labels(self) -> list[str]:
-        tokenizer = self.state.tokenizer
-        tokens = self.state.tokens
-        if tokenizer is None:
-            return [str(t) for t in tokens]
-        labels = []
-        for token in tokens:
-            try:
-                labels.append(display_token(tokenizer.token_text(token)))
-            except Exception:  # each tokenizer has its own unknown-id error; the id still identifies it
-                labels.append(str(token))
-        return labels
-
+    # ---- inputs --------------------------------------------------------------------------------
     def followed_position(self) -> int | None:
-        count = len(self.state.tokens)
-        if count == 0:
-            return None
-        if self.chosen_position is None:
-            return max(0, count - 2)  # the second to last: its true next token is in the text
-        return min(self.chosen_position, count - 1)
+        return default_position(len(self.state.tokens), self.chosen_position)
 
-    def _fill_token_combo(self) -> None:
-        labels = self.token_labels()
-        self.token_combo.blockSignals(True)
-        self.token_combo.clear()
-        for index, label in enumerate(labels):
-            self.token_combo.addItem(f"{index}: {label}", index)
-        position = self.followed_position()
-        if position is not None:
-            self.token_combo.setCurrentIndex(position)
-        self.token_combo.blockSignals(False)
+    def choose(self, position: int | None) -> None:
+        self.chosen_position = None if position is None else max(0, int(position))
+        self.inputs_changed()
 
-    def _on_token_chosen(self, index: int) -> None:
-        self.chosen_position = index
-        self.schedule_refresh()
-
-    def set_followed_position(self, position: int) -> None:
-        """Follow the token at `position` (clamped to the sequence)."""
-        self.chosen_position = max(0, int(position))
-        if self.followed_position() is not None:
-            self.token_combo.setCurrentIndex(self.followed_position())
-        self.schedule_refresh()
-
-    def _on_state_changed(self, field: str) -> None:
-        if field in ("config", "tokens"):
-            self.redraw_diagram()
-        if field in ("tokens", "tokenizer"):
-            self._fill_token_combo()
-        super()._on_state_changed(field)
-
-    def refresh(self) -> None:
+    def inputs(self) -> FollowInputs | Refusal | None:
         model, tokens, config = self.state.model, self.state.tokens, self.state.config
-        position = self.followed_position()
-        if self.result is not None and self.result_config != config:
-            self.clear_result()
-        if model is None:
-            self.follow_caption.setText("Following a token needs the model's weights: waiting for the model "
-                                        "(a config too large to build has none; the diagram still holds).")
-            return
-        if getattr(model, "config", None) != config:
-            self.follow_caption.setText(f"Waiting for {config.name} to be built...")
-            return  # its arrival refreshes again
-        if position is None:
-            self.follow_caption.setText("Type some text (the sidebar's text field) to follow one of its tokens.")
-            return
+        if model is None or getattr(model, "config", None) != config:
+            if parameter_breakdown(config).total > MAX_INTERACTIVE_PARAMETERS:
+                return Refusal(f"Following a token needs {config.name}'s weights, and the lab builds real weights up to "
+                               f"{MAX_INTERACTIVE_PARAMETERS:,} parameters; the diagram still holds.")
+            return None  # the model for this config is on its way
+        if not tokens:
+            return Refusal("Type some text (the sidebar's text field) to follow one of its tokens.")
+        problem = sequence_refusal(model, tokens)
+        if problem:
+            return Refusal(problem)
         tokenizer = self.state.tokenizer
         if tokenizer is not None and getattr(tokenizer, "vocab_size", config.vocab_size) != config.vocab_size:
             tokenizer = None  # ids only: the tokenizer belongs to another vocabulary
-        self.follow_caption.setText(f"Following token {position} through {config.name}...")
-        self.submit(lambda: _follow(model, tokens, position, tokenizer), lambda result: self.show_result(result, config),
-                    "follow one token")
+        return FollowInputs(model, tokenizer, tuple(tokens), self.followed_position())
 
-    def clear_result(self) -> None:
-        """Drop a result that belongs to another config (its numbers describe a model no longer shown)."""
-        self.result = self.result_config = None
-        self.view.set_annotations({})
-        self.table.setRowCount(0)
-        for bars in (self.norm_bars, self.update_bars):
-            bars.setOpts(x0=[], y=[], width=[], height=0.38)
-        self.norm_plot.getAxis("left").setTicks([[]])
+    # ---- showing -------------------------------------------------------------------------------
+    def on_stale(self) -> None:
+        self.diagram.set_annotations({})  # the lengths written on the drawing belong to the old inputs
 
-    def show_result(self, result, config: ModelConfig | None = None) -> None:
-        self.result = result
-        self.result_config = config or self.state.config
-        next_text = (f"the text continues with <b>'{result.next_token_label}'</b>" if result.next_token_label is not None
-                     else "the last token (the text has no next one)")
-        final = result.top_labels[-1][0]
+    def show_result(self, result) -> None:
+        if self.is_stale:
+            return  # a re-style while the inputs moved on: the new result follows
+        label = html.escape(result.token_label)
+        next_text = (f"the text continues with <b>'{html.escape(result.next_token_label)}'</b>"
+                     if result.next_token_label is not None else "the last token (the text has no next one)")
+        final = html.escape(result.top_labels[-1][0])
         post = " Post-norm: each stage includes its norm." if result.placement == "post" else ""
-        self.follow_caption.setText(
-            f"Token {result.position} <b>'{result.token_label}'</b>: {next_text}; {result.model_name} predicts "
+        self.caption.setText(
+            f"Token {result.position} <b>'{label}'</b>: {next_text}; {html.escape(result.model_name)} predicts "
             f"<b>'{final}'</b> ({result.top_probs[-1][0]:.0%}). Each row reads the vector after a stage through the "
             f"final norm and the head (a logit lens).{post}")
         self._fill_table(result)
-        self._update_bars()
-        self._annotate_diagram()
-        self.result_shown.emit()
+        self._update_bars(result)
+        self.annotate_diagram()
 
     def _fill_table(self, result) -> None:
         self.table.setUpdatesEnabled(False)
@@ -339,10 +225,7 @@ class ArchitecturePanel(Panel):
             self.table.resizeColumnToContents(column)
         self.table.verticalHeader().setDefaultSectionSize(round(QFontMetrics(theme.font()).height() * 1.5))
 
-    def _update_bars(self) -> None:
-        result = self.result
-        if result is None:
-            return
+    def _update_bars(self, result) -> None:
         ys = np.arange(result.n_stages, dtype=float)
         self.norm_bars.setOpts(x0=np.zeros(result.n_stages), y=ys - 0.2, width=result.norms, height=0.38,
                                brush=theme.brush("primary"), pen=theme.pen("primary", width=1))
@@ -356,7 +239,7 @@ class ArchitecturePanel(Panel):
     def _update_stage_ticks(self) -> None:
         """A stage name on every row when there is room, on every k-th row of a cramped (or big-text) plot."""
         result = self.result
-        if result is None:
+        if result is None or self.is_stale:
             return
         line = QFontMetrics(theme.font(0.9)).height()
         room = max(1, int(self.norm_plot.getViewBox().height() // max(1, line)))
@@ -374,47 +257,250 @@ class ArchitecturePanel(Panel):
 
     def stage_part_key(self, row: int) -> str:
         """The diagram part where a stage's vector is read: its ⊕ (or the embedding, or the final norm)."""
-        kind, layer = self.result.stage_kinds[row], int(self.result.stage_layers[row])
-        tower = "encoder" if self.state.config.architecture == "encoder" else "decoder"
+        result = self.result
+        kind, layer = result.stage_kinds[row], int(result.stage_layers[row])
+        tower = "encoder" if self.shown_inputs.model.config.architecture == "encoder" else "decoder"
         if kind == "embedding":
             positions = f"{tower}.add_positions"
-            return positions if positions in self.view.items else f"{tower}.token_embedding"
+            return positions if positions in self.diagram.items else f"{tower}.token_embedding"
         if kind == "final-norm":
             return f"{tower}.final_norm"
         sublayer = {"attention": "attention", "cross-attention": "cross_attention", "ffn": "ffn"}[kind]
-        if self.result.placement == "post":  # the vector is read after the norm that follows the ⊕
+        if result.placement == "post":  # the vector is read after the norm that follows the ⊕
             norm = {"attention": "norm1", "cross_attention": "norm_cross", "ffn": "norm2"}[sublayer]
             return f"{tower}.block{layer}.{norm}"
         return f"{tower}.block{layer}.add_{sublayer}"
 
-    def _annotate_diagram(self) -> None:
+    def annotate_diagram(self) -> None:
         """‖x‖ of the followed token beside every place of the drawing where a stage is read."""
-        if self.result is None:
-            self.view.set_annotations({})
+        if self.result is None or self.is_stale:
+            self.diagram.set_annotations({})
             return
-        self.view.set_annotations({self.stage_part_key(row): f"‖x‖ {self.result.norms[row]:.2f}"
-                                   for row in range(self.result.n_stages)})
+        self.diagram.set_annotations({self.stage_part_key(row): f"‖x‖ {self.result.norms[row]:.2f}"
+                                      for row in range(self.result.n_stages)})
 
     def _on_row_selected(self) -> None:
         """Selecting a stage highlights where it is read in the diagram, when that block is drawn."""
-        if self.result is None or self.diagram is None:
+        if self.result is None or self.is_stale or self.diagram.diagram is None:
             return
         rows = self.table.selectionModel().selectedRows()
         if not rows:
             return
         key = self.stage_part_key(rows[0].row())
-        if key in self.view.items:
-            self.view.hover_key(key)
+        if key in self.diagram.items:
+            self.diagram.hover_key(key)
+
+    def apply_theme(self) -> None:
+        super().apply_theme()
+        self._style_plot_title()  # after the re-style, which would give the title the default look
+
+    def export_targets(self) -> list[tuple[str, Any]]:
+        return [("Stage norms (plot)", self.norm_plot.getPlotItem())]
+
+
+class ArchitecturePanel(Panel):
+    title = "Architecture"
+    refresh_on = frozenset()  # the diagram follows its fields below; the view subscribes to what it reads
+
+    navigate_requested = Signal(str)  # the title of the panel a clicked part asks for
+
+    def __init__(self, state, compute, parent: QWidget | None = None) -> None:
+        super().__init__(state, compute, parent)
+        self.diagram_rebuilds = 0  # layouts of the drawing (tests: a hidden panel lays out nothing)
+        self._diagram_out_of_date = True
+        self._tokens_out_of_date = True
+        layout = self.layout()
+
+        controls = QHBoxLayout()
+        layers_caption = QLabel("Layers")
+        self.layers_spin = QSpinBox()
+        self.layers_spin.setObjectName("architecture-layers")
+        self.layers_spin.setRange(1, MAX_LAYERS)
+        self.layers_spin.setValue(state.config.n_layers)
+        self.layers_spin.setKeyboardTracking(False)
+        self.layers_spin.setAccelerated(True)
+        self.layers_spin.setToolTip("Blocks in the stack (each tower of an encoder-decoder): changes the model "
+                                    "everywhere in the app, not just this drawing")
+        layers_caption.setBuddy(self.layers_spin)
+        token_caption = QLabel("Follow token")
+        self.token_combo = QComboBox()
+        self.token_combo.setObjectName("architecture-token")
+        self.token_combo.setToolTip("The position whose vector is followed through every sublayer")
+        self.token_combo.setMinimumContentsLength(12)
+        token_caption.setBuddy(self.token_combo)
+        self.config_label = QLabel("")
+        self.config_label.setWordWrap(True)
+        self.config_label.setTextFormat(Qt.TextFormat.RichText)  # describe_config escapes the name
+        controls.addWidget(layers_caption)
+        controls.addWidget(self.layers_spin)
+        controls.addSpacing(16)
+        controls.addWidget(token_caption)
+        controls.addWidget(self.token_combo)
+        controls.addSpacing(16)
+        controls.addWidget(self.config_label, 1)
+        layout.addLayout(controls)
+
+        splitter = QSplitter(Qt.Orientation.Horizontal)
+        left = self.diagram_pane = QWidget()
+        left_layout = QVBoxLayout(left)
+        left_layout.setContentsMargins(0, 0, 0, 0)
+        self.view = BlockDiagramView()
+        self.hover_label = QLabel(HOVER_HINT)
+        self.hover_label.setObjectName("architecture-hover")
+        self.hover_label.setWordWrap(True)
+        self.hover_label.setTextFormat(Qt.TextFormat.RichText)  # describe_part: the app's own markup
+        self.hover_label.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+        left_layout.addWidget(self.view, 1)
+        left_layout.addWidget(self.hover_label)
+        splitter.addWidget(left)
+
+        self.follow = self.add_view(FollowTokenView(state, compute, self.view, f"{self.channel}/"))
+        splitter.addWidget(self.follow)
+        splitter.setSizes([700, 480])
+        splitter.setStretchFactor(0, 1)
+        splitter.setStretchFactor(1, 1)
+        layout.addWidget(splitter, 1)
+        # Names lessons and tests point at.
+        follow = self.follow
+        self.table, self.norm_plot, self.follow_caption = follow.table, follow.norm_plot, follow.caption
+        self.norm_bars, self.update_bars = follow.norm_bars, follow.update_bars
+
+        self.picture = DiagramPicture(self.view, self)
+        self.picture.hide()  # never on screen: File > Export draws it
+
+        self.layers_spin.valueChanged.connect(self._on_layers_changed)
+        self.token_combo.activated.connect(self._on_token_chosen)
+        self.view.part_hovered.connect(self._on_part_hovered)
+        self.view.part_clicked.connect(self._on_part_clicked)
+        state.config_changed.connect(self._on_config_changed)
+        state.tokens_changed.connect(self._on_tokens_changed)
+        state.tokenizer_changed.connect(self._on_tokens_changed)
+        self.redraw_diagram()
+        self._fill_token_combo()
+        self.apply_theme()
+
+    @property
+    def diagram(self):
+        """The laid-out Diagram on screen (gui.widgets.block_diagram.Diagram)."""
+        return self.view.diagram
+
+    @property
+    def result(self):
+        """The followed token's result on screen (None while there is none, or while stale)."""
+        return None if self.follow.is_stale else self.follow.result
+
+    # ---- diagram -------------------------------------------------------------------------------
+    def _on_config_changed(self) -> None:
+        config = self.state.config
+        if self.layers_spin.value() != config.n_layers:
+            self.layers_spin.blockSignals(True)
+            self.layers_spin.setValue(config.n_layers)
+            self.layers_spin.blockSignals(False)
+        self._sync_diagram()
+
+    def _sync_diagram(self) -> None:
+        """Lay the drawing out again if the config or T changed: now on screen, when shown if hidden."""
+        drawn = self.view.diagram
+        if drawn is not None and (drawn.config, drawn.seq_len) == (self.state.config, len(self.state.tokens)):
+            return
+        self.hover_label.setText(HOVER_HINT)  # the hovered part's numbers were the old drawing's
+        if not self.isVisible():
+            self._diagram_out_of_date = True
+            return
+        self.redraw_diagram()
+
+    def redraw_diagram(self) -> None:
+        config = self.state.config
+        self._diagram_out_of_date = False
+        self.diagram_rebuilds += 1
+        self.view.set_diagram(diagram_parts(config, len(self.state.tokens)))
+        self.picture.sync_size()
+        self.config_label.setText(describe_config(config))
+        hovered = self.view.hovered
+        self.hover_label.setText(describe_part(hovered, self.diagram.seq_len) if hovered is not None else HOVER_HINT)
+
+    def _on_layers_changed(self, layers: int) -> None:
+        config = self.state.config
+        if layers == config.n_layers:
+            return
+        try:
+            self.state.set_config(config.replace(n_layers=layers))
+        except ConfigError as error:
+            self.show_error(f"{error.field}: {error.message}")
+            return
+        self.clear_error()
+
+    def _on_part_hovered(self, part: Part | None) -> None:
+        if part is not None and self.diagram is not None:
+            self.hover_label.setText(describe_part(part, self.diagram.seq_len))
+
+    def _on_part_clicked(self, part: Part) -> None:
+        self.navigate_requested.emit(part.panel)
+
+    # ---- the followed token --------------------------------------------------------------------
+    def token_labels(self) -> list[str]:
+        tokenizer = self.state.tokenizer
+        tokens = self.state.tokens
+        if tokenizer is None:
+            return [str(t) for t in tokens]
+        labels = []
+        for token in tokens:
+            try:
+                labels.append(display_token(tokenizer.token_text(token)))
+            except Exception:  # each tokenizer has its own unknown-id error; the id still identifies it
+                labels.append(str(token))
+        return labels
+
+    @property
+    def chosen_position(self) -> int | None:
+        return self.follow.chosen_position
+
+    def followed_position(self) -> int | None:
+        return self.follow.followed_position()
+
+    def _on_tokens_changed(self) -> None:
+        self._sync_diagram()
+        if self.isVisible():
+            self._fill_token_combo()
+        else:
+            self._tokens_out_of_date = True
+
+    def _fill_token_combo(self) -> None:
+        self._tokens_out_of_date = False
+        labels = self.token_labels()
+        self.token_combo.blockSignals(True)
+        self.token_combo.clear()
+        for index, label in enumerate(labels):
+            self.token_combo.addItem(f"{index}: {label}", index)
+        position = self.followed_position()
+        if position is not None:
+            self.token_combo.setCurrentIndex(position)
+        self.token_combo.blockSignals(False)
+
+    def _on_token_chosen(self, index: int) -> None:
+        self.follow.choose(index)
+
+    def set_followed_position(self, position: int) -> None:
+        """Follow the token at `position` (clamped to the sequence)."""
+        self.follow.choose(position)
+        position = self.followed_position()
+        if position is not None and position < self.token_combo.count():
+            self.token_combo.setCurrentIndex(position)
+
+    def showEvent(self, event) -> None:
+        # Before the view's own catch-up: its result is written onto the drawing laid out here.
+        if self._diagram_out_of_date:
+            self.redraw_diagram()
+        if self._tokens_out_of_date:
+            self._fill_token_combo()
+        super().showEvent(event)
 
     # ---- theme, export, session ----------------------------------------------------------------
     def apply_theme(self) -> None:
         super().apply_theme()
-        self._style_plot_title()
+        self.follow._style_plot_title()
         self.view.rebuild()
         self.picture.sync_size()
-        if self.result is not None:
-            self._fill_table(self.result)
-            self._update_bars()
 
     def export_targets(self) -> list[tuple[str, Any]]:
         return [
@@ -422,7 +508,7 @@ class ArchitecturePanel(Panel):
             ("Block diagram (whole)", self.picture),
             # The container, not the QGraphicsView: a view's own render() takes other arguments than export's.
             ("Block diagram (as shown, with the hover text)", self.diagram_pane),
-            ("Stage norms (plot)", self.norm_plot.getPlotItem()),
+            *self.follow.export_targets(),
         ]
 
     def settings(self) -> dict[str, Any]:
@@ -436,4 +522,4 @@ class ArchitecturePanel(Panel):
             self.set_followed_position(position)
 
 
-__all__ = ["ArchitecturePanel", "describe_config"]
+__all__ = ["ArchitecturePanel", "FollowTokenView", "FollowInputs", "compute_follow", "describe_config"]

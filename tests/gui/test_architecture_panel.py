@@ -8,12 +8,14 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QApplication, QLabel, QTabWidget
 
 from core.config import ModelConfig
 from core.params import attention_params, block_breakdown, ffn_params
 from core.presets import PRESETS, get_preset
+from core.tokenizers import CharTokenizer
 from gui.panels import PANEL_CLASSES
-from gui.panels.architecture import ArchitecturePanel
+from gui.panels.architecture import HOVER_HINT, ArchitecturePanel
 from gui.state import LabState
 from gui.widgets.block_diagram import DRAWN_EDGE, MAX_FULL_DEPTH, Diagram, diagram_parts, drawn_layers
 from gui.widgets.export import export
@@ -261,9 +263,9 @@ def test_the_follow_table_matches_core(qtbot, panel, tmp_path):
 
     # Another config: the old numbers go; no model for it yet, so the panel says it waits.
     state.set_config(get_preset("tiny-moe"))
-    qtbot.waitUntil(lambda: panel.table.rowCount() == 0)
-    assert not panel.view.annotation_items
-    assert "Waiting" in panel.follow_caption.text()
+    assert panel.result is None and not panel.view.annotation_items and panel.follow_caption.text() == ""
+    qtbot.waitUntil(lambda: panel.follow.showing_message)
+    assert "Waiting for the model" in panel.follow.message.text()
 
 
 def test_export_theme_and_settings(qtbot, panel, tmp_path):
@@ -292,3 +294,164 @@ def test_export_theme_and_settings(qtbot, panel, tmp_path):
     panel.restore_settings({"follow_position": 3})
     assert panel.chosen_position == 3
     theme.apply_theme(QApplication.instance(), "light", 1.0)
+
+
+# ---- the follow view: nothing old on screen, nothing computed while hidden -------------------------
+RESULT_TIMEOUT_MS = 30_000
+
+
+@pytest.fixture(scope="module")
+def bundled():
+    from core.checkpoints import load_bundled
+
+    return load_bundled("tiny-gpt")
+
+
+@pytest.fixture
+def followed(qtbot, panel, bundled):
+    """The panel following a token of a short text through the bundled model."""
+    state = panel.state
+    with qtbot.waitSignal(panel.follow.result_shown, timeout=RESULT_TIMEOUT_MS):
+        state.set_tokenizer(bundled.tokenizer)
+        state.set_text("To be, or not to be")
+        state.set_model(bundled.model)
+        state.set_torch_ready(True)
+    yield panel
+    qtbot.waitUntil(lambda: not panel.compute.busy, timeout=RESULT_TIMEOUT_MS)
+
+
+def assert_no_old_numbers(panel: ArchitecturePanel) -> None:
+    follow = panel.follow
+    assert follow.is_stale or follow.showing_message
+    assert panel.result is None
+    assert panel.follow_caption.text() == ""
+    assert not panel.view.annotations and not panel.view.annotation_items
+
+
+def expected_follow(panel: ArchitecturePanel):
+    from core.experiments.follow_token import follow_token
+
+    state = panel.state
+    return follow_token(state.model, state.tokens, panel.followed_position(), state.tokenizer, k=5)
+
+
+def assert_shows(panel: ArchitecturePanel, expected) -> None:
+    assert not panel.follow.is_stale and panel.result.position == expected.position
+    assert [panel.table.item(row, 1).text() for row in range(panel.table.rowCount())] == \
+        [f"{norm:.2f}" for norm in expected.norms]
+    assert panel.view.annotation_items["decoder.final_norm"].text() == f"‖x‖ {expected.norms[-1]:.2f}"
+    assert f"Token {expected.position}" in panel.follow_caption.text()
+
+
+def test_a_token_edit_clears_the_old_reading_then_shows_the_new_one(qtbot, followed, bundled):
+    panel, state = followed, followed.state
+    before = panel.follow.computations
+    tokens = list(state.tokens)
+    tokens[-2] = bundled.tokenizer.id_of("X")
+    with qtbot.waitSignal(panel.follow.result_shown, timeout=RESULT_TIMEOUT_MS):
+        state.set_tokens(tokens)
+        assert_no_old_numbers(panel)
+    assert panel.follow.computations == before + 1
+    expected = expected_follow(panel)
+    assert expected.token_label == "X"
+    assert_shows(panel, expected)
+
+
+def test_the_followed_position_and_the_model_are_inputs(qtbot, followed, bundled):
+    from core.model import Transformer
+
+    panel, state = followed, followed.state
+    with qtbot.waitSignal(panel.follow.result_shown, timeout=RESULT_TIMEOUT_MS):
+        panel.token_combo.setCurrentIndex(3)
+        panel.token_combo.activated.emit(3)
+        assert_no_old_numbers(panel)
+    assert_shows(panel, expected_follow(panel))
+    assert panel.result.position == 3
+    other = Transformer.from_seed(bundled.model.config, seed=5).eval()
+    with qtbot.waitSignal(panel.follow.result_shown, timeout=RESULT_TIMEOUT_MS):
+        state.set_model(other)
+        assert_no_old_numbers(panel)
+    assert_shows(panel, expected_follow(panel))
+    with qtbot.waitSignal(panel.follow.result_shown, timeout=RESULT_TIMEOUT_MS):
+        state.set_tokenizer(CharTokenizer(bundled.tokenizer.chars))  # another object: another input
+        assert_no_old_numbers(panel)
+    assert_shows(panel, expected_follow(panel))
+
+
+def test_inputs_the_model_cannot_take_are_refused_in_place_of_the_reading(qtbot, followed, bundled):
+    panel, state = followed, followed.state
+    too_long = [1] * (state.config.context_length + 1)
+    with qtbot.waitSignal(panel.follow.error_shown, timeout=5000) as refused:
+        state.set_tokens(too_long)
+        assert_no_old_numbers(panel)
+    assert "exceed tiny-gpt's context length" in refused.args[0]
+    assert panel.follow.showing_message and "context length" in panel.follow.message.text()
+    with qtbot.waitSignal(panel.follow.error_shown, timeout=5000) as refused:
+        state.set_config(get_preset("mixtral-8x7b"))
+    assert "weights" in refused.args[0] and "mixtral-8x7b" in refused.args[0]
+    assert panel.diagram.config == get_preset("mixtral-8x7b")  # the drawing still holds
+
+
+def test_the_hover_text_follows_the_drawing_at_once(qtbot, followed):
+    panel, state = followed, followed.state
+    panel.view.hover_key("decoder.block0.attention")
+    length, width = len(state.tokens), state.config.d_model
+    assert f"(1, {length}, {width})" in panel.hover_label.text()
+    state.set_tokens(state.tokens + [3])  # one more token: every shape is one longer, right now
+    assert f"(1, {length + 1}, {width})" in panel.hover_label.text() and f"T = {length + 1}" in panel.hover_label.text()
+    llama = get_preset("tiny-llama")
+    assert attention_params(llama) != attention_params(state.config)
+    state.set_config(llama)
+    assert panel.diagram.config == llama
+    assert f"<b>Parameters:</b> {attention_params(llama):,}" in panel.hover_label.text()
+
+
+def test_a_hidden_panel_does_no_work_on_a_token_edit(qtbot, compute, bundled):
+    state = LabState()
+    tabs = QTabWidget()
+    qtbot.addWidget(tabs)
+    panel = ArchitecturePanel(state, compute)
+    other = QLabel("another panel")
+    tabs.addTab(panel, panel.title)
+    tabs.addTab(other, "other")
+    tabs.resize(1300, 850)
+    tabs.show()
+    qtbot.waitExposed(tabs)
+    follow = panel.follow
+    with qtbot.waitSignal(follow.result_shown, timeout=RESULT_TIMEOUT_MS):
+        state.set_tokenizer(bundled.tokenizer)
+        state.set_text("To be, or not to be")
+        state.set_model(bundled.model)
+        state.set_torch_ready(True)
+    panel.view.hover_key("decoder.block0.attention")
+    tabs.setCurrentWidget(other)
+    computations, rebuilds, combo = follow.computations, panel.diagram_rebuilds, panel.token_combo.count()
+    for extra in range(1, 4):
+        state.set_tokens(state.tokens + [extra])
+        QApplication.processEvents()  # the update each edit queued has run
+        assert follow.is_stale and panel.result is None and not panel.view.annotation_items
+        assert panel.hover_label.text() == HOVER_HINT  # the old drawing's numbers are gone at once
+    assert follow.computations == computations and not compute.busy_with(follow.channel)
+    assert panel.diagram_rebuilds == rebuilds and panel.token_combo.count() == combo
+    with qtbot.waitSignal(follow.result_shown, timeout=RESULT_TIMEOUT_MS):
+        tabs.setCurrentWidget(panel)
+    assert follow.computations == computations + 1 and panel.diagram_rebuilds == rebuilds + 1
+    assert panel.diagram.seq_len == len(state.tokens) == panel.token_combo.count()
+    assert_shows(panel, expected_follow(panel))
+    qtbot.waitUntil(lambda: not compute.busy, timeout=RESULT_TIMEOUT_MS)
+
+
+def test_a_replace_edit_keeps_the_drawing(qtbot, followed, bundled):
+    panel, state = followed, followed.state
+    rebuilds = panel.diagram_rebuilds
+    with qtbot.waitSignal(panel.follow.result_shown, timeout=RESULT_TIMEOUT_MS):
+        state.set_tokens([bundled.tokenizer.id_of("a")] * len(state.tokens))
+    assert panel.diagram_rebuilds == rebuilds  # same config, same T: the same drawing
+
+
+def test_token_labels_are_plain_text_in_the_caption(qtbot, followed, bundled):
+    panel, state = followed, followed.state
+    with qtbot.waitSignal(panel.follow.result_shown, timeout=RESULT_TIMEOUT_MS):
+        state.set_tokens([bundled.tokenizer.id_of(c) for c in "a&b;c"])
+        panel.set_followed_position(1)
+    assert "<b>'&amp;'</b>" in panel.follow_caption.text()  # shown as the character itself, not markup
