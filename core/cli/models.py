@@ -21,6 +21,7 @@ from typing import TextIO
 
 import numpy as np
 import torch
+from tqdm import tqdm
 
 from core.checkpoints import CheckpointError, LoadedModel, check_destination, resolve_checkpoint, save_checkpoint
 from core.cli import CliError
@@ -139,35 +140,38 @@ def _load(args: argparse.Namespace) -> LoadedModel:
 
 
 class ProgressBar:
-    """One line redrawn in place on a terminal; a plain line every 5% when stderr is a file or pipe."""
-
-    WIDTH = 24
+    """On a terminal, a tqdm bar redrawn in place and fitted to the terminal's width (also after a resize);
+    on a file or pipe, a plain line every 5%, so that a log gets no carriage returns."""
 
     def __init__(self, total_steps: int, stream: TextIO) -> None:
         self.total = total_steps
         self.stream = stream
-        self.interactive = stream.isatty()
         self.last_val: float | None = None
         self.every = max(1, total_steps // 20)
+        self.bar = tqdm(total=total_steps, file=stream, dynamic_ncols=True, unit="step", leave=True,
+                        bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}{postfix}]") \
+            if stream.isatty() else None
 
     def __call__(self, step: int, loss: float, tokens_per_s: float, eta_s: float, val_loss: float | None) -> None:
         if val_loss is not None:
             self.last_val = val_loss
-        if not self.interactive and step % self.every and step != self.total and val_loss is None:
-            return
-        filled = round(self.WIDTH * step / self.total)
         val = f"  val {self.last_val:.3f}" if self.last_val is not None else ""
-        line = (
-            f"[{'#' * filled}{'.' * (self.WIDTH - filled)}] step {step}/{self.total}  loss {loss:.3f}{val}  "
-            f"{tokens_per_s:,.0f} tok/s  ETA {_duration(eta_s)}"
-        )
-        if self.interactive:
-            self.stream.write("\r" + line + "\033[K")
+        if self.bar is not None:
+            self.bar.set_postfix_str(f"loss {loss:.3f}{val}  {tokens_per_s:,.0f} tok/s", refresh=False)
+            self.bar.update(step - self.bar.n)
             if step == self.total:
-                self.stream.write("\n")
-        else:
-            self.stream.write(line + "\n")
+                self.close()
+            return
+        if step % self.every and step != self.total and val_loss is None:
+            return
+        self.stream.write(f"step {step}/{self.total}  loss {loss:.3f}{val}  {tokens_per_s:,.0f} tok/s  "
+                          f"ETA {_duration(eta_s)}\n")
         self.stream.flush()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
 
 
 def _duration(seconds: float) -> str:
@@ -260,6 +264,9 @@ def _train_and_save(
             result = train(config, text, device=device, on_progress=bar, should_stop=stop_requested, **recipe)
         except TrainingError as error:
             raise CliError(str(error)) from None
+        finally:
+            if bar is not None:
+                bar.close()  # a stopped or failed run leaves the terminal on a fresh line
     if result.stopped:
         print(f"stopped at step {result.steps_done} of {recipe['steps']}; saving what was trained", file=sys.stderr)
     metadata = result.metadata()
