@@ -32,6 +32,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "logits": ("core.cli.models", "write a model's logits for a text or id sequence as a .npy file"),
     "generate": ("core.cli.models", "continue a text by sampling from a model"),
     "evaluate": ("core.cli.models", "mean next-token loss of a model on a text file"),
+    "models": ("core.cli.download", "list the bundled models, the Hugging Face cache and the downloadable catalogue"),
+    "download": (
+        "core.cli.download",
+        "download a Hub model (safetensors, config and tokenizer files) into the Hugging Face cache",
+    ),
 }
 
 COMMAND_MODULES = list(dict.fromkeys(module for module, _help in COMMANDS.values()))
