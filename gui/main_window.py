@@ -237,6 +237,9 @@ class MainWindow(QMainWindow):
         self.lessons = LessonController(self, menus.addMenu("&Lessons"), view_menu)
 
         help_menu = menus.addMenu("&Help")
+        from gui.shortcuts_dialog import show_shortcuts
+
+        self._action(help_menu, "&Keyboard shortcuts", lambda: show_shortcuts(self), QKeySequence.StandardKey.HelpContents)
         self._action(help_menu, "&About", self.show_about)
 
     # ---- start-up ------------------------------------------------------------------------------
