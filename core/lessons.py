@@ -27,7 +27,9 @@ A lesson file is one JSON object:
       ]
     }
 
-Text fields are plain text. In "text", "predict" and "reveal", `{{name}}` stands for the text the
+Text fields are plain text, shown as such (never as markup). Titles hold at most MAX_TITLE_CHARS
+characters, "text", "predict" and "reveal" MAX_PROSE_CHARS, the state's "text" MAX_TEXT_CHARS, a
+seed at most MAX_SEED (core.limits); the file is a regular file of at most MAX_FILE_BYTES. In "text", "predict" and "reveal", `{{name}}` stands for the text the
 panel's widget `name` shows when the step is displayed or revealed, so a lesson quotes the app's own
 computed numbers instead of typing them in. "panel_settings" and "focus" need "panel".
 
@@ -38,13 +40,14 @@ business: `parse_lesson` checks them only when it is given the names.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from core.json_files import JsonFileError, read_json_document
+from core.limits import MAX_LESSON_STEPS, MAX_PROSE_CHARS, MAX_SEED, MAX_TEXT_CHARS, MAX_TITLE_CHARS
 from core.presets import PRESETS
 from resources import resource_path
 
@@ -55,6 +58,7 @@ STATE_KEYS = ("preset", "seed", "text", "theme", "font_scale", "selected_layer",
 FONT_SCALE_RANGE = (0.5, 3.0)
 PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_-]*)\s*\}\}")
 MAX_FILE_BYTES = 1_000_000  # a lesson is prose; anything larger is the wrong file
+MAX_SELECTION = 10_000  # a layer or head index; the app clamps it to the model
 
 
 class LessonError(ValueError):
@@ -89,13 +93,15 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _text(data: Mapping[str, Any], key: str, where: str, required: bool) -> str:
+def _text(data: Mapping[str, Any], key: str, where: str, required: bool, limit: int = MAX_PROSE_CHARS) -> str:
     value = data.get(key)
     if value is None and not required:
         return ""
     if not isinstance(value, str) or (required and not value.strip()):
         problem = "is missing" if value is None else "must be a non-empty string" if required else "must be a string"
         raise LessonError(f"{where}'{key}': {problem}")
+    if len(value) > limit:
+        raise LessonError(f"{where}'{key}': {len(value):,} characters, more than the {limit:,} allowed")
     return value
 
 
@@ -108,11 +114,13 @@ def _state(value: Any, where: str, themes: Collection[str] | None) -> dict[str, 
     preset = value.get("preset")
     if "preset" in value and (not isinstance(preset, str) or preset not in PRESETS):
         raise LessonError(f"{where}'preset': unknown preset {preset!r}")
-    for key in ("seed", "selected_layer", "selected_head"):
-        if key in value and (not _is_int(value[key]) or value[key] < 0):
-            raise LessonError(f"{where}'{key}': must be an integer >= 0, not {value[key]!r}")
+    for key, high in (("seed", MAX_SEED), ("selected_layer", MAX_SELECTION), ("selected_head", MAX_SELECTION)):
+        if key in value and (not _is_int(value[key]) or not 0 <= value[key] <= high):
+            raise LessonError(f"{where}'{key}': must be an integer from 0 to {high:,}, not {_short(value[key])}")
     if "text" in value and (not isinstance(value["text"], str) or not value["text"]):
         raise LessonError(f"{where}'text': must be a non-empty string")
+    if "text" in value and len(value["text"]) > MAX_TEXT_CHARS:
+        raise LessonError(f"{where}'text': {len(value['text']):,} characters, more than the {MAX_TEXT_CHARS:,} allowed")
     theme = value.get("theme")
     if "theme" in value and (not isinstance(theme, str) or (themes is not None and theme not in themes)):
         raise LessonError(f"{where}'theme': unknown theme {theme!r}")
@@ -120,8 +128,14 @@ def _state(value: Any, where: str, themes: Collection[str] | None) -> dict[str, 
     low, high = FONT_SCALE_RANGE
     is_number = isinstance(scale, (int, float)) and not isinstance(scale, bool)
     if "font_scale" in value and (not is_number or not low <= scale <= high):
-        raise LessonError(f"{where}'font_scale': must be a number from {low} to {high}, not {scale!r}")
+        raise LessonError(f"{where}'font_scale': must be a number from {low} to {high}, not {_short(scale)}")
     return dict(value)
+
+
+def _short(value: Any, limit: int = 40) -> str:
+    """A value for a message, cut short: a refused value may be a 100,000-character string."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _step(data: Any, number: int, panels: Collection[str] | None, themes: Collection[str] | None) -> LessonStep:
@@ -131,20 +145,20 @@ def _step(data: Any, number: int, panels: Collection[str] | None, themes: Collec
     for key in data:
         if key not in STEP_KEYS:
             raise LessonError(f"{where}unknown field {key!r}")
-    title = _text(data, "title", where, required=True)
+    title = _text(data, "title", where, required=True, limit=MAX_TITLE_CHARS)
     text = _text(data, "text", where, required=True)
     predict = _text(data, "predict", where, required=False)
     reveal = _text(data, "reveal", where, required=False)
     if reveal and not predict:
         raise LessonError(f"{where}'reveal': needs a 'predict' question to answer")
-    panel = _text(data, "panel", where, required=False)
+    panel = _text(data, "panel", where, required=False, limit=MAX_TITLE_CHARS)
     if panel and panels is not None and panel not in panels:
-        raise LessonError(f"{where}'panel': unknown panel {panel!r}; use one of: {', '.join(panels)}")
+        raise LessonError(f"{where}'panel': unknown panel {_short(panel)}; use one of: {', '.join(panels)}")
     state = _state(data["state"], where, themes) if "state" in data else {}
     settings = data.get("panel_settings", {})
     if not isinstance(settings, dict):
         raise LessonError(f"{where}'panel_settings': must be an object")
-    focus = _text(data, "focus", where, required=False)
+    focus = _text(data, "focus", where, required=False, limit=MAX_TITLE_CHARS)
     for key, value in (("panel_settings", settings), ("focus", focus)):
         if value and not panel:
             raise LessonError(f"{where}'{key}': needs a 'panel'")
@@ -162,11 +176,13 @@ def parse_lesson(data: Any, source: str = "", panels: Collection[str] | None = N
     for key in data:
         if key not in LESSON_KEYS:
             raise LessonError(f"unknown field {key!r}; a lesson has {', '.join(sorted(LESSON_KEYS))}")
-    title = _text(data, "title", "", required=True)
+    title = _text(data, "title", "", required=True, limit=MAX_TITLE_CHARS)
     description = _text(data, "description", "", required=False)
     steps = data.get("steps")
     if not isinstance(steps, list) or not steps:
         raise LessonError("'steps': must be a non-empty list")
+    if len(steps) > MAX_LESSON_STEPS:
+        raise LessonError(f"'steps': {len(steps):,} steps, more than the {MAX_LESSON_STEPS} allowed")
     return Lesson(title, description, tuple(_step(step, n, panels, themes) for n, step in enumerate(steps, 1)), source)
 
 
@@ -175,16 +191,9 @@ def load_lesson(path: str | Path, panels: Collection[str] | None = None,
     """Read and validate a lesson file; every failure is a LessonError."""
     path = Path(path)
     try:
-        if path.stat().st_size > MAX_FILE_BYTES:
-            raise LessonError(f"{path.name} is larger than {MAX_FILE_BYTES:,} bytes; is it a lesson?")
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as error:
-        raise LessonError(f"cannot read {path.name}: {error.strerror or error}") from None
-    except UnicodeDecodeError:
-        raise LessonError(f"{path.name} is not UTF-8 text") from None
-    except json.JSONDecodeError as error:
-        where = f"line {error.lineno}, column {error.colno}"
-        raise LessonError(f"{path.name} is not valid JSON: {error.msg} ({where})") from None
+        data = read_json_document(path, MAX_FILE_BYTES, "a lesson")
+    except JsonFileError as error:
+        raise LessonError(str(error)) from None
     return parse_lesson(data, str(path), panels, themes)
 
 

@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from core.config import ConfigError, ModelConfig
+from core.json_files import JsonFileError, read_json_document
+from core.limits import MAX_SEED, MAX_TEXT_CHARS
 
 # The process umask, read once (os.umask can only be read by setting it).
 _UMASK = os.umask(0)
@@ -22,7 +24,7 @@ os.umask(_UMASK)
 
 SESSION_FORMAT = "transformer-explorer-session"
 SESSION_VERSION = 1
-MAX_SESSION_BYTES = 16 * 1024 * 1024
+MAX_SESSION_BYTES = 4 * 1024 * 1024  # a session is a config, a bounded text and settings
 
 
 class SessionError(Exception):
@@ -55,10 +57,12 @@ class Session:
         }
 
 
-def _int(data: dict, key: str, default: int, low: int = 0) -> int:
+def _int(data: dict, key: str, default: int, low: int = 0, high: int | None = None) -> int:
     value = data.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise SessionError(f"'{key}' must be a whole number of at least {low}, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or value < low or (high is not None and value > high):
+        bound = f"from {low} to {high:,}" if high is not None else f"of at least {low}"
+        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+        raise SessionError(f"'{key}' must be a whole number {bound}, got {shown}")
     return value
 
 
@@ -75,10 +79,12 @@ def parse_session(data: Any) -> Session:
         config = ModelConfig.from_dict(data.get("config"))
     except ConfigError as error:
         raise SessionError(f"the session's model config is invalid: {error.field}: {error.message}") from None
-    seed = _int(data, "seed", 0)
+    seed = _int(data, "seed", 0, high=MAX_SEED)
     text = data.get("text", "")
     if not isinstance(text, str):
         raise SessionError("'text' must be a string")
+    if len(text) > MAX_TEXT_CHARS:
+        raise SessionError(f"'text' has {len(text):,} characters, more than the {MAX_TEXT_CHARS:,} the lab takes")
     tokens = data.get("tokens")
     if tokens is not None:
         if not isinstance(tokens, list) or any(isinstance(t, bool) or not isinstance(t, int) for t in tokens):
@@ -90,7 +96,7 @@ def parse_session(data: Any) -> Session:
             raise SessionError(f"{len(tokens)} tokens exceed the model's context length of {config.context_length}")
         tokens = tuple(tokens)
     device = data.get("device")
-    if device is not None and not isinstance(device, str):
+    if device is not None and (not isinstance(device, str) or len(device) > 32):
         raise SessionError("'device' must be a device name such as cpu or cuda")
     layer = _int(data, "selected_layer", 0)
     head = _int(data, "selected_head", 0)
@@ -105,25 +111,11 @@ def parse_session(data: Any) -> Session:
 
 
 def read_session(path: str | Path) -> Session:
-    path = Path(path)
+    """Read and validate a session file: a regular file, size, nesting and numbers bounded (core.json_files)."""
     try:
-        if path.stat().st_size > MAX_SESSION_BYTES:
-            raise SessionError(f"{path.name} is too large to be a session file")
-        raw = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SessionError(f"{path} does not exist") from None
-    except IsADirectoryError:
-        raise SessionError(f"{path} is a folder, not a session file") from None
-    except UnicodeDecodeError:
-        raise SessionError(f"{path.name} is not a text file, so it is not a session") from None
-    except OSError as error:
-        raise SessionError(f"cannot read {path}: {error.strerror or error}") from None
-    try:
-        data = json.loads(raw)
-    except json.JSONDecodeError as error:
-        raise SessionError(f"{path.name} is not valid JSON (line {error.lineno}: {error.msg})") from None
-    except RecursionError:  # e.g. "[[[[..." nested deeper than the parser's stack
-        raise SessionError(f"{path.name} nests too deeply to be a session file") from None
+        data = read_json_document(path, MAX_SESSION_BYTES, "a session file")
+    except JsonFileError as error:
+        raise SessionError(str(error)) from None
     return parse_session(data)
 
 

@@ -48,8 +48,8 @@ def test_a_good_lesson_parses():
         (3, {"state": {"preset": "gpt5"}}, "step 3: 'preset': unknown preset 'gpt5'"),
         (2, {"title": ""}, "step 2: 'title': must be a non-empty string"),
         (1, {"text": 7}, "step 1: 'text': must be a non-empty string"),
-        (2, {"state": {"seed": -1}}, "step 2: 'seed': must be an integer >= 0"),
-        (2, {"state": {"seed": True}}, "step 2: 'seed': must be an integer >= 0"),
+        (2, {"state": {"seed": -1}}, "step 2: 'seed': must be an integer from 0 to 2,147,483,647"),
+        (2, {"state": {"seed": True}}, "step 2: 'seed': must be an integer from 0 to 2,147,483,647"),
         (3, {"state": {"font_scale": 9}}, "step 3: 'font_scale': must be a number from 0.5 to 3.0"),
         (3, {"state": {"colour": "red"}}, "step 3: 'state': unknown field 'colour'"),
         (1, {"state": []}, "step 1: 'state': must be an object"),
@@ -83,7 +83,7 @@ def test_file_errors_are_lesson_errors(tmp_path):
     bad.write_text("{ not json", encoding="utf-8")
     with pytest.raises(LessonError, match="bad.json is not valid JSON"):
         load_lesson(bad)
-    with pytest.raises(LessonError, match="cannot read missing.json"):
+    with pytest.raises(LessonError, match="missing.json does not exist"):
         load_lesson(tmp_path / "missing.json")
     good = tmp_path / "good.json"
     good.write_text(json.dumps(GOOD), encoding="utf-8")

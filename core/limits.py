@@ -1,0 +1,15 @@
+"""Bounds on what a user can hand the lab (a session, a lesson, a command-line option), in one place.
+
+Each bound sits far above real use and well below what would freeze the window or exhaust memory;
+messages quote the bound, so the user knows what to change.
+"""
+
+from __future__ import annotations
+
+MAX_SEED = 2**31 - 1  # the window's seed boxes are 32-bit; torch and numpy take any of these
+MAX_TEXT_CHARS = 10_000  # the text the panels tokenize and draw as chips (a few model contexts of prose)
+MAX_TITLE_CHARS = 200  # a lesson's or a step's title: one line in a menu or a heading
+MAX_PROSE_CHARS = 20_000  # a lesson step's text, question or reveal
+MAX_LESSON_STEPS = 200
+
+__all__ = ["MAX_LESSON_STEPS", "MAX_PROSE_CHARS", "MAX_SEED", "MAX_TEXT_CHARS", "MAX_TITLE_CHARS"]
