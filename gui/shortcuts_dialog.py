@@ -29,8 +29,10 @@ def plain(text: str) -> str:
 
 
 def key_text(action: QAction) -> str:
-    return ", ".join(sequence.toString(QKeySequence.SequenceFormat.NativeText) for sequence in action.shortcuts()
-                     if not sequence.isEmpty())
+    """The action's keys as the platform writes them, each once (Redo's standard key may repeat an explicit one)."""
+    keys = (sequence.toString(QKeySequence.SequenceFormat.NativeText) for sequence in action.shortcuts()
+            if not sequence.isEmpty())
+    return ", ".join(dict.fromkeys(keys))
 
 
 def shortcut_rows(window: QWidget) -> list[tuple[str, str, str]]:

@@ -29,8 +29,8 @@ def test_every_shortcut_of_the_menus_is_listed_with_its_keys(window):
     actions = menu_actions_with_keys(window)
     assert len(actions) >= 10  # the scan saw the real menus
     for command, action in actions.items():
-        expected = ", ".join(s.toString(QKeySequence.SequenceFormat.NativeText) for s in action.shortcuts())
-        assert listed[command] == expected, command
+        keys = [s.toString(QKeySequence.SequenceFormat.NativeText) for s in action.shortcuts()]
+        assert listed[command].split(", ") == list(dict.fromkeys(keys)), command
     menus = {menu for menu, _command, _keys in rows}
     assert {"File", "Edit", "View", "Model", "Help"} <= {menu.split(" > ")[0] for menu in menus}
     assert listed["Keyboard shortcuts"] == QKeySequence(QKeySequence.StandardKey.HelpContents).toString(
