@@ -323,7 +323,8 @@ class MainWindow(QMainWindow):
         if not force and loaded is not None and (loaded.config, loaded.seed, loaded.device) == (config, seed, device):
             return
         self.compute.submit("model", lambda: load_model(config, seed, device), self._on_model_loaded,
-                            f"building {config.name}", on_error=self._on_model_failed, cancellable=False)
+                            f"building {config.name}", cancellable=False,
+                            on_error=lambda message: self._on_model_failed(message, (config, seed, device)))
 
     def _on_model_loaded(self, loaded: LoadedModel) -> None:
         previous = (self.loaded, self.state.model)
@@ -343,8 +344,10 @@ class MainWindow(QMainWindow):
     def adopt_model(self, loaded: LoadedModel) -> None:
         """A model made outside request_model (opened from a folder, trained in a panel) becomes the lab's."""
         self._on_model_loaded(loaded)
-        # After self.loaded is set, so the request_model this config change triggers finds the model built.
+        # After self.loaded is set, so the request_model these changes trigger finds the model built. The seed
+        # too: one changed while a run trained must not make the window rebuild random weights over the run's.
         self.state.set("config", loaded.config, undoable=False)
+        self.state.set("seed", loaded.seed, undoable=False)
 
     def open_model_dialog(self) -> None:
         start = str(self.settings_store.value("model/dir", str(Path.home())))
@@ -384,13 +387,40 @@ class MainWindow(QMainWindow):
                             lambda written: self.statusBar().showMessage(f"saved the model to {written}", 5000),
                             "saving the model", on_error=lambda message: self._show_message("Could not save the model", message))
 
-    def _on_model_failed(self, message: str) -> None:
-        previous = (self.loaded, self.state.model)
-        self.loaded = None
-        self.state.set_model(None)
-        self.compute.dispose(*previous)
-        del previous
-        self._update_model_label(problem=message)
+    def _on_model_failed(self, message: str, requested: tuple | None = None) -> None:
+        """A config, seed and device the lab cannot build a model for: refused whole; a loaded model stays.
+
+        The loaded model may be one just trained and not saved, so it is never thrown away for a
+        config that cannot replace it; the sidebar goes back to that model's config.
+        """
+        state = self.state
+        if requested is not None and requested != (state.config, state.seed, state.device):
+            return  # the sidebar moved on while it built (back to the loaded model, or a newer request follows)
+        config = requested[0] if requested is not None else state.config
+        text = message if message.endswith((".", ")")) else f"{message}."
+        loaded = self.loaded
+        keep = loaded is not None
+        title = "Could not build the model"
+        if keep:
+            text = (f"{config.name} cannot be built: {text}\n\nThe lab keeps the current model, {loaded.config.name} "
+                    f"({loaded.source}), and the sidebar shows its config again.")
+        else:
+            text = f"{config.name} cannot be built: {text}"
+        # One box, updated in place: several large presets in a row do not stack boxes.
+        box = next((b for b in self.message_boxes if b.isVisible() and b.windowTitle() == title), None)
+        if box is not None:
+            box.setText(text)
+        else:
+            self._show_message(title, text)
+        if not keep:
+            # Nothing built yet (a session that opens on a model too large): the panels that need none still work.
+            state.set_model(None)
+            self._update_model_label(problem=message)
+            return
+        state.set("config", loaded.config, undoable=False)
+        state.set("seed", loaded.seed, undoable=False)
+        state.set("device", loaded.device, undoable=False)
+        self._update_model_label()
 
     # ---- state ---------------------------------------------------------------------------------
     def _on_model_inputs_changed(self) -> None:

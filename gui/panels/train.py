@@ -1,18 +1,19 @@
 """Train: fit the current config to a corpus, watch the losses fall, then sample from the result.
 
-The run is one job on the one compute worker (core.training.train); while it runs, other panels'
-requests wait behind it and the status bar names the job. The worker never touches a widget: every
-step it puts a progress record on a thread-safe queue that a GUI-thread timer drains into the
-curves and labels, and it reports a fraction to the status bar's progress bar. Pause and stop are
-flags the training loop polls (its `should_stop` callback) between steps; the status bar's Cancel
-throws the run away instead. When a run ends, its model becomes the lab's model: `model_ready`
+The run is one job on the one compute worker (core.training.train) and the status bar names it. The
+worker never touches a widget: a few times a second it sends the steps done since the last one as a
+partial result (`token.partial`), which the compute controller delivers to the panel on the GUI
+thread, and it reports a fraction to the status bar's progress bar. Between steps the run lets the
+other panels' pending requests run on the same worker thread (`token.let_others_run`), and a paused
+run waits inside it, so the rest of the lab keeps computing while a run trains or is paused. Pause and
+stop are flags the training loop polls (its `should_stop` callback) between steps; the status bar's
+Cancel throws the run away instead. When a run ends, its model becomes the lab's model: `model_ready`
 carries it to the main window, which installs it as it installs any built model.
 """
 
 from __future__ import annotations
 
 import math
-import queue
 import threading
 import time
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import (
     QComboBox,
@@ -48,8 +49,9 @@ from resources import resource_path
 BUNDLED_CORPUS = "tinyshakespeare.txt"
 MIN_CORPUS_CHARS = 1000  # below this a validation split of a tenth holds too few windows to mean anything
 MAX_CORPUS_BYTES = 200_000_000  # the corpus is held in memory twice (text and ids)
-POLL_INTERVAL_MS = 100
+PARTIAL_INTERVAL_S = 0.1  # steps go to the curves in batches: ten redraws a second, however fast the steps
 REPORT_INTERVAL_S = 0.25  # status-bar progress: a few updates a second are enough to read
+PAUSED_WAIT_S = 0.05  # a paused run wakes this often to see Resume, Stop or Cancel (others' requests wake it at once)
 SAMPLE_EVERY_RUNS = 10  # about ten samples per run
 DEFAULT_PROMPT = "ROMEO:\n"
 GENERATE_CHANNEL = "train-generate"  # not the training channel: a request there would cancel the run
@@ -115,40 +117,95 @@ class GeneratedText:
     new_tokens: int
 
 
+@dataclass(frozen=True)
+class TrainingProgress:
+    """The steps a run made since its last partial result (worker -> GUI through `token.partial`)."""
+
+    losses: tuple[tuple[int, float], ...]  # (step, training loss of that step's batch)
+    validation: tuple[tuple[int, float], ...]  # (step, validation estimate), at the steps that made one
+    tokens_per_s: float
+    eta_s: float  # of the training alone: time paused or spent on other panels' requests is left out
+    sample: tuple[int, str] | None = None  # (step, text) of a sample made in this batch
+
+
 class TrainingControl:
-    """Flags the GUI sets and the worker reads, and the queue of progress records going the other way."""
+    """Flags the GUI sets and the worker reads between steps."""
 
     def __init__(self) -> None:
         self.paused = threading.Event()
         self.stop_requested = threading.Event()
-        self.updates: queue.SimpleQueue[tuple] = queue.SimpleQueue()
+
+
+class _ProgressBatcher:
+    """Worker side: collects each step's numbers and hands them on as one TrainingProgress a few times a second."""
+
+    def __init__(self, token) -> None:
+        self._token = token
+        self._losses: list[tuple[int, float]] = []
+        self._validation: list[tuple[int, float]] = []
+        self._sample: tuple[int, str] | None = None
+        self._speed = (0.0, math.inf)  # tokens/s, ETA of the newest step
+        self._sent = time.perf_counter()
+
+    def add(self, step: int, loss: float, tokens_per_s: float, eta_s: float, val_loss: float | None) -> None:
+        self._losses.append((step, loss))
+        if val_loss is not None:
+            self._validation.append((step, val_loss))
+        self._speed = (tokens_per_s, eta_s)
+
+    def add_sample(self, step: int, text: str) -> None:
+        self._sample = (step, text)
+
+    def send(self, force: bool = False) -> None:
+        """Send what has gathered: at once when forced (pause, the last step), else once the interval has passed."""
+        now = time.perf_counter()
+        if not self._losses or (not force and now - self._sent < PARTIAL_INTERVAL_S):
+            return
+        record = TrainingProgress(tuple(self._losses), tuple(self._validation), *self._speed, sample=self._sample)
+        self._losses, self._validation, self._sample = [], [], None
+        self._sent = now
+        self._token.partial(record)
 
 
 def run_training(request: TrainRequest, control: TrainingControl, token) -> TrainOutcome:
-    """Worker side: core.training.train with progress going into control.updates."""
+    """Worker side: core.training.train, its progress sent as partial results, others' requests run between steps."""
     from core.device import choose_device
     from core.training import train
     from gui.model_loader import LoadedModel
 
     device = str(choose_device(request.device).device)
+    batcher = _ProgressBatcher(token)
+    started = time.perf_counter()
+    lent = [0.0]  # seconds paused or running other panels' requests: not training time
     last_report = [0.0]
+    steps_done = [0]
+
+    def report(step: int, text: str) -> None:
+        last_report[0] = time.perf_counter()
+        token.report(step / request.steps, text)
 
     def should_stop() -> bool:
+        before = time.perf_counter()
+        if control.paused.is_set() and not control.stop_requested.is_set():
+            batcher.send(force=True)  # the curves show every step made before the pause
         while control.paused.is_set() and not control.stop_requested.is_set():
-            token.check()  # Cancel in the status bar also ends a paused run
-            time.sleep(0.05)
-        token.check()
+            if time.perf_counter() - last_report[0] >= REPORT_INTERVAL_S:
+                report(steps_done[0], f"training paused at step {steps_done[0]:,}/{request.steps:,}")
+            token.let_others_run(PAUSED_WAIT_S)  # also where Cancel in the status bar ends a paused run
+        token.let_others_run(0.0)  # returns at once unless another panel has a request waiting
+        lent[0] += time.perf_counter() - before
         return control.stop_requested.is_set()
 
-    def on_progress(step: int, loss: float, tokens_per_s: float, eta_s: float, val_loss: float | None) -> None:
-        control.updates.put(("progress", step, loss, tokens_per_s, eta_s, val_loss))
-        now = time.perf_counter()
-        if now - last_report[0] >= REPORT_INTERVAL_S or step == request.steps:
-            last_report[0] = now
-            token.report(step / request.steps, f"training: step {step:,}/{request.steps:,}")
+    def on_progress(step: int, loss: float, tokens_per_s: float, _eta_s: float, val_loss: float | None) -> None:
+        steps_done[0] = step
+        training_s = time.perf_counter() - started - lent[0]
+        batcher.add(step, loss, tokens_per_s, training_s / step * (request.steps - step), val_loss)
+        batcher.send(force=step == request.steps)
+        if time.perf_counter() - last_report[0] >= REPORT_INTERVAL_S or step == request.steps:
+            report(step, f"training: step {step:,}/{request.steps:,}")
 
     def on_sample(step: int, text: str) -> None:
-        control.updates.put(("sample", step, text))
+        batcher.add_sample(step, text)
 
     result = train(
         request.config, request.corpus.text, steps=request.steps, batch_size=request.batch_size,
@@ -217,7 +274,7 @@ class TrainPanel(Panel):
         self.outcome: TrainOutcome | None = None
         self.train_points: tuple[list[float], list[float]] = ([], [])
         self.val_points: tuple[list[float], list[float]] = ([], [])
-        self.last_progress: tuple | None = None
+        self.last_progress: TrainingProgress | None = None
         layout = self.layout()
 
         # ---- corpus and settings ----
@@ -260,7 +317,8 @@ class TrainPanel(Panel):
         grid.setColumnStretch(6, 1)
         buttons = QHBoxLayout()
         self.train_button = QPushButton("Train")
-        self.train_button.setToolTip("train the current config from fresh weights; the worker is busy until the run ends")
+        self.train_button.setToolTip("train the current config from fresh weights; the other panels keep computing "
+                                     "between its steps")
         self.pause_button = QPushButton("Pause")
         self.pause_button.setToolTip("hold the run between steps; Resume continues it")
         self.stop_button = QPushButton("Stop")
@@ -349,10 +407,6 @@ class TrainPanel(Panel):
         splitter.setStretchFactor(1, 2)
         splitter.setSizes([600, 400])
         layout.addWidget(splitter, 1)
-
-        self.poll_timer = QTimer(self)
-        self.poll_timer.setInterval(POLL_INTERVAL_MS)
-        self.poll_timer.timeout.connect(self.drain_updates)
 
         self.corpus_combo.currentIndexChanged.connect(self._on_corpus_chosen)
         self.corpus_button.clicked.connect(self.choose_corpus_file)
@@ -468,11 +522,11 @@ class TrainPanel(Panel):
         self.sample_caption.setText("Samples appear here during the run.")
         self.side_tabs.setCurrentIndex(0)
         self.status_label.setText(f"Training {config.name} on {self.corpus.name}: {request.steps:,} steps of "
-                                  f"{request.batch_size} x {request.seq_len} characters. Other panels wait until the run ends.")
+                                  f"{request.batch_size} x {request.seq_len} characters.")
         self.clear_error()
         self.compute.submit(self.channel, lambda token: run_training(request, control, token), self._on_trained,
-                            f"training {config.name} ({request.steps:,} steps)", on_error=self._on_training_failed)
-        self.poll_timer.start()
+                            f"training {config.name} ({request.steps:,} steps)", on_error=self._on_training_failed,
+                            on_partial=self._on_progress)
         self._update_buttons()
         return True
 
@@ -493,44 +547,35 @@ class TrainPanel(Panel):
             self.status_label.setText("Stopping after this step; then the whole validation split is scored...")
             self._update_buttons()
 
-    def drain_updates(self) -> None:
-        """GUI thread: move what the worker queued into the curves, labels and sample box."""
-        control = self.control
-        if control is None:
+    def _on_progress(self, progress: TrainingProgress) -> None:
+        """GUI thread: a batch of steps from the worker goes into the curves, labels and sample box."""
+        if self.control is None:
             return
-        progressed = False
-        while True:
-            try:
-                update = control.updates.get_nowait()
-            except queue.Empty:
-                break
-            if update[0] == "progress":
-                _, step, loss, _, _, val_loss = update
-                self.train_points[0].append(step)
-                self.train_points[1].append(loss)
-                if val_loss is not None:
-                    self.val_points[0].append(step)
-                    self.val_points[1].append(val_loss)
-                self.last_progress = update
-                progressed = True
-            elif update[0] == "sample":
-                _, step, text = update
-                self.sample_caption.setText(f"Sample at step {step:,}")
-                self.sample_text.setPlainText(text)
-        if progressed:
-            self.train_curve.setData(self.train_points[0], self.train_points[1])
-            self.val_curve.setData(self.val_points[0], self.val_points[1])
-            self._show_progress()
+        for step, loss in progress.losses:
+            self.train_points[0].append(step)
+            self.train_points[1].append(loss)
+        for step, loss in progress.validation:
+            self.val_points[0].append(step)
+            self.val_points[1].append(loss)
+        if progress.sample is not None:
+            step, text = progress.sample
+            self.sample_caption.setText(f"Sample at step {step:,}")
+            self.sample_text.setPlainText(text)
+        self.last_progress = progress
+        self.train_curve.setData(self.train_points[0], self.train_points[1])
+        self.val_curve.setData(self.val_points[0], self.val_points[1])
+        self._show_progress()
 
     def _show_progress(self) -> None:
         if self.last_progress is None or self.request is None:
             return
-        _, step, loss, tokens_per_s, eta_s, _ = self.last_progress
+        progress = self.last_progress
+        step, loss = progress.losses[-1]
         val = f", validation {self.val_points[1][-1]:.3f}" if self.val_points[1] else ""
         paused = self.control is not None and self.control.paused.is_set()
-        eta = "paused" if paused else f"ETA {format_duration(eta_s)}"
+        eta = "paused; the other panels keep computing" if paused else f"ETA {format_duration(progress.eta_s)}"
         self.status_label.setText(f"Step {step:,} of {self.request.steps:,}: loss {loss:.3f}{val}. "
-                                  f"{tokens_per_s:,.0f} tokens/s, {eta}.")
+                                  f"{progress.tokens_per_s:,.0f} tokens/s, {eta}.")
 
     def _on_trained(self, outcome: TrainOutcome) -> None:
         self._finish_run()
@@ -577,18 +622,15 @@ class TrainPanel(Panel):
         self.show_error(message)
 
     def _finish_run(self) -> None:
-        self.drain_updates()
-        self.poll_timer.stop()
         self.control = None
         self._update_buttons()
 
-    def _on_busy_changed(self, busy: bool, _name: str) -> None:
-        if not busy:
-            self._check_cancelled()
+    def _on_busy_changed(self, _busy: bool, _name: str) -> None:
+        self._check_cancelled()  # the worker may stay busy with other panels' requests after a cancelled run
 
     def _check_cancelled(self) -> None:
         # Cancel from the status bar drops the run's result; nothing arrives, so notice the idle worker.
-        if self.training and not self.compute.busy:
+        if self.training and not self.compute.busy_with(self.channel):
             self._finish_run()
             self.status_label.setText("The run was cancelled; the previous model stays.")
 
@@ -602,7 +644,7 @@ class TrainPanel(Panel):
         self.stop_button.setEnabled(training and not stopping)
         self.save_button.setEnabled(not training and self.outcome is not None)
         self.generate_button.setEnabled(not training)
-        self.generate_button.setToolTip("the worker is busy training; generate when the run ends" if training
+        self.generate_button.setToolTip("generate when the run ends; its samples are in the Samples tab" if training
                                         else "sample from the current model")
         for box in (self.corpus_combo, self.corpus_button, self.steps_spin, self.batch_spin, self.seq_spin,
                     self.lr_spin, self.seed_spin):
@@ -720,4 +762,5 @@ class TrainPanel(Panel):
             self.prompt_edit.setText(data["prompt"])
 
 
-__all__ = ["TrainPanel", "Corpus", "CorpusError", "read_corpus", "run_training", "run_generation", "format_duration"]
+__all__ = ["TrainPanel", "Corpus", "CorpusError", "TrainingProgress", "read_corpus", "run_training", "run_generation",
+           "format_duration"]

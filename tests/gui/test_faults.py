@@ -108,18 +108,24 @@ def test_a_model_too_large_for_real_weights_is_refused_without_allocating(qtbot,
         return real_from_seed(cls, config, *args, **kwargs)
 
     monkeypatch.setattr(core.model.Transformer, "from_seed", classmethod(tracking_from_seed))
+    model, loaded = window.state.model, window.loaded
     combo = window.sidebar.preset_combo
     combo.setCurrentIndex(combo.findText("mixtral-8x7b"))
     combo.activated.emit(combo.currentIndex())
-    qtbot.waitUntil(lambda: "the lab builds real weights up to" in window.model_label.text(), timeout=30_000)
-    assert "mixtral-8x7b" in window.model_label.text()
-    assert window.state.model is None and window.loaded is None
+    qtbot.waitUntil(lambda: any(box.isVisible() for box in window.message_boxes), timeout=30_000)
+    box = next(box for box in window.message_boxes if box.isVisible())
+    assert box.text().startswith("mixtral-8x7b cannot be built: ") and "the lab builds real weights up to" in box.text()
+    # The loaded model stays, and the sidebar and every panel show its config again.
+    qtbot.waitUntil(lambda: window.state.config == loaded.config, timeout=30_000)
+    assert window.state.model is model and window.loaded is loaded
+    assert combo.currentText() == loaded.config.name and loaded.config.name in window.model_label.text()
     assert "mixtral-8x7b" not in built
     wait_idle(qtbot, window)
-    # The shapes panel still traces the large model on the meta device.
+    assert window.state.model is model
+    box.close()
     view = shapes(window).shapes
     qtbot.waitUntil(lambda: view.result is not None and not view.is_stale
-                    and view.result.trace.config.name == "mixtral-8x7b", timeout=60_000)
+                    and view.result.trace.config == loaded.config, timeout=60_000)
 
     with qtbot.waitSignal(window.model_loaded, timeout=60_000):
         combo.setCurrentIndex(combo.findText("tiny-llama"))

@@ -5,11 +5,13 @@ from __future__ import annotations
 import math
 
 import pytest
+from PySide6.QtCore import Qt
 
 from core.config import ModelConfig
 from gui.panels import PANEL_CLASSES
 from gui.panels.train import TrainPanel, format_duration
 from gui.state import LabState
+from gui.widgets.config_form import CUSTOM_PRESET
 
 TINY = ModelConfig(name="test-tiny", vocab_size=65, context_length=32, d_model=32, n_heads=2, n_layers=1, d_ff=64)
 
@@ -71,6 +73,12 @@ def test_a_short_run_plots_its_losses_and_becomes_the_labs_model(qtbot, panel, t
         assert torch.equal(loaded.model(ids), outcome.loaded.model(ids))
 
 
+def probe(qtbot, compute, channel: str = "probe") -> None:
+    """Run one job on another channel and wait for its result: while a run trains, it runs between two steps."""
+    with qtbot.waitSignal(compute.result_delivered, check_params_cb=lambda c: c == channel, timeout=30_000):
+        compute.submit(channel, lambda: None, lambda _result: None, "probe")
+
+
 def test_stop_ends_the_run_early_and_keeps_its_model(qtbot, panel):
     panel.steps_spin.setValue(100_000)
     assert panel.start_training()
@@ -78,18 +86,33 @@ def test_stop_ends_the_run_early_and_keeps_its_model(qtbot, panel):
     qtbot.waitUntil(lambda: len(panel.train_points[0]) >= 3, timeout=30_000)
     panel.toggle_pause()
     assert panel.pause_button.text() == "Resume"
-    qtbot.wait(300)
-    panel.drain_updates()
-    paused_at = len(panel.train_points[0])
-    qtbot.wait(300)
-    panel.drain_updates()
-    assert len(panel.train_points[0]) <= paused_at + 1  # at most the step that was running
+    # Other channels' requests run while the run is paused; the paused run sends its last steps before it waits,
+    # and makes none while it waits.
+    probe(qtbot, panel.compute)
+    paused_at = panel.train_points[0][-1]
+    probe(qtbot, panel.compute)
+    assert panel.train_points[0][-1] == paused_at and panel.training
+    assert "paused" in panel.status_label.text()
     with qtbot.waitSignal(panel.training_finished, timeout=60_000):
         panel.stop_training()
-    assert panel.outcome.stopped and panel.outcome.steps_done < 100_000
+    assert panel.outcome.stopped and panel.outcome.steps_done == paused_at  # no step after the pause
     assert "Stopped after" in panel.status_label.text()
     assert panel.state.model is panel.outcome.loaded.model
     assert panel.train_button.isEnabled()
+
+
+def test_steps_arrive_as_partial_results_in_order_while_other_requests_run_between_them(qtbot, panel):
+    panel.steps_spin.setValue(100_000)
+    assert panel.start_training()
+    qtbot.waitUntil(lambda: len(panel.train_points[0]) >= 2, timeout=30_000)
+    for _ in range(3):
+        probe(qtbot, panel.compute)  # served between two steps of the running (not paused) run
+    assert panel.training and not panel.control.paused.is_set()
+    steps = panel.train_points[0]
+    assert steps == list(range(1, len(steps) + 1))  # every step once, in order, through the one channel
+    assert "tokens/s, ETA" in panel.status_label.text()
+    with qtbot.waitSignal(panel.training_finished, timeout=60_000):
+        panel.stop_training()
 
 
 def test_generation_shows_the_requested_number_of_characters(qtbot, panel):
@@ -191,6 +214,102 @@ def test_cancel_in_the_status_bar_throws_the_run_away(qtbot, panel):
     qtbot.waitUntil(lambda: not panel.training, timeout=30_000)
     assert "cancelled" in panel.status_label.text() and panel.state.model is old_model
     assert panel.train_button.isEnabled()
+
+
+def test_cancel_ends_a_paused_run(qtbot, panel):
+    old_model = panel.state.model
+    panel.steps_spin.setValue(100_000)
+    assert panel.start_training()
+    panel.toggle_pause()  # before the first step: the run waits at step 0
+    probe(qtbot, panel.compute)
+    assert panel.training and panel.train_points == ([], [])
+    panel.compute.cancel()
+    qtbot.waitUntil(lambda: not panel.training, timeout=30_000)
+    assert "cancelled" in panel.status_label.text() and panel.state.model is old_model
+
+
+def window_with(qtbot, settings, *panel_classes):
+    from gui.main_window import MainWindow
+
+    win = MainWindow(settings=settings, panel_classes=list(panel_classes))
+    win.remember_preferences = False
+    qtbot.addWidget(win)
+    win.resize(1200, 800)
+    win.show()
+    with qtbot.waitSignal(win.model_loaded, timeout=60_000):
+        win.start_loading()
+    with qtbot.waitSignal(win.model_loaded, timeout=60_000):
+        win.state.set_config(TINY)  # its whole-split validation score at the end of a run takes a moment only
+    return win
+
+
+def test_norms_computes_while_a_run_is_paused_and_the_run_then_finishes(qtbot, settings):
+    from gui.panels.norms import NormsPanel
+
+    win = window_with(qtbot, settings, TrainPanel, NormsPanel)
+    train, norms = win.panels
+    train.steps_spin.setValue(12)
+    train.batch_spin.setValue(2)
+    train.seq_spin.setValue(16)
+    win.tabs.setCurrentWidget(train)
+    assert train.start_training()
+    train.toggle_pause()  # the run waits before its first step
+    view = norms.view
+    with qtbot.waitSignal(view.result_shown, timeout=60_000):
+        win.tabs.setCurrentWidget(norms)  # shown: it computes, between the paused run's steps
+    with qtbot.waitSignal(view.result_shown, timeout=60_000):
+        norms.depth_spin.setValue(3)
+    assert view.shown_inputs.depth == 3 and view.result.pre.depth == 3
+    with qtbot.waitSignal(view.result_shown, timeout=60_000):
+        win.state.set_seed(win.state.seed + 1)  # the sidebar's seed too: the model is rebuilt while the run waits
+    assert view.result.pre.seed == win.state.seed
+    assert train.training and train.control.paused.is_set() and train.train_points == ([], [])
+
+    win.tabs.setCurrentWidget(train)
+    with qtbot.waitSignal(train.training_finished, timeout=60_000):
+        train.toggle_pause()
+    assert train.outcome.steps_done == 12 and not train.outcome.stopped
+    assert win.loaded is train.outcome.loaded and win.state.model is train.outcome.loaded.model
+    qtbot.waitUntil(lambda: not win.compute.busy, timeout=30_000)
+    # The seed changed during the run: adopting the trained model takes its seed, so nothing rebuilds over it.
+    assert win.state.model is train.outcome.loaded.model and win.state.seed == train.outcome.loaded.seed
+    win.close()
+
+
+def test_a_config_too_large_to_build_keeps_the_trained_unsaved_model(qtbot, settings):
+    win = window_with(qtbot, settings, TrainPanel)
+    panel = win.panels[0]
+    panel.steps_spin.setValue(3)
+    panel.batch_spin.setValue(2)
+    panel.seq_spin.setValue(16)
+    with qtbot.waitSignal(panel.training_finished, timeout=60_000):
+        assert panel.start_training()
+    trained = panel.outcome.loaded
+    assert win.loaded is trained
+    sidebar = win.sidebar
+    for preset in ("gpt2-xl", "llama3-8b"):
+        combo = sidebar.preset_combo
+        combo.setCurrentIndex(combo.findText(preset))
+        combo.activated.emit(combo.currentIndex())
+        qtbot.waitUntil(lambda: any(box.isVisible() for box in win.message_boxes), timeout=30_000)
+        box = next(box for box in win.message_boxes if box.isVisible())
+        # The whole refusal: what cannot be built and why, to its last sentence, and what the lab does instead.
+        assert box.text().startswith(f"{preset} cannot be built: {preset} has ")
+        assert "the lab builds real weights up to 400,000,000" in box.text()
+        assert box.text().endswith(f"The lab keeps the current model, {trained.config.name} ({trained.source}), "
+                                   "and the sidebar shows its config again.")
+        assert box.textFormat() == Qt.TextFormat.PlainText
+        qtbot.waitUntil(lambda: win.state.config == trained.config, timeout=30_000)
+        assert win.state.model is trained.model and win.loaded is trained
+        assert combo.currentText() == CUSTOM_PRESET and trained.config.name == TINY.name
+        assert sidebar.form.editors["n_layers"].text() == str(trained.config.n_layers)
+        assert sidebar.form.editors["d_model"].text() == str(trained.config.d_model)
+        assert "trained here (3 steps" in win.model_label.text()
+        qtbot.waitUntil(lambda: not win.compute.busy, timeout=30_000)
+        assert win.state.model is trained.model  # no rebuild replaced it
+        box.close()
+    assert panel.save_button.isEnabled()  # the trained model can still be saved
+    win.close()
 
 
 def test_open_model_folder_takes_a_hugging_face_gpt2_folder(qtbot, window, tmp_path):
