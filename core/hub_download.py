@@ -1,11 +1,12 @@
 """Download a model from the Hugging Face Hub into the shared cache, with progress and cancel.
 
 `huggingface_hub.snapshot_download` does the work, so the files land where `transformers` looks
-for them (core.model_library.hub_cache_dir), a connection that drops mid-file resumes from the
-bytes already received (HTTP Range), files already complete are never fetched again (so a cancelled
-download continues with the file it stopped in), and afterwards everything works offline. Only what the app reads is fetched:
-safetensors weights, configs and tokenizer files, at the top of the repository; pickle weights and
-code are never downloaded. The Hub address is HF_ENDPOINT when set, read at the time of the call.
+for them (hub_cache_dir), a connection that drops mid-file resumes from the bytes already received
+(HTTP Range), files already complete are never fetched again (so a cancelled download goes on with
+the file it stopped in), and afterwards everything works offline. Only what the app reads is
+fetched: safetensors weights, configs and tokenizer files, at the top of the repository; pickle
+weights and code are never downloaded. The Hub address is HF_ENDPOINT when set, read at the time
+of the call. This module does not import torch, so a download thread of the GUI may use it.
 """
 
 from __future__ import annotations
@@ -15,8 +16,6 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-
-from core.model_library import hub_cache_dir
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
 ALLOW_PATTERNS = [
@@ -51,6 +50,16 @@ class DownloadResult:
 
 
 ProgressCallback = Callable[[int, int], None]  # (bytes done, bytes known so far)
+
+
+def hub_cache_dir() -> Path:
+    """The Hugging Face hub cache, as huggingface_hub finds it, read from the environment now."""
+    if os.environ.get("HF_HUB_CACHE"):
+        return Path(os.path.expandvars(os.environ["HF_HUB_CACHE"])).expanduser()
+    if os.environ.get("HF_HOME"):
+        return Path(os.path.expandvars(os.environ["HF_HOME"])).expanduser() / "hub"
+    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path("~/.cache").expanduser())
+    return Path(os.path.expandvars(xdg)).expanduser() / "huggingface" / "hub"
 
 
 def hub_endpoint() -> str:
@@ -166,4 +175,12 @@ class CancelFlag:
         return self._event.is_set()
 
 
-__all__ = ["CancelFlag", "DownloadCancelled", "DownloadError", "DownloadResult", "download_model", "hub_endpoint"]
+__all__ = [
+    "CancelFlag",
+    "DownloadCancelled",
+    "DownloadError",
+    "DownloadResult",
+    "download_model",
+    "hub_cache_dir",
+    "hub_endpoint",
+]

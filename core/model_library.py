@@ -11,13 +11,13 @@ the dtype its config.json names (torch_dtype), which is what its safetensors fil
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from core.checkpoints import CONFIG_FILE, CheckpointError, bundled_dir, bundled_model_names, read_json_file
 from core.config import ModelConfig
+from core.hub_download import hub_cache_dir
 
 
 @dataclass(frozen=True)
@@ -101,16 +101,6 @@ class LibraryEntry:
             "about": self.about,
             "problem": self.problem or None,
         }
-
-
-def hub_cache_dir() -> Path:
-    """The Hugging Face hub cache, as huggingface_hub finds it, read from the environment now."""
-    if os.environ.get("HF_HUB_CACHE"):
-        return Path(os.path.expandvars(os.environ["HF_HUB_CACHE"])).expanduser()
-    if os.environ.get("HF_HOME"):
-        return Path(os.path.expandvars(os.environ["HF_HOME"])).expanduser() / "hub"
-    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path("~/.cache").expanduser())
-    return Path(os.path.expandvars(xdg)).expanduser() / "huggingface" / "hub"
 
 
 def parameter_count(hf_config: dict[str, Any], where: str) -> int:

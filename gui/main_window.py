@@ -189,6 +189,8 @@ class MainWindow(QMainWindow):
         self._action(file_menu, "Save session &as...", lambda: self.save_session_dialog(ask=True), QKeySequence("Ctrl+Shift+S"))
         file_menu.addSeparator()
         self._action(file_menu, "Open &model folder...", self.open_model_dialog, tip="a checkpoint folder, or a Hugging Face GPT-2 / Llama folder")
+        self._action(file_menu, "&Get a model...", self.model_library_dialog,
+                     tip="bundled models, models in the Hugging Face cache, and GPT-2, SmolLM2 or Qwen2.5 from the Hub")
         self._action(file_menu, "Save model &as...", self.save_model_dialog, tip="the current model as a safetensors checkpoint folder")
         file_menu.addSeparator()
         self._action(file_menu, "&Export current panel...", self.export_dialog, QKeySequence("Ctrl+E"), "PNG or SVG at a chosen size")
@@ -348,6 +350,14 @@ class MainWindow(QMainWindow):
         # too: one changed while a run trained must not make the window rebuild random weights over the run's.
         self.state.set("config", loaded.config, undoable=False)
         self.state.set("seed", loaded.seed, undoable=False)
+
+    def model_library_dialog(self):
+        from gui.model_library_dialog import ModelLibraryDialog
+
+        dialog = ModelLibraryDialog(self.compute, self.open_model, self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.open()
+        return dialog
 
     def open_model_dialog(self) -> None:
         start = str(self.settings_store.value("model/dir", str(Path.home())))
