@@ -12,6 +12,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from core.quiet_stderr import quiet_native_stderr
+
 
 class UnknownTokenError(ValueError):
     """Text that the tokenizer's vocabulary cannot represent."""
@@ -185,6 +187,28 @@ def _component_types(spec: Any) -> set[str]:
     return set()
 
 
+class _NativeFailure(Exception):
+    """A `tokenizers` call failed: a bare Exception from Rust, or a panic (PanicException)."""
+
+
+def _native(call: Any, *args: Any, **kwargs: Any) -> Any:
+    """Call into `tokenizers`; every failure but Ctrl-C becomes a _NativeFailure with a one-line reason.
+
+    A panic (a crafted regex that exhausts its retry limit, a corrupt charsmap) arrives as
+    PanicException, a BaseException, so `except Exception` misses it; Rust's report of it on
+    standard error is silenced, the message says it in one line.
+    """
+    try:
+        with quiet_native_stderr():
+            return call(*args, **kwargs)
+    except (KeyboardInterrupt, SystemExit, GeneratorExit, UnicodeEncodeError):
+        raise
+    except BaseException as error:  # noqa: BLE001 - PanicException derives from BaseException
+        lines = str(error).strip().splitlines() or [type(error).__name__]
+        reason = lines[0] if len(lines[0]) <= 200 else lines[0][:197] + "..."
+        raise _NativeFailure(reason) from None
+
+
 class HuggingFaceTokenizer:
     """Any `tokenizer.json` (BPE, WordPiece, Unigram) through the `tokenizers` package.
 
@@ -201,10 +225,13 @@ class HuggingFaceTokenizer:
         from tokenizers import Tokenizer as _HFTokenizer
 
         try:
-            backend = _HFTokenizer.from_str(json.dumps(spec))
-        except Exception as error:  # the Rust side raises bare Exceptions with its own message
+            backend = _native(_HFTokenizer.from_str, json.dumps(spec))
+        except _NativeFailure as error:
             raise TokenizerFileError(f"not a valid tokenizer.json: {error}") from None
-        self._init(backend, spec)
+        try:
+            self._init(backend, spec)
+        except _NativeFailure as error:  # the probe encodes of _special_affixes
+            raise TokenizerFileError(f"not a usable tokenizer.json: {error}") from None
 
     @classmethod
     def from_backend(cls, backend: Any) -> HuggingFaceTokenizer:
@@ -231,8 +258,8 @@ class HuggingFaceTokenizer:
     def _special_affixes(self) -> tuple[list[int], list[int]]:
         """The ids the post-processor puts before and after a text (e.g. [<s>] and [])."""
         for probe in ("a", "x", "0", " "):
-            plain = list(self._tokenizer.encode(probe, add_special_tokens=False).ids)
-            full = list(self._tokenizer.encode(probe, add_special_tokens=True).ids)
+            plain = list(_native(self._tokenizer.encode, probe, add_special_tokens=False).ids)
+            full = list(_native(self._tokenizer.encode, probe, add_special_tokens=True).ids)
             if not plain:
                 continue
             for start in range(len(full) - len(plain) + 1):
@@ -242,7 +269,7 @@ class HuggingFaceTokenizer:
 
     @property
     def vocab_size(self) -> int:
-        return self._tokenizer.get_vocab_size(with_added_tokens=True)
+        return _native(self._tokenizer.get_vocab_size, with_added_tokens=True)
 
     @property
     def special_prefix(self) -> list[int]:
@@ -250,7 +277,9 @@ class HuggingFaceTokenizer:
 
     def encode(self, text: str) -> list[int]:
         try:
-            return list(self._tokenizer.encode(text, add_special_tokens=True).ids)
+            return list(_native(self._tokenizer.encode, text, add_special_tokens=True).ids)
+        except _NativeFailure as error:
+            raise UnknownTokenError(f"the tokenizer cannot split this text ({error})") from None
         except UnicodeEncodeError as error:  # lone surrogates, e.g. undecodable bytes of a command line
             raise UnknownTokenError(f"the text holds {error.object[error.start:error.end]!r}, which is not a character") from None
 
@@ -262,12 +291,18 @@ class HuggingFaceTokenizer:
             ids = ids[len(self._prefix) :]
         if self._suffix and len(ids) >= len(self._suffix) and ids[len(ids) - len(self._suffix) :] == self._suffix:
             ids = ids[: len(ids) - len(self._suffix)]
-        return self._tokenizer.decode(ids, skip_special_tokens=False)
+        try:
+            return _native(self._tokenizer.decode, ids, skip_special_tokens=False)
+        except _NativeFailure as error:
+            raise UnknownTokenError(f"the tokenizer cannot decode these ids ({error})") from None
 
     def piece(self, token_id: int) -> str:
         """The token as the vocabulary writes it ('Ġto', '▁to', '<s>')."""
         _check_ids([token_id], self.vocab_size)
-        piece = self._tokenizer.id_to_token(int(token_id))
+        try:
+            piece = _native(self._tokenizer.id_to_token, int(token_id))
+        except _NativeFailure:
+            piece = None
         return piece if piece is not None else f"<{token_id}>"
 
     def token_bytes(self, token_id: int) -> bytes | None:
@@ -313,8 +348,8 @@ class HuggingFaceTokenizer:
 
     def _lookup(self, piece: str) -> int | None:
         try:
-            return self._tokenizer.token_to_id(piece)
-        except UnicodeEncodeError:  # a lone surrogate is no piece of any vocabulary
+            return _native(self._tokenizer.token_to_id, piece)
+        except (UnicodeEncodeError, _NativeFailure):  # a lone surrogate is no piece of any vocabulary
             return None
 
     def to_json(self) -> dict[str, Any]:
@@ -381,8 +416,8 @@ def load_pretrained_tokenizer(folder: str | Path) -> HuggingFaceTokenizer | None
         if "model" not in spec:
             raise TokenizerFileError(f"{folder / TOKENIZER_JSON} is not a Hugging Face tokenizer.json (no 'model')")
         try:
-            backend = _HFTokenizer.from_str(json.dumps(spec))
-        except Exception as error:  # the Rust side raises bare Exceptions with its own message
+            backend = _native(_HFTokenizer.from_str, json.dumps(spec))
+        except _NativeFailure as error:
             raise TokenizerFileError(f"{folder / TOKENIZER_JSON} is not a valid tokenizer.json: {error}") from None
     elif (folder / VOCAB_JSON).is_file() and (folder / MERGES_TXT).is_file():
         backend = _byte_level_bpe(folder, add_prefix_space=config.get("add_prefix_space") is True)
@@ -391,7 +426,10 @@ def load_pretrained_tokenizer(folder: str | Path) -> HuggingFaceTokenizer | None
     else:
         return None
     _apply_tokenizer_config(backend, config, special_map, defaults, template_from_config, str(folder / TOKENIZER_CONFIG))
-    return HuggingFaceTokenizer.from_backend(backend)
+    try:
+        return HuggingFaceTokenizer.from_backend(backend)
+    except _NativeFailure as error:
+        raise TokenizerFileError(f"{folder}: the tokenizer does not work: {error}") from None
 
 
 def _read_json_object(path: Path, required: bool) -> dict[str, Any]:

@@ -42,6 +42,7 @@ from PySide6.QtWidgets import (
 )
 
 from core.display import TOKEN_GLYPHS, display_token
+from core.limits import MAX_TEXT_CHARS
 from gui import theme
 from gui.widgets.flow_layout import FlowLayout, control_group
 
@@ -325,6 +326,7 @@ class TokenStrip(QWidget):
         self.text_edit.setToolTip("The input text. Characters the tokenizer does not know are refused; "
                                   "the last valid tokens stay.")
         self.text_edit.setClearButtonEnabled(True)
+        self.text_edit.setMaxLength(MAX_TEXT_CHARS + 1)  # one over the bound, so a longer paste is refused, not cut
         self.text_caption.setBuddy(self.text_edit)
         text_row.addWidget(self.text_caption)
         text_row.addWidget(self.text_edit, 1)
@@ -332,6 +334,7 @@ class TokenStrip(QWidget):
 
         self.message_label = QLabel("")
         self.message_label.setObjectName("token-message")
+        self.message_label.setTextFormat(Qt.TextFormat.PlainText)  # messages quote the user's text
         self.message_label.setWordWrap(True)
         self.message_label.hide()
         layout.addWidget(self.message_label)
@@ -496,6 +499,10 @@ class TokenStrip(QWidget):
         self._text_timer.stop()
         text = self.text_edit.text()
         if self._tokenizer is None:
+            return
+        if len(text) > MAX_TEXT_CHARS:  # before tokenizing: a long text takes long and draws a chip per token
+            self.show_message(f"Not applied: the text is longer than the {MAX_TEXT_CHARS:,} characters the lab takes. "
+                              "The tokens below are the last valid ones.")
             return
         try:
             ids = self._tokenizer.encode(text)

@@ -1,0 +1,59 @@
+"""Text a hostile user types or pastes: one message, plain text, and the chips keep matching the text."""
+
+from __future__ import annotations
+
+from core.limits import MAX_TEXT_CHARS
+from core.tokenizers import HuggingFaceTokenizer
+from gui.widgets.token_strip import TokenStrip
+from tests.core.test_tokenizer_panics import HOSTILE_TEXT, crafted_spec
+
+
+def _strip(qtbot, tokenizer) -> TokenStrip:
+    strip = TokenStrip()
+    qtbot.addWidget(strip)
+    strip.set_tokenizer(tokenizer)
+    strip.show()
+    return strip
+
+
+def test_a_text_that_makes_the_tokenizer_panic_is_refused_and_the_chips_stay(qtbot):
+    tokenizer = HuggingFaceTokenizer(crafted_spec())
+    strip = _strip(qtbot, tokenizer)
+    strip.set_text("a")
+    strip.set_tokens(tokenizer.encode("a"))
+    submitted = []
+    strip.text_submitted.connect(submitted.append)
+
+    strip.text_edit.setText(HOSTILE_TEXT)
+    strip.submit_text()
+
+    assert submitted == [] and strip.tokens == [0]
+    assert strip.message.startswith("Not applied: the tokenizer cannot split this text (")
+    strip.text_edit.setText("a")
+    strip.submit_text()
+    assert submitted == ["a"] and strip.message == ""
+
+
+def test_a_text_over_the_bound_is_refused_before_tokenizing(qtbot):
+    class Counting(HuggingFaceTokenizer):
+        calls = 0
+
+        def encode(self, text):
+            Counting.calls += 1
+            return super().encode(text)
+
+    strip = _strip(qtbot, Counting(crafted_spec()))
+    strip.text_edit.setText("a" * (10 * MAX_TEXT_CHARS))  # a paste: the field holds one character over the bound
+    assert len(strip.text_edit.text()) == MAX_TEXT_CHARS + 1
+    calls = Counting.calls
+    strip.submit_text()
+    assert Counting.calls == calls
+    assert f"longer than the {MAX_TEXT_CHARS:,} characters" in strip.message
+
+
+def test_a_message_quoting_markup_is_shown_as_text(qtbot):
+    from PySide6.QtCore import Qt
+
+    strip = _strip(qtbot, HuggingFaceTokenizer(crafted_spec()))
+    strip.show_message("<img src='file:///etc/hostname'>")
+    assert strip.message_label.textFormat() == Qt.TextFormat.PlainText
