@@ -91,19 +91,29 @@ def licence_files(dist: importlib.metadata.Distribution) -> list[tuple[str, Path
     return files
 
 
+def _owner_candidates(library: Path) -> list[str]:
+    # dpkg knows a file by the path its package installed, which with a merged /usr may be the /lib one.
+    paths = []
+    for path in (library, library.resolve()):
+        text = path.as_posix()
+        paths += [text, text.removeprefix("/usr")] if text.startswith("/usr/lib/") else [text, "/usr" + text]
+    return list(dict.fromkeys(paths))
+
+
 def debian_copyright(library: Path, run: Callable = subprocess.run) -> Path | None:
     """The copyright file of the Debian / Ubuntu package that owns a system library, if the system says."""
     if shutil.which("dpkg") is None:
         return None
     try:
-        owner = run(["dpkg", "-S", str(library.resolve())], capture_output=True, text=True, timeout=30)
+        owners = run(["dpkg", "-S", *_owner_candidates(library)], capture_output=True, text=True, timeout=30).stdout
     except (OSError, subprocess.SubprocessError):
         return None
-    if owner.returncode != 0 or ":" not in owner.stdout:
-        return None
-    package = owner.stdout.split(":", 1)[0].strip()
-    copyright_file = Path("/usr/share/doc") / package / "copyright"
-    return copyright_file if copyright_file.is_file() else None
+    for line in owners.splitlines():
+        package = line.split(":", 1)[0].strip() if ": " in line else ""
+        copyright_file = Path("/usr/share/doc") / package / "copyright"
+        if package and copyright_file.is_file():
+            return copyright_file
+    return None
 
 
 def python_licence() -> Path | None:

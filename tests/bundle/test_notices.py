@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.metadata
+import subprocess
 from pathlib import Path
 
 from bundle import notices, spec_support
@@ -81,3 +82,20 @@ def test_gnu_readline_stays_out_of_the_bundle():
         "libreadline.so.8", "python3.11/lib-dynload/readline.cpython-311-x86_64-linux-gnu.so", "libncursesw.so.6")]
     kept = spec_support.drop_unused_binaries(toc, with_cuda=False, linux=True)
     assert [name for name, _, _ in kept] == ["libncursesw.so.6"]
+
+
+def test_a_system_library_is_found_under_its_merged_usr_path_too(monkeypatch, tmp_path):
+    asked = []
+
+    def dpkg(command, **_kwargs):
+        asked.append(command)
+        # dpkg knows the file by the /lib path its package installed; the build found it under /usr/lib.
+        return subprocess.CompletedProcess(command, 1, stdout="libbz2-1.0:amd64: /lib/x86_64-linux-gnu/libbz2.so.1.0\n")
+
+    monkeypatch.setattr(notices.shutil, "which", lambda name: "/usr/bin/dpkg")
+    found = notices.debian_copyright(Path("/usr/lib/x86_64-linux-gnu/libbz2.so.1.0"), run=dpkg)
+    assert "/lib/x86_64-linux-gnu/libbz2.so.1.0" in asked[0]
+    if Path("/usr/share/doc/libbz2-1.0/copyright").is_file():
+        assert found == Path("/usr/share/doc/libbz2-1.0/copyright")
+    else:
+        assert found is None  # a system without that package's documentation
