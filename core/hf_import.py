@@ -28,6 +28,7 @@ import torch
 
 from core.checkpoints import (
     CONFIG_FILE,
+    METADATA_FILE,
     MODEL_FILE,
     CheckpointError,
     LoadedModel,
@@ -40,6 +41,7 @@ from core.tokenizers import TokenizerFileError, load_pretrained_tokenizer
 
 INDEX_FILE = "model.safetensors.index.json"
 GENERATION_CONFIG_FILE = "generation_config.json"
+LAB_RECORD_FILE = "transformer_explorer.json"  # what core.hf_export adds: the lab's config of a saved model
 SUPPORTED_MODEL_TYPES = ("gpt2", "llama", "qwen2")
 # What generation takes from generation_config.json: the tokens that end a text, and sampling defaults.
 GENERATION_KEYS = {"eos_token_id": (int, list), "bos_token_id": (int,), "temperature": (int, float),
@@ -80,7 +82,7 @@ def load_hf_folder(path: str | Path, device: str | torch.device = "cpu") -> Load
             f"{folder / CONFIG_FILE}: model_type {model_type!r} is not supported; "
             f"this app imports {', '.join(SUPPORTED_MODEL_TYPES)}"
         )
-    config = hf_to_model_config(hf_config, name=folder.name or model_type, where=str(folder / CONFIG_FILE))
+    config = hf_to_model_config(hf_config, name=_model_name(folder, model_type), where=str(folder / CONFIG_FILE))
     tensors = read_hf_weights(folder)
     convert = _CONVERTERS[model_type]
     state = convert(tensors, config, str(folder))
@@ -94,7 +96,23 @@ def load_hf_folder(path: str | Path, device: str | torch.device = "cpu") -> Load
             f"{folder}: the tokenizer has {tokenizer.vocab_size:,} tokens but the model's vocabulary holds {config.vocab_size:,}"
         )
     metadata = {"hf_model_type": model_type, "generation": read_generation_config(folder)}
+    if (folder / METADATA_FILE).is_file():  # the training record of a model this app saved
+        record = read_json_file(folder / METADATA_FILE, "the training record")
+        if not isinstance(record, dict):
+            raise CheckpointError(f"{folder / METADATA_FILE} must hold a JSON object")
+        metadata.update(record)
     return LoadedModel(config, model, tokenizer, f"{folder} (Hugging Face {model_type})", metadata)
+
+
+def _model_name(folder: Path, model_type: str) -> str:
+    """The name the lab gave a model it saved (its record), else the folder's name."""
+    path = folder / LAB_RECORD_FILE
+    if path.is_file():
+        record = read_json_file(path, "the lab's record of the model")
+        name = record.get("config", {}).get("name") if isinstance(record, dict) and isinstance(record.get("config"), dict) else None
+        if isinstance(name, str) and 0 < len(name) <= 200:
+            return name
+    return folder.name or model_type
 
 
 def read_generation_config(folder: Path) -> dict[str, Any]:

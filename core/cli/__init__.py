@@ -32,6 +32,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "logits": ("core.cli.models", "write a model's logits for a text or id sequence as a .npy file"),
     "generate": ("core.cli.models", "continue a text by sampling from a model"),
     "evaluate": ("core.cli.models", "mean next-token loss of a model on a text file"),
+    "export": (
+        "core.cli.models",
+        "save a GPT-2, Llama or Qwen2 family model as a Hugging Face folder that transformers loads",
+    ),
     "models": ("core.cli.download", "list the bundled models, the Hugging Face cache and the downloadable catalogue"),
     "download": (
         "core.cli.download",

@@ -104,6 +104,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     evaluator.add_argument("--json", action="store_true", help="print JSON")
     evaluator.set_defaults(run=run_evaluate)
 
+    exporter = subparsers.add_parser(
+        "export",
+        help="save a GPT-2, Llama or Qwen2 family model as a Hugging Face folder that transformers loads",
+        description="Write the model as a Hugging Face folder (config.json with model_type, model.safetensors under "
+        "Hugging Face names, a real tokenizer.json), loadable with transformers.AutoModelForCausalLM.from_pretrained "
+        "and AutoTokenizer; the lab's own record and training record travel with it.",
+    )
+    _add_checkpoint_argument(exporter)
+    exporter.add_argument("--out", metavar="DIR", required=True, help="the folder to write (new, empty, or one this app wrote)")
+    exporter.set_defaults(run=run_export)
+
 
 def _add_checkpoint_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
@@ -355,6 +366,20 @@ def run_generate(args: argparse.Namespace) -> int:
         new = new[: ends[0]]
     assert loaded.tokenizer is not None  # _encode refused a model without one
     print(loaded.tokenizer.decode(ids + new))
+    return 0
+
+
+def run_export(args: argparse.Namespace) -> int:
+    from core.checkpoints import check_destination
+    from core.hf_export import hf_model_type, save_hf_folder
+
+    check_destination(args.out)  # before loading: a refused folder fails at once
+    loaded = _load(args)
+    family = hf_model_type(loaded.config)
+    record = {k: v for k, v in (loaded.metadata or {}).items() if k not in ("hf_model_type", "generation")}
+    folder = save_hf_folder(loaded.model.cpu(), args.out, tokenizer=loaded.tokenizer, metadata=record or None)
+    print(f"wrote {folder}: a Hugging Face {family} folder of {loaded.source} "
+          "(transformers.AutoModelForCausalLM.from_pretrained loads it)")
     return 0
 
 

@@ -130,3 +130,24 @@ def test_generate_follows_generation_config(capsys, tmp_path):
     code, stdout, stderr = run(capsys, "generate", "--checkpoint", str(folder), "--text", "ROMEO:", "--max-new", "8")
     assert code == 0, stderr
     assert stdout == tokenizer.decode(prompt + continuation[:end]) + "\n"
+
+
+@pytest.mark.parametrize("name", ["tiny-gpt", "tiny-llama"])
+def test_folders_the_lab_saved_match_transformers(capsys, tmp_path, name):
+    folder = tmp_path / f"{name}-hf"
+    code, out, err = run(capsys, "export", "--checkpoint", name, "--out", str(folder))
+    assert code == 0, err
+    assert "a Hugging Face" in out
+    _assert_matches(capsys, folder, tmp_path)
+
+
+def test_export_refuses_a_model_without_a_hugging_face_equivalent(capsys, tmp_path):
+    from core.checkpoints import save_checkpoint
+    from core.config import ModelConfig
+    from core.model import Transformer
+
+    source = save_checkpoint(Transformer(ModelConfig(norm_placement="post").validated()), tmp_path / "post-norm")
+    code, _, err = run(capsys, "export", "--checkpoint", str(source), "--out", str(tmp_path / "out"))
+    assert code == 2
+    assert "no Hugging Face equivalent" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists()
