@@ -567,12 +567,16 @@ class TrainPanel(Panel):
         self._show_progress()
 
     def _show_progress(self) -> None:
-        if self.last_progress is None or self.request is None:
+        if self.request is None:
             return
+        paused = self.control is not None and self.control.paused.is_set()
         progress = self.last_progress
+        if progress is None:
+            if paused:
+                self.status_label.setText("Paused before the first step; the other panels keep computing.")
+            return
         step, loss = progress.losses[-1]
         val = f", validation {self.val_points[1][-1]:.3f}" if self.val_points[1] else ""
-        paused = self.control is not None and self.control.paused.is_set()
         eta = "paused; the other panels keep computing" if paused else f"ETA {format_duration(progress.eta_s)}"
         self.status_label.setText(f"Step {step:,} of {self.request.steps:,}: loss {loss:.3f}{val}. "
                                   f"{progress.tokens_per_s:,.0f} tokens/s, {eta}.")

@@ -221,6 +221,7 @@ def test_cancel_ends_a_paused_run(qtbot, panel):
     panel.steps_spin.setValue(100_000)
     assert panel.start_training()
     panel.toggle_pause()  # before the first step: the run waits at step 0
+    assert panel.status_label.text().startswith("Paused before the first step")
     probe(qtbot, panel.compute)
     assert panel.training and panel.train_points == ([], [])
     panel.compute.cancel()
