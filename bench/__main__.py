@@ -12,6 +12,7 @@ model on the same worker. Every GUI figure is measured in the MainWindow with ev
     edit-to-view p50 / p95, T=64/128    p95 < 40 ms   bench/tokens_edit.py (bundled tiny-gpt, full window)
     edit-to-result / bare forward   <= 0.6x       bench/tokens_edit.py --preset gpt2-small --baseline (T=256,
                                                   full window; the bare forward of the two-sequence batch)
+    Norms while training is paused  recomputes    bench/paused_training.py (full window)
     longest GUI stall computing     < 50 ms       bench/stall.py
     RoPE drag redraws per second    >= 30 /s      bench/positions_drag.py
     peak RSS, gpt2-small, T=1024    < 2 GB        a window with every panel open (this module's --rss-probe)
@@ -249,6 +250,23 @@ def measure_throughput(runs: int, repeats: int) -> list[Figure]:
     return [forward, share]
 
 
+def measure_paused_training(runs: int, changes: int) -> list[Figure]:
+    """Norms in the full window while a training run is paused: it must recompute, the run must stay paused."""
+    paused = Figure("Norms recompute, training run paused", "ms", target="recomputes",
+                    meets=lambda v: v >= 0, beside="full window, tiny-gpt run")
+    try:
+        for index in range(runs):
+            _log(f"  paused training run {index + 1}/{runs}")
+            out = _run([str(BENCH / "paused_training.py"), "--changes", str(changes)], timeout=1800)
+            match = re.search(r"while paused at step [\d,]+:\s+p50 ([\d.]+) ms", out)
+            if match is None or "meets:" not in out:
+                _find(r"(?!)", out)
+            paused.values.append(float(match.group(1)))
+    except Exception as error:
+        paused.error = str(error)[:120]
+    return [paused]
+
+
 def measure_stall(runs: int) -> list[Figure]:
     stall = Figure("longest GUI-thread stall while computing", "ms", target="< 50 ms", meets=lambda v: v < 50.0,
                    beside="bench/stall.py: torch import, gpt2-small build, mixtral trace, T=256 forwards")
@@ -371,6 +389,7 @@ def main(argv: list[str] | None = None) -> int:
     figures += measure_tokens_edit(runs, edits=20 if args.quick else 100)
     figures += measure_overhead(runs, edits=3 if args.quick else 7)
     figures += measure_throughput(runs, repeats=3 if args.quick else 5)
+    figures += measure_paused_training(heavy_runs, changes=2 if args.quick else 5)
     figures += measure_stall(heavy_runs)
     figures += measure_drag(runs, moves=60 if args.quick else 200)
     figures += measure_rss(heavy_runs)
