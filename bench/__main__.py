@@ -356,10 +356,16 @@ def rss_probe(timeout_s: float = 600.0) -> int:
         return 1
     shown.clear()
     refused.clear()
-    for panel in window.panels:  # every panel open once, computing on the big model
+    for panel in window.panels:  # every panel and every sub-tab open once, computing on the big model
         window.tabs.setCurrentWidget(panel)
-        panel.refresh()
+        app.processEvents()
         wait_until(lambda p=panel: p.title in shown or not window.compute.busy)
+        sub_tabs = getattr(panel, "tabs", None)
+        for view in panel.views:
+            if sub_tabs is not None and sub_tabs.indexOf(view) >= 0:
+                sub_tabs.setCurrentWidget(view)
+            app.processEvents()
+            wait_until(lambda v=view: (v.shown_inputs is not None and not v.is_stale) or v.showing_message)
     wait_until(lambda: not window.compute.busy)
     tokens = len(window.state.tokens)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * (1 if sys.platform == "darwin" else 1024)
