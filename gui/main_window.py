@@ -143,7 +143,9 @@ class MainWindow(QMainWindow):
         self._build_menus()
         self.compute.busy_changed.connect(self._on_busy_changed)
         self.compute.progress.connect(self._on_progress)
-        self.compute.error.connect(lambda message: self.statusBar().showMessage(message, 10000))
+        # A model that cannot be built says so whole in a message box (_on_model_failed), not cut off down here.
+        self.compute.error.connect(lambda message: None if message.startswith("building ")
+                                   else self.statusBar().showMessage(message, 10000))
         self._restore_preferences()
         self._update_model_label()
 
@@ -412,8 +414,8 @@ class MainWindow(QMainWindow):
         keep = loaded is not None
         title = "Could not build the model"
         if keep:
-            text = (f"{config.name} cannot be built: {text}\n\nThe lab keeps the current model, {loaded.config.name} "
-                    f"({loaded.source}), and the sidebar shows its config again.")
+            text = (f"{config.name} cannot be built: {text}\n\nThe lab keeps the current model, {loaded.config.name}, "
+                    f"{loaded.source}, and the sidebar shows its config again.")
         else:
             text = f"{config.name} cannot be built: {text}"
         # One box, updated in place: several large presets in a row do not stack boxes.
