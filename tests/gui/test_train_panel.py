@@ -297,8 +297,9 @@ def test_a_config_too_large_to_build_keeps_the_trained_unsaved_model(qtbot, sett
         # The whole refusal: what cannot be built and why, to its last sentence, and what the lab does instead.
         assert box.text().startswith(f"{preset} cannot be built: {preset} has ")
         assert "the lab builds real weights up to 400,000,000" in box.text()
-        assert box.text().endswith(f"The lab keeps the current model, {trained.config.name} ({trained.source}), "
+        assert box.text().endswith(f"The lab keeps the current model, {trained.config.name}, {trained.source}, "
                                    "and the sidebar shows its config again.")
+        assert preset not in win.statusBar().currentMessage()  # not a line cut off in the status bar
         assert box.textFormat() == Qt.TextFormat.PlainText
         qtbot.waitUntil(lambda: win.state.config == trained.config, timeout=30_000)
         assert win.state.model is trained.model and win.loaded is trained
