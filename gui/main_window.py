@@ -194,6 +194,8 @@ class MainWindow(QMainWindow):
         self._action(file_menu, "&Get a model...", self.model_library_dialog,
                      tip="bundled models, models in the Hugging Face cache, and GPT-2, SmolLM2 or Qwen2.5 from the Hub")
         self._action(file_menu, "Save model &as...", self.save_model_dialog, tip="the current model as a safetensors checkpoint folder")
+        self._action(file_menu, "Save model for &transformers...", self.export_model_dialog,
+                     tip="a GPT-2, Llama or Qwen2 family model as a Hugging Face folder that transformers loads")
         file_menu.addSeparator()
         self._action(file_menu, "&Export current panel...", self.export_dialog, QKeySequence("Ctrl+E"), "PNG or SVG at a chosen size")
         file_menu.addSeparator()
@@ -386,6 +388,33 @@ class MainWindow(QMainWindow):
         folder = choose_model_folder(self, "Save model as", start, self.state.model.config.name)
         if folder is not None:
             self.save_model(folder)
+
+    def export_model_dialog(self) -> None:
+        if self.state.model is None:
+            self._show_message("Could not save the model", "no model is loaded yet")
+            return
+        start = Path(str(self.settings_store.value("model/dir", str(Path.home()))))
+        folder = choose_model_folder(self, "Save model for transformers", start, f"{self.state.model.config.name}-hf")
+        if folder is not None:
+            self.export_model(folder)
+
+    def export_model(self, path: str | Path) -> None:
+        """Save as a Hugging Face folder on the worker; a model with no Hugging Face equivalent gets a message."""
+        model, tokenizer, folder = self.state.model, self.state.tokenizer, str(path)
+        if model is None:
+            self._show_message("Could not save the model", "no model is loaded yet")
+            return
+
+        def save():
+            from core.hf_export import save_hf_folder
+
+            return save_hf_folder(model, folder, tokenizer)
+
+        self.settings_store.setValue("model/dir", str(Path(folder).parent))
+        self.compute.submit("save-model", save,
+                            lambda written: self.statusBar().showMessage(f"saved the model for transformers to {written}", 5000),
+                            "saving the model for transformers",
+                            on_error=lambda message: self._show_message("Could not save the model", message))
 
     def save_model(self, path: str | Path) -> None:
         model, tokenizer, folder = self.state.model, self.state.tokenizer, str(path)

@@ -131,3 +131,22 @@ def test_file_menu_opens_the_library_and_a_model_from_it(qtbot, window, hub, tin
     tokenizer = window.state.tokenizer
     assert tokenizer.encode(SAMPLE_TEXT) == reference.encode(SAMPLE_TEXT)
     assert "".join(tokenizer.token_text(i) for i in tokenizer.encode(" to be")) == " to be"  # no Ġ on screen
+
+
+def test_save_model_for_transformers(qtbot, window, tmp_path):
+    """File > Save model for transformers: the window's model as a folder transformers loads, same logits."""
+    import torch
+
+    from core.checkpoints import resolve_checkpoint
+
+    import transformers
+
+    folder = tmp_path / "for-transformers"
+    with qtbot.waitSignal(window.compute.result_delivered, timeout=60_000,
+                          check_params_cb=lambda channel: channel == "save-model"):
+        window.export_model(folder)
+    reference = transformers.AutoModelForCausalLM.from_pretrained(str(folder)).eval()
+    ids = torch.tensor([window.state.tokens[:16]])  # (1, T)
+    with torch.no_grad():
+        torch.testing.assert_close(reference(ids).logits, window.state.model(ids), atol=1e-4, rtol=0)
+        assert resolve_checkpoint(folder).config == window.state.model.config
