@@ -6,10 +6,16 @@ messages quote the bound, so the user knows what to change.
 
 from __future__ import annotations
 
+import re
+
 MAX_SEED = 2**31 - 1  # the window's seed boxes are 32-bit; torch and numpy take any of these
 MAX_TEXT_CHARS = 10_000  # the text the panels tokenize and draw as chips (a few model contexts of prose)
 MAX_TITLE_CHARS = 200  # a lesson's or a step's title: one line in a menu or a heading
 MAX_PROSE_CHARS = 20_000  # a lesson step's text, question or reveal
 MAX_LESSON_STEPS = 200
+MAX_WINDOW_SIDE = 8192  # --size: an 8K screen; a larger window makes Qt allocate (or crash on) a huge backing store
+# A device name as core.device reads it, checkable before torch is imported (the window opens first).
+DEVICE_NAME = re.compile(r"\s*(auto|cpu|mps|cuda(:\d{1,2})?)\s*", re.IGNORECASE)
+DEVICE_NAMES_HINT = "cpu, cuda, cuda:N, mps or auto"
 
-__all__ = ["MAX_LESSON_STEPS", "MAX_PROSE_CHARS", "MAX_SEED", "MAX_TEXT_CHARS", "MAX_TITLE_CHARS"]
+__all__ = ["DEVICE_NAME", "DEVICE_NAMES_HINT", "MAX_WINDOW_SIDE", "MAX_LESSON_STEPS", "MAX_PROSE_CHARS", "MAX_SEED", "MAX_TEXT_CHARS", "MAX_TITLE_CHARS"]

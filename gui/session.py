@@ -16,7 +16,7 @@ from typing import Any
 
 from core.config import ConfigError, ModelConfig
 from core.json_files import JsonFileError, read_json_document
-from core.limits import MAX_SEED, MAX_TEXT_CHARS
+from core.limits import DEVICE_NAME, DEVICE_NAMES_HINT, MAX_SEED, MAX_TEXT_CHARS
 
 # The process umask, read once (os.umask can only be read by setting it).
 _UMASK = os.umask(0)
@@ -96,8 +96,8 @@ def parse_session(data: Any) -> Session:
             raise SessionError(f"{len(tokens)} tokens exceed the model's context length of {config.context_length}")
         tokens = tuple(tokens)
     device = data.get("device")
-    if device is not None and (not isinstance(device, str) or len(device) > 32):
-        raise SessionError("'device' must be a device name such as cpu or cuda")
+    if device is not None and (not isinstance(device, str) or not DEVICE_NAME.fullmatch(device)):
+        raise SessionError(f"'device' must be one of {DEVICE_NAMES_HINT}")
     layer = _int(data, "selected_layer", 0)
     head = _int(data, "selected_head", 0)
     if layer >= config.n_layers:

@@ -12,6 +12,7 @@ import argparse
 import sys
 
 from core.cli import CliError
+from core.cli.bounds import seed, whole_number
 from core.cli.common import add_model_arguments, config_from_args, print_json, print_table
 from core.choices import MASK_MODES
 
@@ -44,8 +45,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "newline, tab, space)",
     )
     parser.add_argument("--mask", choices=MASK_MODES, help="the self-attention mask (default: the model's own)")
-    parser.add_argument("--layers", type=int, metavar="N", help="run only the first N blocks")
-    parser.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the random weights (default 0)")
+    parser.add_argument("--layers", type=whole_number(1, 10_000), metavar="N", help="run only the first N blocks")
+    parser.add_argument("--seed", type=seed(), default=0, metavar="S", help="seed of the random weights (default 0)")
     parser.add_argument("--device", metavar="D", help="cpu, cuda, cuda:N or mps (default: the best present)")
     parser.add_argument("--json", action="store_true", help="print the measurement as JSON")
     parser.set_defaults(run=run_causal)

@@ -25,6 +25,7 @@ from tqdm import tqdm
 
 from core.checkpoints import CheckpointError, LoadedModel, check_destination, resolve_checkpoint, save_checkpoint
 from core.cli import CliError
+from core.cli.bounds import real_number, seed, whole_number
 from core.config import ModelConfig
 from core.device import choose_device
 from core.presets import get_preset
@@ -60,16 +61,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     trainer.add_argument("--preset", metavar="NAME", required=True, help="the model shape (see `presets`)")
     trainer.add_argument("--out", metavar="DIR", required=True, help="the checkpoint folder to write")
-    trainer.add_argument("--steps", type=int, help="optimizer steps")
-    trainer.add_argument("--batch", type=int, help="windows per batch")
-    trainer.add_argument("--seq", type=int, help="characters per window (at most the context length)")
-    trainer.add_argument("--lr", type=float, help="peak learning rate")
-    trainer.add_argument("--seed", type=int, help="seed of the weights and of the batch order")
+    trainer.add_argument("--steps", type=whole_number(1, 1_000_000), help="optimizer steps")
+    trainer.add_argument("--batch", type=whole_number(1, 4096), help="windows per batch")
+    trainer.add_argument("--seq", type=whole_number(2, 1_048_576), help="characters per window (at most the context length)")
+    trainer.add_argument("--lr", type=real_number(1e-9, 10.0), help="peak learning rate")
+    trainer.add_argument("--seed", type=seed(), help="seed of the weights and of the batch order")
     trainer.add_argument("--device", metavar="D", help="cpu, cuda, cuda:N or mps (default: the best present)")
     trainer.add_argument("--corpus", metavar="FILE", help="a UTF-8 text file (default: the bundled Shakespeare)")
     trainer.add_argument(
         "--threads",
-        type=int,
+        type=whole_number(1, 1024),
         help=f"CPU threads (default: {BUNDLED_THREADS} for the bundled recipes, else torch's choice)",
     )
     trainer.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -86,16 +87,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     generator = subparsers.add_parser("generate", help="continue a text by sampling from a model")
     _add_checkpoint_argument(generator)
     generator.add_argument("--text", required=True, help="the prompt")
-    generator.add_argument("--max-new", type=int, default=200, metavar="N", help="tokens to add (default: %(default)s)")
+    generator.add_argument("--max-new", type=whole_number(1, 10_000), default=200, metavar="N", help="tokens to add (default: %(default)s)")
     generator.add_argument(
         "--temperature",
-        type=float,
+        type=real_number(0.0, 100.0),
         help=f"0 = greedy (default: the model's generation_config.json, else {DEFAULT_TEMPERATURE})",
     )
     generator.add_argument(
-        "--top-k", type=int, metavar="K", help="sample only among the K most likely tokens (default: generation_config.json)"
+        "--top-k", type=whole_number(1, 10_000_000), metavar="K", help="sample only among the K most likely tokens (default: generation_config.json)"
     )
-    generator.add_argument("--seed", type=int, default=0, help="sampling seed (default: %(default)s)")
+    generator.add_argument("--seed", type=seed(), default=0, help="sampling seed (default: %(default)s)")
     generator.set_defaults(run=run_generate)
 
     evaluator = subparsers.add_parser("evaluate", help="mean next-token loss of a model on a text file")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from core.cli import CliError
+from core.cli.bounds import seed, whole_number
 from core.cli.common import add_model_arguments, config_from_args, print_json, print_table
 from core.device import format_bytes
 from core.experiments.budgets import BYTES_PER_VALUE, BudgetError, compute_budget
@@ -19,7 +20,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "and print per block boundary the mean per-token norm of the residual stream and the norm of "
         "d loss / d residual from one backward pass of the next-token loss. Layer 0 is the embedding output.",
     )
-    norms.add_argument("--depth", type=int, default=12, metavar="N", help=f"blocks, 1..{MAX_DEPTH} (default 12)")
+    norms.add_argument("--depth", type=whole_number(1, MAX_DEPTH), default=12, metavar="N", help=f"blocks, 1..{MAX_DEPTH} (default 12)")
     norms.add_argument(
         "--placement", choices=("pre", "post", "both"), default="pre", help="where the norm sits (default pre)"
     )
@@ -27,11 +28,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     norms.add_argument(
         "--residual-scaling", action="store_true", help="GPT-2's deep-stack init: residual writes / sqrt(2 * depth)"
     )
-    norms.add_argument("--seed", type=int, default=0, help="seed of the weights and tokens (default 0)")
-    norms.add_argument("--d-model", type=int, default=64, metavar="D", help="width (default 64)")
-    norms.add_argument("--heads", type=int, default=4, metavar="H", help="attention heads (default 4)")
-    norms.add_argument("--seq", type=int, default=16, metavar="T", help="tokens per sequence (default 16)")
-    norms.add_argument("--batch", type=int, default=4, metavar="B", help="sequences (default 4)")
+    norms.add_argument("--seed", type=seed(), default=0, help="seed of the weights and tokens (default 0)")
+    norms.add_argument("--d-model", type=whole_number(1, 4096), default=64, metavar="D", help="width (default 64)")
+    norms.add_argument("--heads", type=whole_number(1, 256), default=4, metavar="H", help="attention heads (default 4)")
+    norms.add_argument("--seq", type=whole_number(1, 4096), default=16, metavar="T", help="tokens per sequence (default 16)")
+    norms.add_argument("--batch", type=whole_number(1, 1024), default=4, metavar="B", help="sequences (default 4)")
     norms.add_argument("--json", action="store_true", help="print JSON")
     norms.set_defaults(run=run_norms)
 
@@ -43,7 +44,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_model_arguments(budget, default_preset=None)
     budget.add_argument(
-        "--seq", type=int, metavar="T", help="context length for the attention FLOPs (default: the full context)"
+        "--seq", type=whole_number(1, 100_000_000), metavar="T", help="context length for the attention FLOPs (default: the full context)"
     )
     budget.add_argument("--json", action="store_true", help="print JSON")
     budget.set_defaults(run=run_budget)

@@ -7,6 +7,7 @@ import argparse
 import numpy as np
 
 from core.cli import CliError
+from core.cli.bounds import real_number, seed, whole_number
 from core.cli.common import add_model_arguments, config_from_args, print_json, print_table
 from core.experiments.positions import (
     DEFAULT_BASE,
@@ -37,11 +38,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     rope.add_argument("--textbook", action="store_true", help="print the reading's RoPE table (seed 0, d 8)")
     add_model_arguments(rope, default_preset=None)
-    rope.add_argument("--d", type=int, metavar="D", help=f"vector length (even; default {TEXTBOOK_ROPE_DIM})")
-    rope.add_argument("--base", type=float, metavar="B", help=f"RoPE base (default {DEFAULT_BASE:g})")
-    rope.add_argument("--scale", type=float, metavar="S", help="position interpolation factor (default 1)")
-    rope.add_argument("--offset", type=int, default=2, metavar="K", help="query - key offset to test (default 2)")
-    rope.add_argument("--seed", type=int, default=TEXTBOOK_ROPE_SEED, help="seed of q and k (default 0)")
+    rope.add_argument("--d", type=whole_number(2, 1024), metavar="D", help=f"vector length (even; default {TEXTBOOK_ROPE_DIM})")
+    rope.add_argument("--base", type=real_number(1.0, 1e12), metavar="B", help=f"RoPE base (default {DEFAULT_BASE:g})")
+    rope.add_argument("--scale", type=real_number(0.0, 1e6), metavar="S", help="position interpolation factor (default 1)")
+    rope.add_argument("--offset", type=whole_number(0, 10_000), default=2, metavar="K", help="query - key offset to test (default 2)")
+    rope.add_argument("--seed", type=seed(), default=TEXTBOOK_ROPE_SEED, help="seed of q and k (default 0)")
     rope.add_argument("--json", action="store_true", help="print JSON")
     rope.set_defaults(run=run_rope)
 
@@ -53,9 +54,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     permutation.add_argument("--textbook", action="store_true", help="print the reading's permutation script output")
     add_model_arguments(permutation, default_preset=None)
-    permutation.add_argument("--seed", type=int, default=0, help="seed of the weights, x and the learned table")
+    permutation.add_argument("--seed", type=seed(), default=0, help="seed of the weights, x and the learned table")
     permutation.add_argument(
-        "--T", type=int, dest="seq", metavar="T", help="sequence length (default: the --perm length, else 6)"
+        "--T", type=whole_number(1, 4096), dest="seq", metavar="T", help="sequence length (default: the --perm length, else 6)"
     )
     permutation.add_argument(
         "--perm", metavar="I,J,...", help="the shuffle as comma-separated positions (default: reversed order)"

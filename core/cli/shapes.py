@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from core.cli import CliError
+from core.cli.bounds import whole_number
 from core.cli.common import add_model_arguments, config_from_args, print_json, print_table
 
 
@@ -16,8 +17,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "shape, element count and memory of each tensor from token ids to logits.",
     )
     add_model_arguments(parser)
-    parser.add_argument("--batch", "-B", type=int, default=1, metavar="B", help="batch size (default 1)")
-    parser.add_argument("--seq", "-T", type=int, default=None, metavar="T", help="sequence length (default: 128 or the context length)")
+    parser.add_argument("--batch", "-B", type=whole_number(1, 1_000_000), default=1, metavar="B", help="batch size (default 1)")
+    parser.add_argument("--seq", "-T", type=whole_number(1, 10_000_000), default=None, metavar="T", help="sequence length (default: 128 or the context length)")
     parser.add_argument("--json", action="store_true", help="print the trace as JSON")
     parser.set_defaults(run=run_shapes)
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from core.cli import main
 
 
@@ -37,5 +39,7 @@ def test_too_long_a_sequence_is_one_line(capsys):
 
 
 def test_a_zero_batch_is_refused(capsys):
-    assert main(["shapes", "--batch", "0"]) == 2
-    assert "--batch must be at least 1" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_:  # refused while parsing, before any work
+        main(["shapes", "--batch", "0"])
+    assert exit_.value.code == 2
+    assert "argument --batch/-B: must be a whole number from 1 to 1,000,000, got '0'" in capsys.readouterr().err

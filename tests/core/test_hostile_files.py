@@ -150,5 +150,8 @@ def test_a_refused_huge_value_is_quoted_short():
 
 
 def test_session_parse_refuses_a_long_device_name():
-    with pytest.raises(SessionError, match="'device' must be a device name"):
+    with pytest.raises(SessionError, match="'device' must be one of cpu, cuda, cuda:N, mps or auto"):
         parse_session({**SESSION, "device": "cuda" * 100})
+    with pytest.raises(SessionError, match="'device' must be one of"):
+        parse_session({**SESSION, "device": "banana"})
+    assert parse_session({**SESSION, "device": "cuda:1"}).device == "cuda:1"

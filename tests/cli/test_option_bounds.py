@@ -1,0 +1,60 @@
+"""Every numeric option has a range, refused while parsing (before any work) in one line naming it."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from core.cli import build_parser, main
+from core.limits import MAX_SEED
+
+
+def _subcommands() -> dict[str, argparse.ArgumentParser]:
+    parser = build_parser()
+    action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(action.choices)
+
+
+def test_no_numeric_option_is_unbounded():
+    unbounded = [
+        f"{name} {action.option_strings[0]}"
+        for name, sub in _subcommands().items()
+        for action in sub._actions
+        if action.type in (int, float)
+    ]
+    assert unbounded == []
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["rope", "--d", "1000000000"], "argument --d: must be a whole number from 2 to 1,024, got '1000000000'"),
+        (["rope", "--offset", "100000000"], "argument --offset: must be a whole number from 0 to 10,000, got '100000000'"),
+        (["rope", "--base", "inf"], "argument --base: must be a number from 1 to 1e+12, got 'inf'"),
+        (["rope", "--scale", "nan"], "argument --scale: must be a number from 0 to 1e+06, got 'nan'"),
+        (["generate", "--checkpoint", "tiny-gpt", "--text", "a", "--max-new", "1000000000"],
+         "argument --max-new: must be a whole number from 1 to 10,000, got '1000000000'"),
+        (["generate", "--checkpoint", "tiny-gpt", "--text", "a", "--seed", str(2**31)],
+         f"argument --seed: must be a whole number from 0 to {MAX_SEED:,}, got '2147483648'"),
+        (["train", "--preset", "tiny-gpt", "--out", "x", "--batch", "1000000"],
+         "argument --batch: must be a whole number from 1 to 4,096, got '1000000'"),
+        (["train", "--preset", "tiny-gpt", "--out", "x", "--lr", "1e400"], "argument --lr: must be a number from 1e-09 to 10"),
+        (["causal", "--seed", "9" * 5000], "argument --seed: must be a whole number from 0 to 2,147,483,647, got '99999"),
+        (["shapes", "--seq", "99999999999"], "argument --seq/-T: must be a whole number from 1 to 10,000,000"),
+        (["norms", "--batch", "-3"], "argument --batch: must be a whole number from 1 to 1,024, got '-3'"),
+        (["permutation", "--T", "1e9"], "argument --T: must be a whole number from 1 to 4,096, got '1e9'"),
+    ],
+)
+def test_an_option_out_of_range_is_one_line_and_exit_2(capsys, argv, expected):
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and len(err) < 300, err
+    assert expected in err and "Traceback" not in err
+
+
+def test_the_bounds_themselves_are_accepted(capsys):
+    assert main(["rope", "--d", "1024", "--offset", "10000", "--json"]) == 0
+    assert main(["permutation", "--seed", str(MAX_SEED), "--json"]) == 0
