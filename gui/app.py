@@ -93,15 +93,25 @@ def _keep_earlier_settings(earlier: Path, current: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = window_options_parser().parse_args(sys.argv[1:] if argv is None else argv)
+    from core.limits import DEVICE_NAME, DEVICE_NAMES_HINT, MAX_WINDOW_SIDE
+
     size = None
     if args.size:
         try:
-            size = tuple(int(n) for n in args.size.lower().split("x"))
-            if len(size) != 2 or min(size) < 100:
+            size = tuple(int(n) for n in args.size.lower().split("x") if len(n) <= 6)
+            if len(size) != 2 or min(size) < 100 or max(size) > MAX_WINDOW_SIDE:
                 raise ValueError
         except ValueError:
-            print(f"--size expects WIDTHxHEIGHT of at least 100x100, e.g. 1920x1080 (got {args.size!r})", file=sys.stderr)
+            print(f"--size expects WIDTHxHEIGHT from 100x100 to {MAX_WINDOW_SIDE}x{MAX_WINDOW_SIDE}, e.g. 1920x1080 "
+                  f"(got {args.size[:40]!r})", file=sys.stderr)  # fmt: skip
             return 2
+    if args.device is not None and not DEVICE_NAME.fullmatch(args.device):
+        print(f"--device expects {DEVICE_NAMES_HINT} (got {args.device[:40]!r})", file=sys.stderr)
+        return 2
+    device_env = os.environ.get("TRANSFORMER_EXPLORER_DEVICE")
+    if args.device is None and device_env and not DEVICE_NAME.fullmatch(device_env):
+        print(f"TRANSFORMER_EXPLORER_DEVICE expects {DEVICE_NAMES_HINT} (got {device_env[:40]!r})", file=sys.stderr)
+        return 2
     headless = args.self_test or args.screenshot
     if args.self_test:
         # The diagnostic must work exactly where the display does not, so it never uses one.
