@@ -9,6 +9,7 @@ position, so the view measures a probe edit of one token at the same place and s
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import math
 from dataclasses import dataclass, field
@@ -41,16 +42,18 @@ class ResidualRunCache:
     """The last residual runs the worker made (core ResidualRun), so an edit runs only the edited sequence.
 
     Touched on the worker thread only; it rides along in the inputs (outside their equality)
-    because the inputs are what the worker gets. causal_edit_diff itself checks that a reference
-    belongs to the same model, weights, ids, mask and depth, and recomputes it otherwise.
+    because the inputs are what the worker gets. A run is reused only when it `matches` the model,
+    weights, ids, mask and depth now; a run of an older model simply ages out.
     """
 
     def __init__(self, size: int = 2) -> None:
         self._size = size
         self._runs: list = []
 
-    def find(self, ids: tuple[int, ...]):
-        return next((run for run in reversed(self._runs) if run.ids == ids), None)
+    def find(self, model, ids: tuple[int, ...], mask_mode: str, n_blocks: int):
+        """A kept run that is exactly what the model computes now for these ids and settings, or None."""
+        source = list(ids) if model.config.architecture == "encoder-decoder" else None
+        return next((run for run in reversed(self._runs) if run.matches(model, ids, mask_mode, n_blocks, source)), None)
 
     def keep(self, *runs) -> None:
         for run in runs:
@@ -82,15 +85,17 @@ def compute_propagation(inputs: PropagationInputs, token) -> Any:
     """
     from core.experiments import causal
 
-    if inputs.base not in {run.ids for run in inputs.runs._runs}:
-        inputs.runs.keep(causal.residual_run(inputs.model, list(inputs.base), mask_mode=inputs.mask_mode,
-                                             n_blocks=inputs.n_blocks))
+    reference = inputs.runs.find(inputs.model, inputs.base, inputs.mask_mode, inputs.n_blocks)
+    if reference is None:
+        reference = causal.residual_run(inputs.model, list(inputs.base), mask_mode=inputs.mask_mode,
+                                        n_blocks=inputs.n_blocks)
         token.check()
     diff = causal.causal_edit_diff(inputs.model, list(inputs.base), inputs.position, inputs.new_token,
                                    mask_mode=inputs.mask_mode, n_blocks=inputs.n_blocks,
-                                   tokenizer_or_labels=inputs.tokenizer, reference=inputs.runs.find(inputs.base),
-                                   with_logits=False)
+                                   tokenizer_or_labels=inputs.tokenizer, reference=reference, with_logits=False)
     inputs.runs.keep(diff.original_run, diff.edited_run)
+    # The runs' tensors stay on the worker; the GUI thread gets the numbers only.
+    diff = dataclasses.replace(diff, original_run=None, edited_run=None)
     return diff
 
 
@@ -114,7 +119,6 @@ class PropagationView(View):
         self.exact = np.zeros((1, 1), dtype=bool)
         self.nan = np.zeros((1, 1), dtype=bool)
         controls.changed.connect(self.inputs_changed)
-        state.model_changed.connect(self.runs.clear)
 
         layout = QVBoxLayout(self.content)
         layout.setContentsMargins(0, 4, 0, 0)
