@@ -290,25 +290,24 @@ def test_a_model_change_does_not_touch_the_random_pair(qtbot, state, panel):
     assert panel.rope_score_label.text() != ""
 
 
-@pytest.mark.parametrize("control, value", [("seed_spin", 3), ("d_spin", 16), ("base_spin", 500.0),
-                                            ("scale_spin", 4.0), ("positions_spin", 64)])
-def test_every_scrubber_input_marks_it_stale_at_once_and_brings_core_s_scores(qtbot, panel, control, value):
+def test_every_scrubber_input_marks_it_stale_at_once_and_brings_core_s_scores(qtbot, panel):
     view = panel.scrubber_view
-    panel.m_slider.setValue(9)
-    panel.n_slider.setValue(4)
-    with qtbot.waitSignal(view.result_shown, timeout=RESULT_TIMEOUT_MS):
-        getattr(panel, control).setValue(value)
-        assert_stale_now(view, control)
-        assert panel.source_label.text() == ""
-        panel.m_slider.setValue(12)  # a drag while stale writes no old score
-        assert panel.rope_score_label.text() == "" and panel.m == 12
-    seed, d = panel.seed_spin.value(), panel.d_spin.value()
-    pair = seeded_qk(seed, d)
-    expected = rope_score(pair.q, pair.k, 12, 4, panel.base_spin.value(), panel.scale_spin.value())
-    assert panel.shown_scores()[0] == pytest.approx(expected, abs=F64_TOLERANCE * max(1.0, abs(expected)))
-    assert panel.rope_score_label.text() == f"{panel.shown_scores()[0]:.10f}"
-    assert panel.scrubber.positions.shape == (panel.positions_spin.value(),)
-    assert panel.source_label.text() == pair.label
+    for control, value in (("seed_spin", 3), ("d_spin", 16), ("base_spin", 500.0), ("scale_spin", 4.0),
+                           ("positions_spin", 64)):
+        panel.m_slider.setValue(9)
+        panel.n_slider.setValue(4)
+        with qtbot.waitSignal(view.result_shown, timeout=RESULT_TIMEOUT_MS):
+            getattr(panel, control).setValue(value)
+            assert_stale_now(view, control)
+            assert panel.source_label.text() == ""
+            panel.m_slider.setValue(12)  # a drag while stale writes no old score
+            assert panel.rope_score_label.text() == "" and panel.m == 12
+        pair = seeded_qk(panel.seed_spin.value(), panel.d_spin.value())
+        expected = rope_score(pair.q, pair.k, 12, 4, panel.base_spin.value(), panel.scale_spin.value())
+        assert panel.shown_scores()[0] == pytest.approx(expected, abs=F64_TOLERANCE * max(1.0, abs(expected))), control
+        assert panel.rope_score_label.text() == f"{panel.shown_scores()[0]:.10f}"
+        assert panel.scrubber.positions.shape == (panel.positions_spin.value(),)
+        assert panel.source_label.text() == pair.label
 
 
 def test_a_theme_change_while_stale_shows_no_old_number(qtbot, state, panel, hold_worker):
@@ -327,28 +326,27 @@ def test_a_theme_change_while_stale_shows_no_old_number(qtbot, state, panel, hol
     assert shown_rope(panel) == pytest.approx(panel.shown_scores()[0], abs=1e-10)
 
 
-@pytest.mark.parametrize("control, value", [("seed_spin", 5), ("base_spin", 700.0), ("scale_spin", 2.0),
-                                            ("positions_spin", 32)])
-def test_every_grid_input_marks_the_grids_stale_and_clears_the_hover(qtbot, panel, control, value):
+def test_every_grid_input_marks_the_grids_stale_and_clears_the_hover(qtbot, panel):
     view = show_tab(qtbot, panel, "Score grids")
-    hover_cell(panel.rope_grid, 5, 2)
-    assert "column 2" in panel.rope_grid.readout.text()
-    with qtbot.waitSignal(view.result_shown, timeout=RESULT_TIMEOUT_MS):
-        getattr(panel, control).setValue(value)
-        assert_stale_now(view, control)
-        hover_cell(panel.rope_grid, 5, 2)  # hovering while stale reads nothing out
-        assert panel.rope_grid.readout.text().strip() == ""
-    pair = seeded_qk(panel.seed_spin.value(), 8)
-    positions = np.arange(panel.positions_spin.value())
-    expected = rope_score_grid(pair.q, pair.k, positions, panel.base_spin.value(), panel.scale_spin.value())
-    np.testing.assert_allclose(view.result.rope, expected.scores, rtol=0, atol=F64_TOLERANCE)
-    np.testing.assert_allclose(panel.rope_grid.matrix, expected.scores.astype(panel.rope_grid.matrix.dtype),
-                               rtol=np.finfo(np.float32).eps * 4, atol=np.finfo(np.float32).eps * 4)
-    learned = random_learned_table(positions.shape[0], 8, seed=panel.seed_spin.value())
-    np.testing.assert_allclose(view.result.learned, (pair.q + learned) @ (pair.k + learned).T,
-                               rtol=F64_TOLERANCE, atol=F64_TOLERANCE * 100)
-    hover_cell(panel.rope_grid, 5, 2)
-    assert f"{float(panel.rope_grid.matrix[5, 2]):.7g}" in panel.rope_grid.readout.text()
+    for control, value in (("seed_spin", 5), ("base_spin", 700.0), ("scale_spin", 2.0), ("positions_spin", 32)):
+        hover_cell(panel.rope_grid, 5, 2)
+        assert "column 2" in panel.rope_grid.readout.text()
+        with qtbot.waitSignal(view.result_shown, timeout=RESULT_TIMEOUT_MS):
+            getattr(panel, control).setValue(value)
+            assert_stale_now(view, control)
+            hover_cell(panel.rope_grid, 5, 2)  # hovering while stale reads nothing out
+            assert panel.rope_grid.readout.text().strip() == ""
+        pair = seeded_qk(panel.seed_spin.value(), 8)
+        positions = np.arange(panel.positions_spin.value())
+        expected = rope_score_grid(pair.q, pair.k, positions, panel.base_spin.value(), panel.scale_spin.value())
+        np.testing.assert_allclose(view.result.rope, expected.scores, rtol=0, atol=F64_TOLERANCE)
+        np.testing.assert_allclose(panel.rope_grid.matrix, expected.scores.astype(panel.rope_grid.matrix.dtype),
+                                   rtol=np.finfo(np.float32).eps * 4, atol=np.finfo(np.float32).eps * 4)
+        learned = random_learned_table(positions.shape[0], 8, seed=panel.seed_spin.value())
+        np.testing.assert_allclose(view.result.learned, (pair.q + learned) @ (pair.k + learned).T,
+                                   rtol=F64_TOLERANCE, atol=F64_TOLERANCE * 100)
+        hover_cell(panel.rope_grid, 5, 2)
+        assert f"{float(panel.rope_grid.matrix[5, 2]):.7g}" in panel.rope_grid.readout.text(), control
 
 
 def test_a_grid_click_moves_the_scrubber_too(qtbot, panel):
@@ -362,20 +360,20 @@ def test_a_grid_click_moves_the_scrubber_too(qtbot, panel):
                                                     abs=F64_TOLERANCE)
 
 
-@pytest.mark.parametrize("control, value", [("encoding_width_spin", 16), ("alibi_heads_spin", 4),
-                                            ("alibi_length_spin", 12), ("positions_spin", 40)])
-def test_every_encodings_input_marks_it_stale_and_brings_core_s_tables(qtbot, panel, control, value):
+def test_every_encodings_input_marks_it_stale_and_brings_core_s_tables(qtbot, panel):
     view = show_tab(qtbot, panel, "Encodings")
-    with qtbot.waitSignal(view.result_shown, timeout=RESULT_TIMEOUT_MS):
-        getattr(panel, control).setValue(value)
-        assert_stale_now(view, control)
-    expected = sinusoidal_heatmap(panel.positions_spin.value(), panel.encoding_width_spin.value())
-    np.testing.assert_array_equal(view.result.sinusoidal.table, expected.table)
-    alibi = alibi_matrix(panel.alibi_heads_spin.value(), panel.alibi_length_spin.value())
-    assert panel.alibi_head_combo.count() == panel.alibi_heads_spin.value()
-    np.testing.assert_array_equal(panel.alibi_map.matrix, alibi.bias[0].astype(panel.alibi_map.matrix.dtype))
-    assert panel.fingerprint_spin.maximum() == panel.positions_spin.value() - 1
-    assert panel.learned_note.text() == "No model is loaded yet."
+    for control, value in (("encoding_width_spin", 16), ("alibi_heads_spin", 4), ("alibi_length_spin", 12),
+                           ("positions_spin", 40)):
+        with qtbot.waitSignal(view.result_shown, timeout=RESULT_TIMEOUT_MS):
+            getattr(panel, control).setValue(value)
+            assert_stale_now(view, control)
+        expected = sinusoidal_heatmap(panel.positions_spin.value(), panel.encoding_width_spin.value())
+        np.testing.assert_array_equal(view.result.sinusoidal.table, expected.table)
+        alibi = alibi_matrix(panel.alibi_heads_spin.value(), panel.alibi_length_spin.value())
+        assert panel.alibi_head_combo.count() == panel.alibi_heads_spin.value()
+        np.testing.assert_array_equal(panel.alibi_map.matrix, alibi.bias[0].astype(panel.alibi_map.matrix.dtype))
+        assert panel.fingerprint_spin.maximum() == panel.positions_spin.value() - 1
+        assert panel.learned_note.text() == "No model is loaded yet.", control
 
 
 def test_the_encodings_view_follows_the_model(qtbot, state, panel):
@@ -387,19 +385,20 @@ def test_the_encodings_view_follows_the_model(qtbot, state, panel):
     np.testing.assert_allclose(view.result.learned.table, gpt.pos_emb.weight.detach().numpy(), rtol=0, atol=0)
 
 
-@pytest.mark.parametrize("control, value", [("permutation_length_spin", 7), ("permutation_width_spin", 16),
-                                            ("permutation_seed_spin", 3)])
-def test_every_permutation_input_marks_it_stale_and_brings_core_s_figures(qtbot, panel, control, value):
+def test_every_permutation_input_marks_it_stale_and_brings_core_s_figures(qtbot, panel):
     view = show_tab(qtbot, panel, "Permutation")
-    with qtbot.waitSignal(view.result_shown, timeout=RESULT_TIMEOUT_MS):
-        getattr(panel, control).setValue(value)
-        assert_stale_now(view, control)
-        assert panel.permutation_table.item(1, 1).text() == "" and panel.permutation_figures() == {}
-    expected = permutation_equivariance(None, seed=panel.permutation_seed_spin.value(),
-                                        T=panel.permutation_length_spin.value(),
-                                        d_model=panel.permutation_width_spin.value())
-    assert panel.permutation_figures() == {name: float(v) for name, v in zip(expected.encodings, expected.max_diff)}
-    assert panel.permutation_edit.text() == " ".join(str(int(i)) for i in expected.permutation)
+    for control, value in (("permutation_length_spin", 7), ("permutation_width_spin", 16),
+                           ("permutation_seed_spin", 3)):
+        with qtbot.waitSignal(view.result_shown, timeout=RESULT_TIMEOUT_MS):
+            getattr(panel, control).setValue(value)
+            assert_stale_now(view, control)
+            assert panel.permutation_table.item(1, 1).text() == "" and panel.permutation_figures() == {}
+        expected = permutation_equivariance(None, seed=panel.permutation_seed_spin.value(),
+                                            T=panel.permutation_length_spin.value(),
+                                            d_model=panel.permutation_width_spin.value())
+        figures = {name: float(v) for name, v in zip(expected.encodings, expected.max_diff)}
+        assert panel.permutation_figures() == figures, control
+        assert panel.permutation_edit.text() == " ".join(str(int(i)) for i in expected.permutation)
 
 
 def test_hidden_views_do_no_work_and_catch_up_when_shown(qtbot, state, panel):

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import QComboBox, QSpinBox, QSplitter, QVBoxLayout, QWidget
 
 from gui import theme
@@ -203,6 +204,8 @@ class EncodingsView(View):
         self.alibi_map.plot.setTitle(f"ALiBi penalty, {data.alibi.head_labels[head]}")
 
     def apply_theme(self) -> None:
+        # Cleared while stale: the table below keeps its place.
+        self.learned_note.setMinimumHeight(2 * QFontMetrics(theme.font()).lineSpacing())
         self.wavelength_curve.setPen(theme.pen("primary"))
         self.wavelength_curve.setSymbolBrush(theme.brush("primary"))
         self.wavelength_curve.setSymbolPen(theme.pen("primary", width=1))
