@@ -420,9 +420,16 @@ def model_from_tensors(
             )
         if not tensor.is_floating_point():
             raise CheckpointError(f"{where}: tensor {name} holds {tensor.dtype} values; weights must be floating point")
+        try:
+            # float8 and other narrow formats have no isfinite on the CPU; float32 holds each of their values exactly.
+            tensor = tensors[name] = tensor.to(torch.float32)
+        except (RuntimeError, TypeError, NotImplementedError):
+            dtype = str(tensor.dtype).removeprefix("torch.")
+            raise CheckpointError(f"{where}: tensor {name} holds {dtype} values, which this app cannot convert to "
+                                  "float32; save the model in float32, float16 or bfloat16") from None  # fmt: skip
         if not bool(torch.isfinite(tensor).all()):
             raise CheckpointError(f"{where}: tensor {name} holds NaN or infinite values")
-    state = {name: tensors[name].to(torch.float32) for name in expected}
+    state = {name: tensors[name] for name in expected}
     model = skeleton
     # assign=True swaps the meta tensors for the loaded ones without an init pass over random weights.
     model.load_state_dict(state, strict=False, assign=True)

@@ -217,3 +217,28 @@ def test_the_weights_are_in_the_folder_only_once_renamed(tmp_path, monkeypatch):
         [CONFIG_FILE, METADATA_FILE, MODEL_FILE]
     )
     assert torch.equal(load_checkpoint(tmp_path / "ckpt").model.tok_emb.weight, Transformer.from_seed(TINY).tok_emb.weight)
+
+
+@pytest.mark.parametrize("dtype", [torch.float8_e4m3fn, torch.float8_e5m2])
+def test_float8_weights_load_as_float32(tmp_path, dtype):
+    from safetensors.torch import save_file
+
+    folder = save_checkpoint(Transformer.from_seed(TINY), tmp_path / "ckpt")
+    tensors = checkpoints.read_safetensors(folder / MODEL_FILE)
+    save_file({name: t.to(dtype) for name, t in tensors.items()}, str(folder / MODEL_FILE))
+    loaded = load_checkpoint(folder)
+    expected = tensors["tok_emb.weight"].to(dtype).to(torch.float32)
+    assert loaded.model.tok_emb.weight.dtype == torch.float32
+    assert torch.equal(loaded.model.tok_emb.weight, expected)
+
+
+def test_a_dtype_that_cannot_become_float32_is_one_sentence(monkeypatch):
+    class Stubborn(torch.Tensor):
+        def to(self, *args, **kwargs):
+            raise NotImplementedError("no conversion")
+
+    model = Transformer.from_seed(TINY)
+    tensors = checkpoints.weights_to_store(model)
+    tensors["tok_emb.weight"] = tensors["tok_emb.weight"].as_subclass(Stubborn)
+    with pytest.raises(CheckpointError, match=r"tensor tok_emb.weight holds float32 values, which this app cannot convert"):
+        checkpoints.model_from_tensors(TINY, tensors, "x")
