@@ -6,7 +6,8 @@ What huggingface_hub asks for, and what is answered here:
     HEAD /{repo}/resolve/{rev}/{file}             ETag, X-Repo-Commit, Content-Length (and X-Linked-* for LFS)
     GET  /{repo}/resolve/{rev}/{file}             the bytes; a Range: bytes=N- request gets 206 and the rest
 A file named in `cut_once` is cut off half-way through its first GET (the connection closes), as a
-dropped network connection would; every request is logged with its Range header.
+dropped network connection would; one named in `slow` trickles out in small pieces, as over a slow
+line; every request is logged with its Range header.
 """
 
 from __future__ import annotations
@@ -15,12 +16,15 @@ import hashlib
 import json
 import re
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
+SLOW_PIECE = 4096
+SLOW_PAUSE_S = 0.05  # a 160 kB file takes about 2 s: long enough to interrupt it
 
 
 @dataclass
@@ -42,6 +46,7 @@ class HubRepo:
 class FakeHub:
     repos: dict[str, HubRepo]
     cut_once: set[str] = field(default_factory=set)
+    slow: set[str] = field(default_factory=set)
     log: list[tuple[str, str, str | None]] = field(default_factory=list)  # (method, path, Range)
     server: ThreadingHTTPServer | None = None
 
@@ -130,6 +135,12 @@ def _handler(hub: FakeHub):
                 self.wfile.flush()
                 self.close_connection = True
                 self.connection.shutdown(2)  # the peer sees the connection drop mid-body
+                return
+            if name in hub.slow:
+                for start in range(0, len(body), SLOW_PIECE):
+                    self.wfile.write(body[start : start + SLOW_PIECE])
+                    self.wfile.flush()
+                    time.sleep(SLOW_PAUSE_S)
                 return
             self.wfile.write(body)
 

@@ -125,3 +125,32 @@ def test_bad_names_get_one_line(capsys, hub, name, message):
     code, _, err = run(capsys, "download", name)
     assert code == 2
     assert message in err and len(err.strip().splitlines()) == 1
+
+
+def test_ctrl_c_cancels_a_download_cleanly(hub, tmp_path):
+    """SIGINT during a transfer: one line, exit 130, no traceback; a second download completes the model."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    hub.slow.add("model.safetensors")
+    root = Path(__file__).resolve().parents[2]
+    process = subprocess.Popen(
+        [sys.executable, str(root / "main.py"), "download", REPO], cwd=root, env=dict(os.environ),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    deadline = time.monotonic() + 60
+    while not hub.gets_of("model.safetensors"):  # wait for the transfer to begin, not for a fixed time
+        assert process.poll() is None and time.monotonic() < deadline
+        time.sleep(0.02)
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err
+    assert "cancelled" in err and "Traceback" not in err
+    assert not (tmp_path / "cache" / "models--lab--tiny-gpt2" / "snapshots" / "0123456789abcdef0123456789abcdef01234567" / "model.safetensors").exists()
+    hub.slow.clear()
+    result = download_model(REPO)
+    assert (result.folder / "model.safetensors").is_file()
