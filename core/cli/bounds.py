@@ -10,6 +10,9 @@ from collections.abc import Callable
 
 from core.limits import MAX_SEED
 
+MAX_IDS_CHARS = 200_000  # --ids: comma-separated ids, a few model contexts long
+MAX_TEXT_FILE_BYTES = 64 * 2**20  # --corpus, --text-file: the bundled corpus is 1 MiB
+
 
 def whole_number(low: int, high: int) -> Callable[[str], int]:
     """An int option from `low` to `high` inclusive."""
@@ -42,6 +45,18 @@ def real_number(low: float, high: float) -> Callable[[str], float]:
     return parse
 
 
+def bounded_text(limit: int) -> Callable[[str], str]:
+    """A text option of at most `limit` characters (refused before anything tokenizes it)."""
+
+    def parse(value: str) -> str:
+        if len(value) > limit:
+            raise argparse.ArgumentTypeError(f"must be at most {limit:,} characters, got {len(value):,}")
+        return value
+
+    parse.__name__ = "text"
+    return parse
+
+
 def seed() -> Callable[[str], int]:
     """A seed: what torch, numpy and the window's 32-bit seed boxes all take."""
     return whole_number(0, MAX_SEED)
@@ -51,4 +66,4 @@ def _short(text: str) -> str:
     return repr(text) if len(text) <= 30 else repr(text[:27] + "...")
 
 
-__all__ = ["real_number", "seed", "whole_number"]
+__all__ = ["MAX_IDS_CHARS", "MAX_TEXT_FILE_BYTES", "bounded_text", "real_number", "seed", "whole_number"]

@@ -12,9 +12,10 @@ import argparse
 import sys
 
 from core.cli import CliError
-from core.cli.bounds import seed, whole_number
+from core.cli.bounds import MAX_IDS_CHARS, bounded_text, seed, whole_number
 from core.cli.common import add_model_arguments, config_from_args, print_json, print_table
 from core.choices import MASK_MODES
+from core.limits import MAX_TEXT_CHARS
 
 CHAR_VOCAB_SIZE = 65  # the Shakespeare character vocabulary the bundled corpus defines
 CORPUS_FILE = "tinyshakespeare.txt"
@@ -36,8 +37,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--checkpoint", metavar="NAME_OR_DIR", help="a bundled model name or a checkpoint folder (instead of --preset)"
     )
     tokens = parser.add_mutually_exclusive_group()
-    tokens.add_argument("--text", metavar="TEXT", help="the sequence as text (character vocabulary, 65 tokens)")
-    tokens.add_argument("--ids", metavar="ID,ID,...", help="the sequence as comma-separated token ids")
+    tokens.add_argument("--text", metavar="TEXT", type=bounded_text(MAX_TEXT_CHARS),
+                        help="the sequence as text (character vocabulary, 65 tokens)")
+    tokens.add_argument("--ids", metavar="ID,ID,...", type=bounded_text(MAX_IDS_CHARS), help="the sequence as comma-separated token ids")
     parser.add_argument(
         "--edit",
         metavar="POS=TOKEN",

@@ -69,6 +69,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     trainer.add_argument("--device", metavar="D", help="cpu, cuda, cuda:N or mps (default: the best present)")
     trainer.add_argument("--corpus", metavar="FILE", help="a UTF-8 text file (default: the bundled Shakespeare)")
     trainer.add_argument(
+        "--tokenizer",
+        choices=("char", "bpe"),
+        help="char: one token per character (default); bpe: a byte-level BPE learned from the training split",
+    )
+    trainer.add_argument("--bpe-vocab", type=int, metavar="N", help="tokens of the BPE, 257 to 65536 (default: 1536)")
+    trainer.add_argument(
         "--threads",
         type=whole_number(1, 1024),
         help=f"CPU threads (default: {BUNDLED_THREADS} for the bundled recipes, else torch's choice)",
@@ -201,6 +207,8 @@ def run_train(args: argparse.Namespace) -> int:
         ("seq", "seq_len"),
         ("lr", "lr"),
         ("seed", "seed"),
+        ("tokenizer", "tokenizer"),
+        ("bpe_vocab", "bpe_vocab"),
     ):
         value = getattr(args, option)
         if value is not None:

@@ -58,3 +58,24 @@ def test_an_option_out_of_range_is_one_line_and_exit_2(capsys, argv, expected):
 def test_the_bounds_themselves_are_accepted(capsys):
     assert main(["rope", "--d", "1024", "--offset", "10000", "--json"]) == 0
     assert main(["permutation", "--seed", str(MAX_SEED), "--json"]) == 0
+
+
+@pytest.mark.parametrize("command", [["causal"], ["generate", "--checkpoint", "tiny-gpt"], ["logits", "--checkpoint", "tiny-gpt", "--out", "x.npy"]])
+def test_a_text_over_the_bound_is_refused_before_tokenizing(capsys, command):
+    from core.limits import MAX_TEXT_CHARS
+
+    with pytest.raises(SystemExit) as exit_:
+        main([*command, "--text", "a" * 1_000_000])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument --text: must be at most {MAX_TEXT_CHARS:,} characters, got 1,000,000" in err and len(err) < 300
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "mkfifo"), reason="FIFOs are POSIX")
+def test_a_fifo_as_a_text_file_is_refused_without_waiting(capsys, tmp_path):
+    import os
+
+    fifo = tmp_path / "pipe.txt"
+    os.mkfifo(fifo)
+    assert main(["evaluate", "--checkpoint", "tiny-gpt", "--text-file", str(fifo)]) == 2
+    assert "is not a regular file; give a text file" in capsys.readouterr().err
