@@ -30,6 +30,9 @@ TEXTS_FOR_DISTRIBUTION = {
     "shiboken6": ["Qt-and-PySide6.txt", "LGPL-3.0.txt", "GPL-3.0.txt"],
     "tokenizers": ["Apache-2.0.txt"],
 }
+# For a wheel without licence files (older safetensors and tokenizers releases, say): the text that a word of
+# its declared licence names.
+TEXTS_FOR_LICENCE = {"Apache": ["Apache-2.0.txt"], "LGPL-3": ["LGPL-3.0.txt", "GPL-3.0.txt"], "GPL-3": ["GPL-3.0.txt"]}
 # Libraries inside a wheel that its own licence files do not cover, and the texts that do.
 BUNDLED_LIBRARIES = {
     "torch": [("torch/lib/libgomp*", "GNU OpenMP runtime (libgomp): GPL-3.0-or-later WITH GCC-exception-3.1",
@@ -144,7 +147,11 @@ def collect(pure, binaries, datas, staging: Path, project_licence: Path,
         folders[folder] = key
         carried = [add(folder, name, source) for name, source in licence_files(dist)]
         carried += [add(folder, text, TEXTS / text) for text in TEXTS_FOR_DISTRIBUTION.get(key, [])]
-        lines.append(f"  {dist.metadata['Name']} {dist.version}: {licence_expression(dist)}")
+        expression = licence_expression(dist)
+        if not carried:
+            word = next((word for word in TEXTS_FOR_LICENCE if word in expression), None)
+            carried = [add(folder, text, TEXTS / text) for text in TEXTS_FOR_LICENCE.get(word, [])]
+        lines.append(f"  {dist.metadata['Name']} {dist.version}: {expression}")
         lines.append(f"      {', '.join(carried[:4])}{f' and {len(carried) - 4} more in {folder}/' if len(carried) > 4 else ''}"
                      if carried else "      no licence file found")
         for pattern, description, texts in BUNDLED_LIBRARIES.get(key, []):

@@ -99,3 +99,16 @@ def test_a_system_library_is_found_under_its_merged_usr_path_too(monkeypatch, tm
         assert found == Path("/usr/share/doc/libbz2-1.0/copyright")
     else:
         assert found is None  # a system without that package's documentation
+
+
+def test_a_wheel_without_licence_files_gets_the_text_its_licence_names(monkeypatch, tmp_path):
+    real_licence_files = notices.licence_files
+
+    def as_older_safetensors(dist):  # safetensors 0.4.0's wheel carried no licence file
+        return [] if notices.normalize(dist.metadata["Name"]) == "safetensors" else real_licence_files(dist)
+
+    monkeypatch.setattr(notices, "licence_files", as_older_safetensors)
+    files = collected(tmp_path)
+    folder = folder_of("safetensors")
+    assert "Apache License" in files[f"licenses/{folder}/Apache-2.0.txt"].read_text()
+    assert f"licenses/{folder}/LICENSE" not in files
