@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import logging
 import logging.handlers
 import sys
@@ -51,7 +52,7 @@ class ErrorDialog(QDialog):
         self.setWindowTitle("Something went wrong")
         self.details = details
         layout = QVBoxLayout(self)
-        message = QLabel(f"<b>{summary}</b><br>The lab keeps running; the last action may not have finished.")
+        message = QLabel(f"<b>{html.escape(summary)}</b><br>The lab keeps running; the last action may not have finished.")
         message.setWordWrap(True)
         layout.addWidget(message)
         where = log_file()

@@ -9,6 +9,7 @@ over the context length replaces them with the reason.
 
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -237,7 +238,7 @@ class ShapesView(View):
         matrix = trace.attention_matrix_bytes
         layers = config.n_layers + config.encoder_layers if config.architecture == "encoder-decoder" else config.n_layers
         self.summary.setText(
-            f"<b>{config.name}</b>: B={trace.batch}, T={trace.seq}, d_model={config.d_model}, h={config.n_heads}, "
+            f"<b>{html.escape(config.name)}</b>: B={trace.batch}, T={trace.seq}, d_model={config.d_model}, h={config.n_heads}, "
             f"d_head={config.d_head}; traced on the {trace.device} device through block 0. "
             f"<span style='color:{theme.current().warning}'><b>The (B, h, T, T) attention matrix</b> is "
             f"{format_bytes(matrix)} per layer ({matrix / max(1, trace.residual_bytes):.1f}x one (B, T, d_model) "

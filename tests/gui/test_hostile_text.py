@@ -57,3 +57,51 @@ def test_a_message_quoting_markup_is_shown_as_text(qtbot):
     strip = _strip(qtbot, HuggingFaceTokenizer(crafted_spec()))
     strip.show_message("<img src='file:///etc/hostname'>")
     assert strip.message_label.textFormat() == Qt.TextFormat.PlainText
+
+
+MARKUP = "<img src='file:///etc/hostname'><table><tr><td>x</td></tr></table>"
+
+
+def test_a_config_name_with_markup_is_shown_as_text(qtbot, window):
+    from PySide6.QtCore import Qt
+
+    window.state.set_config(window.state.config.replace(name=MARKUP))
+    qtbot.waitUntil(lambda: MARKUP in window.model_label.text(), timeout=10_000)
+    for label in (window.model_label, window.device_label, window.busy_label):
+        assert label.textFormat() == Qt.TextFormat.PlainText
+
+
+def test_the_shapes_summary_escapes_the_config_name(qtbot, window):
+    import html
+
+    panel = window.panels[0]
+    window.state.set_config(window.state.config.replace(name=MARKUP))
+    qtbot.waitUntil(lambda: html.escape(MARKUP) in panel.summary.text(), timeout=30_000)
+    assert "<img" not in panel.summary.text()
+
+
+def test_lesson_and_step_titles_are_plain_text(qtbot):
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QMainWindow
+
+    from core.lessons import parse_lesson
+    from gui.lessons import LessonDock
+
+    host = QMainWindow()
+    qtbot.addWidget(host)
+    dock = LessonDock(host)
+    lesson = parse_lesson({"title": MARKUP, "steps": [{"title": MARKUP, "text": "Read."}]})
+    dock.show_step(lesson, 0, lambda text: text)
+    for label in (dock.lesson_title, dock.step_title):
+        assert label.textFormat() == Qt.TextFormat.PlainText and label.text() == MARKUP
+
+
+def test_the_error_dialog_escapes_its_summary(qtbot):
+    from gui.errors import ErrorDialog
+
+    dialog = ErrorDialog(MARKUP, "details")
+    qtbot.addWidget(dialog)
+    from PySide6.QtWidgets import QLabel
+
+    texts = [label.text() for label in dialog.findChildren(QLabel)]
+    assert any("&lt;img src=" in text for text in texts) and not any("<img" in text for text in texts)
