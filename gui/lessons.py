@@ -155,11 +155,13 @@ class LessonDock(QDockWidget):
         self.lesson_title = QLabel("")
         self.lesson_title.setObjectName("lesson-title")
         self.lesson_title.setWordWrap(True)
+        self.lesson_title.setTextFormat(Qt.TextFormat.PlainText)  # titles come from lesson files
         self.counter = QLabel("")
         self.counter.setObjectName("lesson-counter")
         self.step_title = QLabel("Choose a lesson from the Lessons menu.")
         self.step_title.setObjectName("lesson-step-title")
         self.step_title.setWordWrap(True)
+        self.step_title.setTextFormat(Qt.TextFormat.PlainText)
         self.text = QLabel("")
         self.text.setObjectName("lesson-text")
         self.text.setWordWrap(True)

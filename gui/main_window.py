@@ -158,6 +158,8 @@ class MainWindow(QMainWindow):
         self.model_label.setObjectName("status-model")
         self.busy_label = QLabel("")
         self.busy_label.setObjectName("status-busy")
+        for label in (self.device_label, self.model_label, self.busy_label):  # they quote config and file names
+            label.setTextFormat(Qt.TextFormat.PlainText)
         self.progress_bar = QProgressBar()
         self.progress_bar.setMaximumWidth(140)
         self.progress_bar.setTextVisible(False)
@@ -273,6 +275,7 @@ class MainWindow(QMainWindow):
                 # One broken panel must not take the window down: it gets a tab that says so.
                 title = getattr(panel_class, "title", panel_class.__name__)
                 notice = QLabel(f"The {title} panel could not be built: {type(error).__name__}: {error}")
+                notice.setTextFormat(Qt.TextFormat.PlainText)
                 notice.setWordWrap(True)
                 notice.setAlignment(Qt.AlignmentFlag.AlignCenter)
                 self.tabs.addTab(notice, title.replace("&", "&&"))
