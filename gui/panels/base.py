@@ -200,7 +200,8 @@ class View(QWidget):
 
     def apply_theme(self) -> None:
         _restyle_plots(self)
-        if self.result is not None and self.shown_inputs is not None:
+        # Redrawn in the new colours only while current: a stale view keeps its numbers cleared.
+        if self.result is not None and self.shown_inputs is not None and not self.is_stale:
             self.show_result(self.result)
 
     def export_targets(self) -> list[tuple[str, Any]]:

@@ -156,3 +156,15 @@ def test_returning_to_the_shown_inputs_needs_no_computation(qtbot, setup):
     qtbot.waitUntil(lambda: not view.compute.busy, timeout=TIMEOUT_MS)
     assert view.value_label.text() == "3^2 = 9"
     assert view.computations <= computed + 1
+
+
+def test_a_theme_change_while_stale_brings_no_old_number_back(qtbot, setup):
+    state, _compute, _tabs, view = setup
+    show_seed(qtbot, state, view, 3)
+    GATE.clear()
+    state.set_seed(4)
+    state.set_theme("dark")
+    assert view.value_label.text() == ""
+    with qtbot.waitSignal(view.result_shown, timeout=TIMEOUT_MS):
+        GATE.set()
+    assert view.value_label.text() == "4^2 = 16"
