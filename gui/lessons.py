@@ -532,11 +532,16 @@ class LessonController(QObject):
             QTimer.singleShot(FOCUS_DELAY_MS, self, lambda: self._point_at(generation, panel, step.focus))
         self.step_shown.emit(self.index)
 
-    def _point_at(self, generation: int, panel: QWidget, name: str) -> None:
+    def _point_at(self, generation: int, panel: QWidget, name: str, wait_for_result: bool = True) -> None:
         # The window may have closed in the meantime (its panels go with it).
         if generation != self._generation or not isValid(panel) or not self.window.isVisible():
             return
         target = find_panel_widget(panel, name)
+        if target is not None and not target.isVisible() and wait_for_result:
+            # A view shows its content with its first result: point at the target once that is on screen.
+            panel.result_shown.connect(lambda: self._point_at(generation, panel, name, wait_for_result=False),
+                                       Qt.ConnectionType.SingleShotConnection)
+            return
         if target is None or not target.isVisible():
             log.warning("lesson focus %r is not a visible widget of %s", name, panel.objectName())
             return

@@ -113,6 +113,7 @@ class NestedPieItem(pg.GraphicsObject):
         self.outer: list[PieSlice] = []
         self.total = 0
         self.hovered = ""
+        self.stale = False  # the wedges describe inputs that have changed: no readout until new data
         self._wedges: list[_Wedge] = []
         self._paths: dict[str, QPainterPath] = {}
         self._labels: dict[str, pg.TextItem] = {}  # one per wedge key ever shown, re-used across data
@@ -208,8 +209,14 @@ class NestedPieItem(pg.GraphicsObject):
     def readout_text(self) -> str:
         return self.readout.toPlainText() if self.hovered else ""
 
+    def set_stale(self, stale: bool) -> None:
+        """While stale the pie reads nothing out (its numbers belong to inputs that have changed)."""
+        self.stale = stale
+        if stale:
+            self.hover_key("")
+
     def hoverEvent(self, event) -> None:  # pyqtgraph's scene hover, not Qt's
-        if event.isExit():
+        if event.isExit() or self.stale:
             self.hover_key("")
             return
         self.hover_key(self.key_at(event.pos()))
@@ -349,6 +356,9 @@ class PieView(pg.PlotWidget):
     def set_title(self, title: str) -> None:
         self.setTitle(title)
         theme.style_plot(self)
+
+    def set_stale(self, stale: bool) -> None:
+        self.pie.set_stale(stale)
 
     def restyle(self) -> None:
         """Re-colour text for the theme (the wedge colours come with the data)."""

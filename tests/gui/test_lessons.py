@@ -82,7 +82,10 @@ def test_every_step_of_every_bundled_lesson_reaches_its_state(qtbot, window, pat
         for name in [step.focus, *step.placeholders()] if step.focus else step.placeholders():
             widget = find_panel_widget(panel, name)
             assert isinstance(widget, QWidget), f"{path.name} step {index + 1}: no widget {name!r}"
-            assert widget.isVisible(), f"{path.name} step {index + 1}: {name!r} is hidden"
+            try:  # a view shows its content with its first result
+                qtbot.waitUntil(widget.isVisible, timeout=30_000)
+            except qtbot.TimeoutError:
+                raise AssertionError(f"{path.name} step {index + 1}: {name!r} is hidden") from None
         assert lessons.dock.predict_frame.isVisible() == bool(step.predict)
         if step.reveal:
             assert not lessons.dock.revealed and lessons.dock.reveal_button.isVisible()
@@ -212,10 +215,11 @@ def test_placeholders_quote_the_panels_own_numbers(qtbot, window, tmp_path):
     own = tmp_path / "quote.json"
     own.write_text(json.dumps({"title": "Quote", "steps": [
         {"title": "count", "text": "Counted: {{total_label}}", "panel": "Parameters",
-         "panel_settings": {"model": "gpt2-small"}, "predict": "How many?", "reveal": "The block: {{block_label}}"},
+         "panel_settings": {"model": "gpt2-small", "tab": 0}, "predict": "How many?", "reveal": "The block: {{block_label}}"},
     ]}), encoding="utf-8")
     go(qtbot, window, lambda: lessons.open_lesson(own))
     parameters = window.panel("Parameters")
-    assert "gpt2-small" in lessons.dock.text.text()
+    # The quote is refreshed when the panel shows the numbers of the step's model.
+    qtbot.waitUntil(lambda: "gpt2-small" in lessons.dock.text.text(), timeout=30_000)
     lessons.dock.reveal()
     assert parameters.block_label.text().split(" = ")[0] in lessons.dock.reveal_text.text()

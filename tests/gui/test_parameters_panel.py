@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from PySide6.QtCore import QPoint
+from PySide6.QtWidgets import QApplication
 
 from core.experiments.budgets import compare_configs, compute_budget
 from core.params import parameter_breakdown
@@ -14,6 +15,9 @@ from gui.widgets.export import export
 from gui.widgets.pie import format_count, format_share
 
 
+RESULT_TIMEOUT_MS = 30_000
+
+
 @pytest.fixture
 def panel(qtbot, compute):
     state = LabState()
@@ -22,13 +26,13 @@ def panel(qtbot, compute):
     qtbot.addWidget(widget)
     widget.resize(1300, 800)
     widget.show()
-    qtbot.waitUntil(lambda: widget.breakdown is not None, timeout=5000)
+    qtbot.waitUntil(lambda: widget.breakdown is not None, timeout=RESULT_TIMEOUT_MS)
     return widget
 
 
 def pick(qtbot, panel: ParametersPanel, name: str) -> None:
     panel.model_combo.setCurrentIndex(panel.model_combo.findData(name))
-    qtbot.waitUntil(lambda: panel.breakdown is not None and panel.breakdown.config.name == name, timeout=5000)
+    qtbot.waitUntil(lambda: panel.breakdown is not None and panel.breakdown.config.name == name, timeout=RESULT_TIMEOUT_MS)
 
 
 def assert_pie_is_breakdown(panel: ParametersPanel, breakdown) -> None:
@@ -111,19 +115,29 @@ def test_a_sidebar_config_change_updates_the_pie(qtbot, panel):
     assert not panel.tied_check.isChecked()  # follows the new config's tying
 
 
+def show_tab(qtbot, panel: ParametersPanel, index: int, view) -> None:
+    """Bring a sub-tab on screen and wait until its view shows the current inputs' result."""
+    panel.tabs.setCurrentIndex(index)
+    qtbot.waitUntil(lambda: view.result is not None and not view.is_stale, timeout=RESULT_TIMEOUT_MS)
+
+
 def test_comparison_sweep_and_budget_tables(qtbot, panel):
     pick(qtbot, panel, "gpt2-small")
     small, medium = get_preset("gpt2-small"), get_preset("gpt2-medium")
     comparison = compare_configs(small, medium)
+    show_tab(qtbot, panel, 1, panel.compare)
     cells = {panel.compare_table.item(r, 0).text(): (panel.compare_table.item(r, 1).text(), panel.compare_table.item(r, 2).text())
              for r in range(panel.compare_table.rowCount())}
     assert cells["parameters"] == (format_count(comparison.a.total_params), format_count(comparison.b.total_params)) == ("124.4M", "354.8M")
     assert cells["    share of all"] == (format_share(comparison.a.token_embedding_share), format_share(comparison.b.token_embedding_share))
     assert cells["+ positions: share"] == (format_share(comparison.a.embedding_share), format_share(comparison.b.embedding_share))
     assert cells["FFN share of a block"] == ("66.6%", "66.6%")
-    qtbot.waitUntil(lambda: AGREES in panel.compare_table.item(panel.compare_table.rowCount() - 1, 2).text(), timeout=30_000)
+    qtbot.waitUntil(lambda: panel.compare_agree_label.text().count(AGREES) == 2, timeout=RESULT_TIMEOUT_MS)
+    for config in (small, medium):
+        assert f"{config.name}: {parameter_breakdown(config).total:,}" in panel.compare_agree_label.text()
     assert [view.pie.total for view in panel.compare_views] == [comparison.a.total_params, comparison.b.total_params]
 
+    show_tab(qtbot, panel, 2, panel.sweep_view)
     widths = [int(w) for w in panel.sweep.widths]
     assert widths[panel.width_slider.value()] == 768
     assert panel.sweep_marker.getData()[1][0] == pytest.approx(100 * parameter_breakdown(small).embedding_share)
@@ -131,12 +145,148 @@ def test_comparison_sweep_and_budget_tables(qtbot, panel):
     assert "d = 4,096" in panel.sweep_label.text()
     assert panel.sweep.embedding_share[widths.index(4096)] < panel.sweep.embedding_share[widths.index(768)]
 
+    show_tab(qtbot, panel, 3, panel.budget)
     budget = compute_budget(small)
     table = panel.budget_table
     assert table.item(0, 1).text() == format_flops(budget.training_flops_per_token) == "746.6 MFLOP"
     assert table.item(3, 1).text() == format_bytes(budget.weight_bytes["fp32"])
     assert table.item(3, 3).text() == format_bytes(budget.weight_bytes["int8"])
     assert table.item(5, 2).text() == format_bytes(budget.kv_cache_bytes_full_context["bf16"])
+
+
+# ---- the views: stale at once, new numbers after, nothing computed off screen ----------------------
+def assert_breakdown_cleared(panel: ParametersPanel) -> None:
+    view = panel.breakdown_view
+    assert view.is_stale and panel.breakdown is None
+    for label in (panel.total_label, panel.tied_label, panel.block_label, panel.moe_label, panel.agree_label):
+        assert label.text() == ""
+    assert panel.pie.readout_text() == "" and not panel.pie.readout.isVisible()
+
+
+@pytest.mark.parametrize("change", ["sidebar config", "picked model", "head tying"])
+def test_each_input_clears_the_breakdown_and_its_hover_then_shows_the_new_one(qtbot, panel, change):
+    panel.pie.hover_key("ffn")
+    assert "parameters" in panel.pie.readout_text()
+    view, count = panel.breakdown_view, panel.breakdown_view.count
+    qtbot.waitUntil(lambda: count.result is not None and not count.is_stale, timeout=RESULT_TIMEOUT_MS)
+    with qtbot.waitSignal(view.result_shown, timeout=RESULT_TIMEOUT_MS):
+        if change == "sidebar config":
+            panel.state.set_config(get_preset("tiny-llama"))
+        elif change == "picked model":
+            panel.model_combo.setCurrentIndex(panel.model_combo.findData("gpt2-small"))
+        else:
+            panel.tied_check.setChecked(not panel.tied_check.isChecked())
+        assert_breakdown_cleared(panel)
+        assert count.is_stale or count.showing_message
+    expected = panel.shown_config()
+    assert panel.breakdown.config == expected
+    assert_pie_is_breakdown(panel, parameter_breakdown(expected))
+    qtbot.waitUntil(lambda: AGREES in panel.agree_label.text(), timeout=RESULT_TIMEOUT_MS)
+    assert f"{parameter_breakdown(expected).total:,}" in panel.agree_label.text()
+
+
+def test_a_hovered_wedge_reads_nothing_while_stale(qtbot, panel):
+    pie = panel.pie
+    pie.hover_key("ffn")
+    with qtbot.waitSignal(panel.breakdown_view.result_shown, timeout=RESULT_TIMEOUT_MS):
+        panel.tied_check.setChecked(not panel.tied_check.isChecked())
+        assert pie.stale and pie.hovered == ""
+    assert not pie.stale
+
+
+def test_the_compare_pickers_and_the_config_clear_the_comparison(qtbot, panel):
+    show_tab(qtbot, panel, 1, panel.compare)
+    compare = panel.compare
+    with qtbot.waitSignal(compare.result_shown, timeout=RESULT_TIMEOUT_MS):
+        panel.compare_b_combo.setCurrentIndex(panel.compare_b_combo.findData("llama2-7b"))
+        assert compare.is_stale and (compare.count.is_stale or compare.count.showing_message)
+        assert panel.compare_agree_label.text() == ""
+    assert panel.compare_table.horizontalHeaderItem(2).text() == "llama2-7b"
+    assert panel.compare_views[1].pie.total == parameter_breakdown(get_preset("llama2-7b")).total
+    qtbot.waitUntil(lambda: "llama2-7b: " in panel.compare_agree_label.text(), timeout=RESULT_TIMEOUT_MS)
+    # The current config is one of the compared only when picked: then a sidebar change is an input.
+    computations = compare.computations
+    panel.state.set_config(get_preset("tiny-moe"))
+    assert not compare.is_stale and compare.computations == computations
+    with qtbot.waitSignal(compare.result_shown, timeout=RESULT_TIMEOUT_MS):
+        panel.compare_a_combo.setCurrentIndex(0)
+    assert panel.compare_table.horizontalHeaderItem(1).text() == "tiny-moe"
+    with qtbot.waitSignal(compare.result_shown, timeout=RESULT_TIMEOUT_MS):
+        panel.state.set_config(get_preset("tiny-llama"))
+        assert compare.is_stale
+    assert panel.compare_table.horizontalHeaderItem(1).text() == "tiny-llama"
+    assert panel.compare_a_combo.itemText(0) == "current config (tiny-llama)"
+
+
+def test_the_sweep_readout_is_cleared_with_the_sweep_and_read_again(qtbot, panel):
+    pick(qtbot, panel, "gpt2-small")
+    show_tab(qtbot, panel, 2, panel.sweep_view)
+    widths = [int(w) for w in panel.sweep.widths]
+    panel.width_slider.setValue(widths.index(2048))
+    assert "d = 2,048" in panel.sweep_label.text()
+    view = panel.sweep_view
+    with qtbot.waitSignal(view.result_shown, timeout=RESULT_TIMEOUT_MS):
+        panel.tied_check.setChecked(False)
+        assert view.is_stale and panel.sweep is None and panel.sweep_label.text().strip() == ""
+        xs, _ys = panel.sweep_marker.getData()
+        assert xs is None or len(xs) == 0  # no marker at a width of the old sweep
+    # The same model untied: the slider keeps its width, and the sentence reads the new sweep.
+    untied = get_preset("gpt2-small").replace(tie_embeddings=False)
+    assert "d = 2,048" in panel.sweep_label.text()
+    share = panel.sweep.embedding_share[[int(w) for w in panel.sweep.widths].index(2048)]
+    assert format_share(float(share)) in panel.sweep_label.text()
+    assert view.shown_inputs.config == untied
+    with qtbot.waitSignal(view.result_shown, timeout=RESULT_TIMEOUT_MS):
+        panel.model_combo.setCurrentIndex(panel.model_combo.findData("gpt2-xl"))
+    assert panel.breakdown_view.is_stale  # off screen: it catches up when its tab is shown
+    assert int(panel.sweep.widths[panel.width_slider.value()]) == 1600  # a new model starts at its own width
+
+
+def test_the_budget_follows_the_picked_model(qtbot, panel):
+    show_tab(qtbot, panel, 3, panel.budget)
+    view = panel.budget
+    with qtbot.waitSignal(view.result_shown, timeout=RESULT_TIMEOUT_MS):
+        panel.model_combo.setCurrentIndex(panel.model_combo.findData("mixtral-8x7b"))
+        assert view.is_stale and panel.budget_label.text() == ""
+    budget = compute_budget(get_preset("mixtral-8x7b"))
+    assert panel.budget_table.item(0, 1).text() == format_flops(budget.training_flops_per_token)
+    assert "mixtral-8x7b" in panel.budget_label.text()
+
+
+def test_hidden_sub_tabs_and_a_hidden_panel_do_no_work(qtbot, panel):
+    others = (panel.compare, panel.sweep_view, panel.budget)
+    before = [view.computations for view in others]
+    with qtbot.waitSignal(panel.breakdown_view.result_shown, timeout=RESULT_TIMEOUT_MS):
+        panel.state.set_config(get_preset("tiny-moe"))
+    assert [view.computations for view in others] == before
+    breakdown = panel.breakdown_view
+    computations = (breakdown.computations, breakdown.count.computations)
+    panel.hide()
+    panel.state.set_config(get_preset("tiny-llama"))
+    panel.tied_check.setChecked(not panel.tied_check.isChecked())
+    QApplication.processEvents()  # the update each edit queued has run
+    assert breakdown.is_stale and panel.total_label.text() == ""
+    assert (breakdown.computations, breakdown.count.computations) == computations
+    with qtbot.waitSignal(breakdown.result_shown, timeout=RESULT_TIMEOUT_MS):
+        panel.show()
+    assert breakdown.computations == computations[0] + 1
+    assert panel.breakdown.config == panel.shown_config()
+    with qtbot.waitSignal(panel.budget.result_shown, timeout=RESULT_TIMEOUT_MS):
+        panel.tabs.setCurrentIndex(3)
+    assert panel.budget.computations == before[2] + 1
+
+
+def test_the_formula_does_not_wait_for_torch(qtbot, compute):
+    state = LabState()
+    widget = ParametersPanel(state, compute)
+    qtbot.addWidget(widget)
+    widget.show()
+    qtbot.waitUntil(lambda: widget.breakdown is not None, timeout=RESULT_TIMEOUT_MS)
+    count = widget.breakdown_view.count
+    assert count.showing_message and "torch" in count.message.text()
+    with qtbot.waitSignal(count.result_shown, timeout=RESULT_TIMEOUT_MS):
+        state.set_torch_ready(True)
+    assert AGREES in widget.agree_label.text()
 
 
 def test_settings_round_trip_and_ignore_junk(qtbot, panel):

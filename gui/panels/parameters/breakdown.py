@@ -1,0 +1,152 @@
+"""Breakdown: the pie of where one model's parameters live, its legend, tying and one block spelled out."""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+from typing import Any
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout
+
+from core.config import ConfigError, ModelConfig
+from core.params import ParameterBreakdown
+from gui.panels.base import Refusal, View
+from gui.panels.parameters.common import ParametersControls, fit_table, pie_slices, set_cell, table
+from gui.panels.parameters.count import MetaCountCache, MetaCountView
+from gui.widgets.pie import PieSlice, PieView, format_count, format_share
+
+
+@dataclass(frozen=True)
+class BreakdownInputs:
+    config: ModelConfig
+
+
+@dataclass(frozen=True)
+class BreakdownResult:
+    breakdown: ParameterBreakdown
+    tied_total: int  # the same model with a tied head
+    untied_total: int  # and with a head of its own
+
+
+def compute_breakdown(inputs: BreakdownInputs, token) -> BreakdownResult:
+    from core.params import parameter_breakdown
+
+    config = inputs.config
+    return BreakdownResult(parameter_breakdown(config), parameter_breakdown(config.replace(tie_embeddings=True)).total,
+                           parameter_breakdown(config.replace(tie_embeddings=False)).total)
+
+
+def rich_label() -> QLabel:
+    label = QLabel("")
+    label.setWordWrap(True)
+    label.setTextFormat(Qt.TextFormat.RichText)  # the app's markup around computed numbers and preset names
+    label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+    return label
+
+
+class BreakdownView(View):
+    name = "Breakdown"
+    reads = frozenset({"config"})
+    needs_torch = False  # pure Python: the formula needs no torch; the meta count below waits for it
+    compute_fn = staticmethod(compute_breakdown)
+
+    def __init__(self, state, compute, controls: ParametersControls, counts: MetaCountCache, channel_prefix: str = "",
+                 parent=None) -> None:
+        super().__init__(state, compute, channel_prefix, parent)
+        self.controls = controls
+        controls.changed.connect(self.inputs_changed)
+        row = QHBoxLayout(self.content)
+        row.setContentsMargins(0, 0, 0, 0)
+        self.pie_view = PieView()
+        self.pie = self.pie_view.pie
+        row.addWidget(self.pie_view, 3)
+        column = QVBoxLayout()
+        self.total_label = rich_label()
+        self.count = MetaCountView(state, compute, lambda: (controls.shown_config(),), counts, channel_prefix)
+        controls.changed.connect(self.count.inputs_changed)
+        self.agree_label = self.count.label
+        self.tied_label = rich_label()
+        self.block_label = rich_label()
+        self.moe_label = rich_label()
+        self.legend_table = table(("part", "parameters", "share"))
+        for widget in (self.total_label, self.count, self.tied_label, self.block_label, self.moe_label):
+            column.addWidget(widget)
+        column.addWidget(self.legend_table, 1)
+        row.addLayout(column, 2)
+        self.stale_labels = [self.total_label, self.tied_label, self.block_label, self.moe_label]
+
+    def inputs(self) -> BreakdownInputs | Refusal:
+        try:
+            return BreakdownInputs(self.controls.shown_config())
+        except ConfigError as error:
+            return Refusal(f"{error.field}: {error.message}")
+
+    @property
+    def breakdown(self) -> ParameterBreakdown | None:
+        return self.result.breakdown if self.result is not None and not self.is_stale else None
+
+    def show_result(self, result: BreakdownResult) -> None:
+        if self.is_stale:
+            return  # a re-style while the inputs moved on: the new result follows
+        breakdown = result.breakdown
+        config = breakdown.config
+        inner, outer = pie_slices(breakdown)
+        self.pie.set_data(inner, outer)
+        name = html.escape(config.name)  # a config's name may come from a file: shown as written, not as markup
+        self.pie_view.set_title(f"{name}: {format_count(breakdown.total)} parameters")
+        self.total_label.setText(f"<b>{name}</b>: {breakdown.total:,} parameters by formula")
+        self.tied_label.setText(self._tying_text(config, result))
+        block = breakdown.decoder_block
+        self.block_label.setText(
+            f"One {'decoder ' if breakdown.encoder_block else ''}block: {block.total:,} = attention {block.attention:,}"
+            f" + {'experts' if config.is_moe else 'FFN'} {block.ffn:,}{f' + router {block.router:,}' if block.router else ''}"
+            f" + norms {block.norms:,}; the {'experts hold' if config.is_moe else 'FFN holds'} {format_share(block.ffn_share)} of it.")
+        if config.is_moe:
+            self.moe_label.setText(
+                f"Mixture of experts: <b>{format_count(breakdown.total)}</b> parameters in total, <b>{format_count(breakdown.active)}</b>"
+                f" active per token ({format_share(breakdown.active / breakdown.total)}): each token reaches {config.top_k}"
+                f" of the {config.n_experts} experts in a block, but all must sit in memory.")
+            self.moe_label.show()
+        else:
+            self.moe_label.hide()
+        self._fill_legend(inner, outer, breakdown)
+
+    @staticmethod
+    def _tying_text(config: ModelConfig, result: BreakdownResult) -> str:
+        tied, untied = result.tied_total, result.untied_total
+        saved = untied - tied
+        shape = f"{config.vocab_size:,} × {config.d_model:,}"
+        if config.tie_embeddings:
+            return (f"Tied: the head reuses the {shape} token table, so V × d = {saved:,} parameters are not added"
+                    f" ({format_count(tied)} instead of {format_count(untied)} untied).")
+        return (f"Untied: the head is a {shape} matrix of its own, adding V × d = {saved:,} parameters"
+                f" ({format_count(untied)} instead of {format_count(tied)} tied).")
+
+    def _fill_legend(self, inner: list[PieSlice], outer: list[PieSlice], breakdown: ParameterBreakdown) -> None:
+        rows: list[tuple[str, int, QColor | None, bool]] = []
+        for piece in inner:
+            if piece.value == 0:
+                continue
+            rows.append((piece.label, piece.value, piece.color, False))
+            for child in outer:
+                if child.parent == piece.key and child.value:
+                    rows.append(("    " + child.label, child.value, child.color, False))
+        rows.append(("total", breakdown.total, None, True))
+        if breakdown.active != breakdown.total:
+            rows.append(("active per token", breakdown.active, None, True))
+        legend = self.legend_table
+        legend.setRowCount(len(rows))
+        for index, (label, value, color, bold) in enumerate(rows):
+            set_cell(legend, index, 0, label, bold=bold, swatch=color)
+            set_cell(legend, index, 1, f"{value:,}", right=True, bold=bold)
+            set_cell(legend, index, 2, format_share(value / breakdown.total), right=True, bold=bold)
+        fit_table(legend)
+
+    def apply_theme(self) -> None:
+        super().apply_theme()
+        self.pie_view.restyle()
+
+    def export_targets(self) -> list[tuple[str, Any]]:
+        return [("Parameter pie (plot)", self.pie_view.getPlotItem()), ("Parameter table", self.legend_table)]

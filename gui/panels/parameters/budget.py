@@ -1,0 +1,93 @@
+"""Budgets: training and inference FLOPs per token, weight and KV-cache memory in three dtypes."""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+from typing import Any
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QHeaderView, QLabel, QVBoxLayout
+
+from core.config import ConfigError, ModelConfig
+from core.display import format_bytes, format_flops
+from gui.panels.base import Refusal, View
+from gui.panels.parameters.common import ParametersControls, fit_table, set_cell, table
+from gui.widgets.pie import format_count
+
+
+@dataclass(frozen=True)
+class BudgetInputs:
+    config: ModelConfig
+
+
+def compute_budget_of(inputs: BudgetInputs, token) -> Any:
+    from core.experiments.budgets import compute_budget
+
+    return compute_budget(inputs.config)
+
+
+class BudgetView(View):
+    name = "Budgets"
+    reads = frozenset({"config"})
+    needs_torch = False
+    compute_fn = staticmethod(compute_budget_of)
+
+    def __init__(self, state, compute, controls: ParametersControls, channel_prefix: str = "", parent=None) -> None:
+        super().__init__(state, compute, channel_prefix, parent)
+        self.controls = controls
+        controls.changed.connect(self.inputs_changed)
+        column = QVBoxLayout(self.content)
+        column.setContentsMargins(0, 0, 0, 0)
+        self.budget_label = QLabel("")
+        self.budget_label.setWordWrap(True)
+        self.budget_label.setTextFormat(Qt.TextFormat.RichText)  # the app's markup around computed numbers
+        column.addWidget(self.budget_label)
+        self.budget_table = table(("quantity", "fp32", "bf16", "int8"))
+        header = self.budget_table.horizontalHeader()
+        header.setStretchLastSection(False)
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        column.addWidget(self.budget_table, 1)
+        self.stale_labels = [self.budget_label]
+
+    def inputs(self) -> BudgetInputs | Refusal:
+        try:
+            return BudgetInputs(self.controls.shown_config())
+        except ConfigError as error:
+            return Refusal(f"{error.field}: {error.message}")
+
+    def show_result(self, budget) -> None:
+        if self.is_stale:
+            return  # a re-style while the inputs moved on: the new result follows
+        config = self.shown_inputs.config
+        moe = f", of {format_count(budget.total_params)} in all" if budget.active_params != budget.total_params else ""
+        self.budget_label.setText(
+            f"<b>{html.escape(config.name)}</b>: N = {format_count(budget.active_params)} parameters per token{moe}."
+            f" Training ≈ 6N FLOP per token (forward 2N, backward 4N); inference adds the attention scores at"
+            f" T = {budget.seq_len:,}. Weights count every parameter; the KV cache holds K and V of every layer.")
+        rows: list[tuple[str, Any]] = [
+            ("training FLOPs per token (6N)", format_flops(budget.training_flops_per_token)),
+            (f"inference FLOPs per token (at T = {budget.seq_len:,})", format_flops(budget.inference_flops_per_token)),
+            ("    of which attention scores", format_flops(budget.attention_flops_per_token)),
+            ("weights", budget.weight_bytes),
+            ("KV cache per token", budget.kv_cache_bytes_per_token),
+            (f"KV cache at the context length ({budget.context_length:,} tokens)", budget.kv_cache_bytes_full_context),
+        ]
+        budget_table = self.budget_table
+        budget_table.clearSpans()
+        budget_table.setRowCount(len(rows))
+        for index, (label, value) in enumerate(rows):
+            set_cell(budget_table, index, 0, label, bold=True)
+            if isinstance(value, str):
+                # A FLOP count does not depend on the dtype: one centred cell across the three columns.
+                set_cell(budget_table, index, 1, value).setTextAlignment(Qt.AlignmentFlag.AlignCenter)
+                for column in (2, 3):
+                    set_cell(budget_table, index, column, "")
+                budget_table.setSpan(index, 1, 1, 3)
+            else:
+                for column, dtype in enumerate(("fp32", "bf16", "int8"), start=1):
+                    set_cell(budget_table, index, column, format_bytes(value[dtype]), right=True)
+        fit_table(budget_table)
+
+    def export_targets(self) -> list[tuple[str, Any]]:
+        return [("Budget table", self.budget_table)]
