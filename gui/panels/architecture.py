@@ -183,8 +183,6 @@ class FollowTokenView(View):
         self.diagram.set_annotations({})  # the lengths written on the drawing belong to the old inputs
 
     def show_result(self, result) -> None:
-        if self.is_stale:
-            return  # a re-style while the inputs moved on: the new result follows
         label = html.escape(result.token_label)
         next_text = (f"the text continues with <b>'{html.escape(result.next_token_label)}'</b>"
                      if result.next_token_label is not None else "the last token (the text has no next one)")

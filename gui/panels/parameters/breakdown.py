@@ -88,8 +88,6 @@ class BreakdownView(View):
         return self.result.breakdown if self.result is not None and not self.is_stale else None
 
     def show_result(self, result: BreakdownResult) -> None:
-        if self.is_stale:
-            return  # a re-style while the inputs moved on: the new result follows
         breakdown = result.breakdown
         config = breakdown.config
         inner, outer = pie_slices(breakdown)

@@ -57,8 +57,6 @@ class BudgetView(View):
             return Refusal(f"{error.field}: {error.message}")
 
     def show_result(self, budget) -> None:
-        if self.is_stale:
-            return  # a re-style while the inputs moved on: the new result follows
         config = self.shown_inputs.config
         moe = f", of {format_count(budget.total_params)} in all" if budget.active_params != budget.total_params else ""
         self.budget_label.setText(

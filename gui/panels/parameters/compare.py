@@ -70,8 +70,6 @@ class CompareView(View):
         return CompareInputs(left, right)
 
     def show_result(self, result: CompareResult) -> None:
-        if self.is_stale:
-            return  # a re-style while the inputs moved on: the new result follows
         comparison = result.comparison
         configs = (self.shown_inputs.left, self.shown_inputs.right)
         for view, config, breakdown in zip(self.compare_views, configs, result.breakdowns):

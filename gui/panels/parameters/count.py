@@ -105,8 +105,6 @@ class MetaCountView(View):
         return CountInputs(configs, self.cache)
 
     def show_result(self, counts: tuple[Count, ...]) -> None:
-        if self.is_stale:
-            return  # a re-style while the inputs moved on: the new result follows
         named = len(counts) > 1
         self.label.setText("Instantiated on the meta device: " + ";  ".join(describe_count(c, named) for c in counts))
         agrees = all(count.agrees for count in counts)

@@ -107,8 +107,6 @@ class SweepView(View):
         self.sweep_marker.setData([], [])
 
     def show_result(self, sweep) -> None:
-        if self.is_stale:
-            return  # a re-style while the inputs moved on: the new result follows
         config = self.shown_inputs.config
         widths = [int(w) for w in sweep.widths]
         # A new model starts at its own width; the same model (a tying toggle, a theme) keeps the slider's.
