@@ -323,7 +323,7 @@ class Transformer(nn.Module):
             cos, sin = rope_angles(positions, config.d_head, config.rope_base, config.rope_scale)  # (T, d/2) each
             rope = (cos.to(dtype), sin.to(dtype))
         elif config.positional == "alibi":
-            score_bias = alibi_bias(config.n_heads, seq, causal=causal).to(device)  # (H, T, T)
+            score_bias = alibi_bias(config.n_heads, seq, causal=causal, device=device)  # (H, T, T)
         return rope, score_bias
 
     def embed(self, tokens: torch.Tensor, hook: HookPoint | None = None) -> torch.Tensor:
@@ -333,7 +333,9 @@ class Transformer(nn.Module):
         if self.config.positional == "learned":
             x = x + self.pos_emb(torch.arange(seq, device=tokens.device))  # (B, T, D)
         elif self.config.positional == "sinusoidal":
-            x = x + sinusoidal_table(seq, self.config.d_model, dtype=x.dtype).to(x.device)  # (B, T, D)
+            # On the CPU (then moved), so that every device adds the same float values; on meta, no memory.
+            table = sinusoidal_table(seq, self.config.d_model, dtype=x.dtype, device="meta" if x.is_meta else None)
+            x = x + table.to(x.device)  # (B, T, D)
         return (hook or self.hook_embed)(x)
 
     def check_tokens(self, tokens: torch.Tensor) -> None:

@@ -12,12 +12,17 @@ import math
 import torch
 
 
-def sinusoidal_table(n_positions: int, d_model: int, base: float = 10000.0, dtype=torch.float32) -> torch.Tensor:
-    """The 2017 encoding: row pos holds sin/cos of pos at one geometric frequency per pair."""
-    positions = torch.arange(n_positions, dtype=dtype).unsqueeze(1)  # (P, 1)
-    pair_dims = torch.arange(0, d_model, 2, dtype=dtype)  # (d/2,)
+def sinusoidal_table(
+    n_positions: int, d_model: int, base: float = 10000.0, dtype=torch.float32, device: torch.device | str | None = None
+) -> torch.Tensor:
+    """The 2017 encoding: row pos holds sin/cos of pos at one geometric frequency per pair.
+
+    Built on `device` directly: on the meta device it takes no memory at any length.
+    """
+    positions = torch.arange(n_positions, dtype=dtype, device=device).unsqueeze(1)  # (P, 1)
+    pair_dims = torch.arange(0, d_model, 2, dtype=dtype, device=device)  # (d/2,)
     angles = positions / (base ** (pair_dims / d_model))  # (P, d/2)
-    table = torch.zeros(n_positions, d_model, dtype=dtype)  # (P, d)
+    table = torch.zeros(n_positions, d_model, dtype=dtype, device=device)  # (P, d)
     table[:, 0::2] = torch.sin(angles)
     table[:, 1::2] = torch.cos(angles)
     return table
@@ -83,16 +88,20 @@ def alibi_slopes(n_heads: int) -> torch.Tensor:
     return torch.tensor(slopes, dtype=torch.float32)  # (H,)
 
 
-def alibi_bias(n_heads: int, n_queries: int, n_keys: int | None = None, causal: bool = True) -> torch.Tensor:
+def alibi_bias(
+    n_heads: int, n_queries: int, n_keys: int | None = None, causal: bool = True, device: torch.device | str | None = None
+) -> torch.Tensor:
     """The penalty -slope * distance added to attention scores, one (T, S) matrix per head.
 
     A causal model only ever sees keys behind the query, so its distance is query - key; a
-    bidirectional one penalises distance in either direction.
+    bidirectional one penalises distance in either direction. Built on `device` directly: on the
+    meta device the (H, T, S) matrix takes no memory.
     """
     n_keys = n_queries if n_keys is None else n_keys
-    query_pos = torch.arange(n_queries).unsqueeze(1)  # (T, 1)
-    key_pos = torch.arange(n_keys).unsqueeze(0)  # (1, S)
-    distance = (query_pos - key_pos).abs().float()  # (T, S)
+    query_pos = torch.arange(n_queries, device=device).unsqueeze(1)  # (T, 1)
+    key_pos = torch.arange(n_keys, device=device).unsqueeze(0)  # (1, S)
     if causal:
         distance = (query_pos - key_pos).clamp(min=0).float()  # (T, S)
-    return -alibi_slopes(n_heads).view(-1, 1, 1) * distance  # (H, T, S)
+    else:
+        distance = (query_pos - key_pos).abs().float()  # (T, S)
+    return -alibi_slopes(n_heads).to(distance.device).view(-1, 1, 1) * distance  # (H, T, S)
