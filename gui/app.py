@@ -1,6 +1,7 @@
 """Start the desktop app: the window is on screen first, then torch loads behind it on the worker.
 
     python main.py [gui] [--device NAME] [--session FILE] [--theme NAME] [--font-scale X]
+                         [--size WxH] [--lesson NAME|FILE [--step N] [--presentation]]
                          [--self-test] [--screenshot FILE]
 
 Importing this module (and everything the window needs) does not import torch; the compute worker
@@ -31,7 +32,11 @@ def window_options_parser(add_help: bool = True) -> argparse.ArgumentParser:
     window.add_argument("--self-test", action="store_true",
                         help="open the window, wait for torch and the model, run every panel once, exit 0 if all worked")
     window.add_argument("--screenshot", metavar="FILE", help="once every panel has shown a result, save the window as PNG and exit")
-    window.add_argument("--size", metavar="WxH", help="window size in pixels, e.g. 1920x1080")
+    window.add_argument("--size", metavar="WxH", help="window size in pixels for this run, e.g. 1920x1080")
+    window.add_argument("--lesson", metavar="NAME|FILE",
+                        help="open straight into a lesson: a bundled one by name (e.g. causal-mask) or a lesson file")
+    window.add_argument("--step", type=int, metavar="N", help="with --lesson: start at step N (counted from 1)")
+    window.add_argument("--presentation", action="store_true", help="with --lesson: start in presentation view")
     window.add_argument("--timeout", type=float, default=180.0, help=argparse.SUPPRESS)
     return parser
 
@@ -112,6 +117,21 @@ def main(argv: list[str] | None = None) -> int:
     if args.device is None and device_env and not DEVICE_NAME.fullmatch(device_env):
         print(f"TRANSFORMER_EXPLORER_DEVICE expects {DEVICE_NAMES_HINT} (got {device_env[:40]!r})", file=sys.stderr)
         return 2
+    from core.lessons import FONT_SCALE_RANGE
+
+    if args.font_scale is not None and not FONT_SCALE_RANGE[0] <= args.font_scale <= FONT_SCALE_RANGE[1]:
+        print(f"--font-scale expects a number from {FONT_SCALE_RANGE[0]} to {FONT_SCALE_RANGE[1]} (got {args.font_scale})",
+              file=sys.stderr)
+        return 2
+    lesson = None
+    if args.lesson is not None or args.step is not None or args.presentation:
+        from gui.lesson_launch import LaunchError, lesson_to_launch
+
+        try:
+            lesson = lesson_to_launch(args.lesson, args.step, args.presentation)
+        except LaunchError as error:
+            print(f"transformer-explorer: {error}", file=sys.stderr)
+            return 2
     headless = args.self_test or args.screenshot
     if args.self_test:
         # The diagnostic must work exactly where the display does not, so it never uses one.
@@ -151,13 +171,10 @@ def main(argv: list[str] | None = None) -> int:
     app.aboutToQuit.connect(window.compute.shutdown)
     reporter = ErrorReporter(window)
     reporter.install()
-    if args.theme:
-        window.state.set_theme(args.theme)
-    if args.font_scale:
-        window.state.set_font_scale(args.font_scale)
+    window.set_look_for_this_run(args.theme, args.font_scale)
     _timing("window_built")
     if size is not None:
-        window.resize(*size)
+        window.resize_for_this_run(*size)
     window.show()
     app.processEvents()  # the first paint: the window is on screen from here on
     _timing("window_shown")
@@ -167,6 +184,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.session:
         # Opened once torch is ready so that its device choice can be checked against the machine.
         window.torch_loaded.connect(lambda: window.open_session(args.session))
+    if lesson is not None:
+        # After the session: the lesson's first step sets up the lab from there.
+        window.torch_loaded.connect(lambda: lesson.start_in(window))
 
     if headless:
         window.remember_preferences = False  # a scripted run must not change the user's saved look

@@ -104,8 +104,12 @@ class FocusOutline(QWidget):
     def point_at(self, target: QWidget, milliseconds: int = FOCUS_MS) -> None:
         window = self.parentWidget()
         margin = 4
-        top_left = target.mapTo(window, QPoint(0, 0))
-        self.setGeometry(QRect(top_left, target.size()).adjusted(-margin, -margin, margin, margin))
+        # The part on screen: a panel wider than its room scrolls, and the frame must not run over the docks.
+        shown = target.visibleRegion().boundingRect()
+        if shown.isEmpty():
+            shown = target.rect()
+        top_left = target.mapTo(window, shown.topLeft())
+        self.setGeometry(QRect(top_left, shown.size()).adjusted(-margin, -margin, margin, margin))
         self.target = target
         self.show()
         self.raise_()
@@ -462,11 +466,9 @@ class LessonController(QObject):
     def _apply_state(self, step: LessonStep) -> None:
         values = step.state
         state = self.state
-        # Theme first, so the panels' re-styling happens before they compute.
-        if "theme" in values:
-            state.set_theme(values["theme"])
-        if "font_scale" in values:
-            state.set_font_scale(values["font_scale"])
+        # Theme first, so the panels' re-styling happens before they compute; a lesson's look is not saved
+        # as the user's preference.
+        self.window.set_look_for_this_run(values.get("theme"), values.get("font_scale"))
         undoable = [key for key in values if key not in ("theme", "font_scale")]
         if not undoable:
             return

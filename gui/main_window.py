@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
     QMainWindow,
     QMessageBox,
     QProgressBar,
+    QScrollArea,
     QSpinBox,
     QTabWidget,
     QToolButton,
@@ -44,6 +45,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("transformer_explorer.window")
 
 FONT_STEP = 1.1
+QWIDGETSIZE_MAX = (1 << 24) - 1  # Qt's "no maximum" for a widget's size
+FIRST_LAUNCH_SHARE = 0.92  # of the screen's free area: the window fits with its frame and shows the desktop around it
 SESSION_FILTER = "Transformer Explorer session (*.json)"
 
 
@@ -120,7 +123,15 @@ class MainWindow(QMainWindow):
         self._placeholder = QLabel("Loading the panels...")
         self._placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.tabs.addTab(self._placeholder, "Transformer Explorer")
-        self.setCentralWidget(self.tabs)
+        # A panel wider or taller than the room the docks leave scrolls here instead of growing the window.
+        self.central_scroll = QScrollArea()
+        self.central_scroll.setObjectName("panel-scroll")
+        self.central_scroll.setWidgetResizable(True)
+        self.central_scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        self.central_scroll.setWidget(self.tabs)
+        self.setCentralWidget(self.central_scroll)
+        # Looks given for one run (the command line, a lesson step): shown, never saved as preferences.
+        self._run_only: dict[str, Any] = {}
 
         self.sidebar = ModelSidebar(self.state)
         self.sidebar_dock = QDockWidget("Model", self)
@@ -523,7 +534,9 @@ class MainWindow(QMainWindow):
     def toggle_full_screen(self) -> None:
         if self.isFullScreen():
             self.showNormal()
+            QTimer.singleShot(0, self, self.fit_to_screen)
         else:
+            self.setMaximumSize(QWIDGETSIZE_MAX, QWIDGETSIZE_MAX)  # full screen covers the taskbar too
             self.showFullScreen()
 
     def current_panel(self) -> Panel:
@@ -674,10 +687,8 @@ class MainWindow(QMainWindow):
     def _restore_preferences(self) -> None:
         store = self.settings_store
         geometry = store.value("window/geometry")
-        if isinstance(geometry, QByteArray):
-            self.restoreGeometry(geometry)
-        else:
-            self.resize(1400, 900)
+        if not isinstance(geometry, QByteArray) or not self.restoreGeometry(geometry):
+            self.size_to_screen()
         layout = store.value("window/state")
         if isinstance(layout, QByteArray):
             self.restoreState(layout)
@@ -690,15 +701,75 @@ class MainWindow(QMainWindow):
         self.state.set_font_scale(scale)
         self._apply_theme()
 
+    def size_to_screen(self) -> None:
+        """First launch: most of the free area of the screen the window is on, centred in it."""
+        screen = self.screen() or QApplication.primaryScreen()
+        if screen is None:
+            return
+        area = screen.availableGeometry()
+        width, height = round(area.width() * FIRST_LAUNCH_SHARE), round(area.height() * FIRST_LAUNCH_SHARE)
+        self.resize(width, height)
+        self.move(area.left() + (area.width() - width) // 2, area.top() + (area.height() - height) // 2)
+
+    def fit_to_screen(self) -> None:
+        """Keep the window on its screen: never larger than the screen's free area, frame included."""
+        screen = self.screen() or QApplication.primaryScreen()
+        if screen is None or self.isFullScreen():
+            return
+        area = screen.availableGeometry()
+        frame = self.frameGeometry().size() - self.geometry().size()  # title bar and borders, once mapped
+        room = area.size() - frame
+        self.setMaximumSize(room)
+        if self.width() > room.width() or self.height() > room.height():
+            self.resize(min(self.width(), room.width()), min(self.height(), room.height()))
+
+    def resize_for_this_run(self, width: int, height: int) -> None:
+        """A size from the command line: applied now, the saved window geometry kept."""
+        self._run_only["size"] = (width, height)
+        self.resize(width, height)
+
+    def set_look_for_this_run(self, theme_name: str | None = None, font_scale: float | None = None) -> None:
+        """A theme or text size from the command line or a lesson: shown now, not saved as the user's preference.
+
+        Preferences keep what the user chose; a choice made afterwards (in the View menu) is saved as usual.
+        """
+        if theme_name is not None:
+            self._run_only.setdefault("theme", self.state.theme)  # what to save while the run's theme shows
+            self.state.set_theme(theme_name)
+            self._run_only["theme_shown"] = self.state.theme
+        if font_scale is not None:
+            self._run_only.setdefault("font_scale", self.state.font_scale)
+            self.state.set_font_scale(font_scale)
+            self._run_only["font_scale_shown"] = self.state.font_scale
+
+    def _preference(self, key: str) -> Any:
+        """The value to save for a look: the user's own, unless it still shows what one run set."""
+        current = getattr(self.state, key)
+        if key in self._run_only and self._run_only.get(f"{key}_shown") == current:
+            return self._run_only[key]
+        return current
+
     def save_preferences(self) -> None:
         store = self.settings_store
-        store.setValue("window/geometry", self.saveGeometry())
+        lessons = getattr(self, "lessons", None)
+        if lessons is not None and lessons.presentation:
+            lessons.set_presentation(False)  # the saved layout is the everyday one, with menus and sidebar
+        if "size" not in self._run_only:
+            store.setValue("window/geometry", self.saveGeometry())
         store.setValue("window/state", self.saveState())
-        store.setValue("view/theme", self.state.theme)
-        store.setValue("view/font_scale", self.state.font_scale)
+        store.setValue("view/theme", self._preference("theme"))
+        store.setValue("view/font_scale", self._preference("font_scale"))
         if self.panels:
             store.setValue("view/panel", self.tabs.currentIndex())
         store.sync()
+
+    def showEvent(self, event) -> None:  # noqa: N802 (Qt's name)
+        super().showEvent(event)
+        handle = self.windowHandle()
+        if handle is not None and not getattr(self, "_watching_screen", False):
+            self._watching_screen = True
+            handle.screenChanged.connect(lambda _screen: self.fit_to_screen())
+        QTimer.singleShot(0, self, self.fit_to_screen)  # after the frame is known
 
     def closeEvent(self, event: QCloseEvent) -> None:
         if self.remember_preferences:

@@ -223,3 +223,42 @@ def test_placeholders_quote_the_panels_own_numbers(qtbot, window, tmp_path):
     qtbot.waitUntil(lambda: "gpt2-small" in lessons.dock.text.text(), timeout=30_000)
     lessons.dock.reveal()
     assert parameters.block_label.text().split(" = ")[0] in lessons.dock.reveal_text.text()
+
+
+def test_the_command_line_names_a_bundled_lesson_or_a_file(tmp_path, capsys):
+    from gui.app import main
+    from gui.lesson_launch import LaunchError, lesson_to_launch
+
+    launch = lesson_to_launch("causal-mask", 2, True)
+    assert launch.path.name == "01-causal-mask.json" and launch.step == 1 and launch.presentation
+    assert lesson_to_launch("01-causal-mask", None, False).step == 0
+    own = tmp_path / "own.json"
+    own.write_text(json.dumps({"title": "Own", "steps": [{"title": "one", "text": "Look."}]}), encoding="utf-8")
+    assert lesson_to_launch(str(own), 1, False).lesson.title == "Own"
+    for name, step, presentation, message in (
+        ("no-such-lesson", None, False, "no bundled lesson or file called 'no-such-lesson'"),
+        (str(own), 2, False, "'Own' has steps 1 to 1, not 2"),
+        (None, 3, False, "--step needs --lesson"),
+        (None, None, True, "--presentation needs --lesson"),
+    ):
+        with pytest.raises(LaunchError, match=message.replace("(", r"\(")):
+            lesson_to_launch(name, step, presentation)
+    # Refused before any window opens, with one line and exit code 2.
+    assert main(["--lesson", "no-such-lesson"]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "causal-mask" in error
+    assert main(["--font-scale", "40"]) == 2
+    assert "--font-scale expects a number from 0.5 to 3.0" in capsys.readouterr().err
+
+
+def test_a_launch_opens_at_its_step_in_presentation_view(qtbot, window):
+    from gui.lesson_launch import lesson_to_launch
+
+    lessons = window.lessons
+    launch = lesson_to_launch("rope", 3, True)
+    try:
+        go(qtbot, window, lambda: launch.start_in(window))
+        assert lessons.lesson.title == launch.lesson.title and lessons.index == 2 and lessons.presentation
+        assert not window.menuBar().isVisible()
+    finally:
+        lessons.set_presentation(False)

@@ -39,6 +39,72 @@ def test_the_window_fits_the_screen(full_window, qapp, theme_name, scale, screen
     assert minimum.height() <= screen[1] - TITLE_BAR_AND_TASKBAR_PX, minimum
 
 
+SCREENS = [(1366, 768), (1280, 720), (1920, 1080)]
+
+
+@pytest.mark.parametrize("theme_name", ["light", "dark", "projector"])
+@pytest.mark.parametrize("scale", [1.0, 1.6, 2.0])
+def test_a_lesson_in_either_view_leaves_the_window_within_every_screen(full_window, qapp, theme_name, scale):
+    from core.lessons import bundled_lesson_paths
+
+    window = full_window
+    window.state.set_theme(theme_name)
+    window.state.set_font_scale(scale)
+    assert window.lessons.open_lesson(bundled_lesson_paths()[0]) is None
+    smallest = min(SCREENS)
+    try:
+        for presentation in (False, True):
+            window.lessons.set_presentation(presentation)
+            for index in range(window.tabs.count()):
+                window.tabs.setCurrentIndex(index)
+                qapp.processEvents()
+                minimum = window.minimumSizeHint()
+                where = (theme_name, scale, presentation, window.tabs.tabText(index), minimum)
+                assert minimum.width() <= smallest[0], where
+                assert minimum.height() <= smallest[1] - TITLE_BAR_AND_TASKBAR_PX, where
+    finally:
+        window.lessons.set_presentation(False)
+        window.state.set_theme("light")
+        window.state.set_font_scale(1.0)
+
+
+def test_first_launch_takes_the_screens_free_area_and_a_larger_size_is_cut_to_it(qtbot, settings, compute):
+    from gui.main_window import MainWindow
+
+    window = MainWindow(settings=settings, compute=compute)
+    window.remember_preferences = False
+    qtbot.addWidget(window)
+    area = window.screen().availableGeometry()
+    assert area.contains(window.geometry())
+    assert window.width() >= area.width() * 0.8 and window.height() >= area.height() * 0.8
+    window.show()
+    window.resize(area.width() + 500, area.height() + 400)
+    window.fit_to_screen()
+    assert window.width() <= area.width() and window.height() <= area.height()
+    assert window.maximumWidth() <= area.width() and window.maximumHeight() <= area.height()
+
+
+def test_looks_and_sizes_for_one_run_are_not_saved(qtbot, settings, compute):
+    from gui.main_window import MainWindow
+
+    window = MainWindow(settings=settings, compute=compute)
+    qtbot.addWidget(window)
+    window.set_look_for_this_run("projector", 1.6)
+    window.resize_for_this_run(700, 500)
+    assert (window.state.theme, window.state.font_scale, window.width()) == ("projector", 1.6, 700)
+    window.close()
+    assert settings.value("view/theme") == "light" and float(settings.value("view/font_scale")) == 1.0
+    assert settings.value("window/geometry") is None
+
+    again = MainWindow(settings=settings, compute=compute)
+    qtbot.addWidget(again)
+    assert (again.state.theme, again.state.font_scale) == ("light", 1.0)
+    again.set_look_for_this_run("projector", 1.6)
+    again.state.set_theme("dark")  # chosen in the View menu afterwards: that is the user's preference
+    again.close()
+    assert settings.value("view/theme") == "dark" and float(settings.value("view/font_scale")) == 1.0
+
+
 def test_a_flow_wraps_its_groups_instead_of_widening(qtbot):
     host = QWidget()
     qtbot.addWidget(host)

@@ -1,0 +1,78 @@
+"""`--lesson NAME|FILE [--step N] [--presentation]`: a lesson chosen on the command line, checked before
+the window opens and started once the panels and torch are there."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from core.lessons import Lesson, LessonError, bundled_lesson_paths, load_lesson
+
+if TYPE_CHECKING:
+    from gui.main_window import MainWindow
+
+
+class LaunchError(ValueError):
+    """A --lesson, --step or --presentation the app cannot start with; the message says what to give."""
+
+
+def bundled_lesson_names() -> dict[str, Path]:
+    """Each bundled lesson under its file name, with and without the number that orders it ("01-causal-mask", "causal-mask")."""
+    names: dict[str, Path] = {}
+    for path in bundled_lesson_paths():
+        names[path.stem] = path
+        number, _, rest = path.stem.partition("-")
+        if number.isdigit() and rest:
+            names.setdefault(rest, path)
+    return names
+
+
+def find_lesson(name_or_file: str) -> Path:
+    """The bundled lesson called `name_or_file`, else the lesson file at that path."""
+    names = bundled_lesson_names()
+    key = name_or_file.strip().lower()
+    if key in names:
+        return names[key]
+    path = Path(name_or_file).expanduser()
+    if path.exists():
+        return path
+    short = sorted(name for name in names if not name[:1].isdigit())
+    raise LaunchError(f"--lesson: no bundled lesson or file called {name_or_file!r}; the bundled lessons are {', '.join(short)}")
+
+
+@dataclass(frozen=True)
+class LessonLaunch:
+    lesson: Lesson
+    path: Path
+    step: int  # counted from 0
+    presentation: bool
+
+    def start_in(self, window: MainWindow) -> None:
+        """Open the lesson in the window (a file the window refuses gets its message there) at the chosen step."""
+        controller = window.lessons
+        if controller.open_lesson(self.path) is not None:
+            return
+        if self.step:
+            controller.go_to(self.step)
+        if self.presentation:
+            controller.set_presentation(True)
+
+
+def lesson_to_launch(name_or_file: str | None, step: int | None, presentation: bool) -> LessonLaunch:
+    """Check the command line's lesson options before any window or torch work."""
+    if name_or_file is None:
+        given = "--step" if step is not None else "--presentation"
+        raise LaunchError(f"{given} needs --lesson NAME|FILE")
+    path = find_lesson(name_or_file)
+    try:
+        lesson = load_lesson(path)
+    except LessonError as error:
+        raise LaunchError(f"--lesson {path.name}: {error}") from None
+    count = len(lesson.steps)
+    if step is not None and not 1 <= step <= count:
+        raise LaunchError(f"--step: {lesson.title!r} has steps 1 to {count}, not {step}")
+    return LessonLaunch(lesson, path, (step or 1) - 1, presentation)
+
+
+__all__ = ["LaunchError", "LessonLaunch", "bundled_lesson_names", "find_lesson", "lesson_to_launch"]
