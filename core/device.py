@@ -125,6 +125,10 @@ class MemoryEstimate:
         )
 
 
+# Mask modes that make attention take the explicit path (q @ k^T, mask, softmax), as core.model does.
+EXPLICIT_MASK_MODES = ("off-by-one", "after-softmax")
+
+
 def estimate_memory(
     config: ModelConfig,
     batch: int,
@@ -132,13 +136,20 @@ def estimate_memory(
     bytes_per_value: int = 4,
     captured_attention_layers: int = 0,
     captured_residual_layers: int = 0,
+    mask_mode: str | None = None,
 ) -> MemoryEstimate:
     """Bytes a no-grad forward pass needs: weights, the largest transient activations, attention maps.
 
-    Transient activations are bounded by one block at a time: the residual stream, Q/K/V, one
-    layer's scores and weights on the explicit path, the FFN hidden layer (every expert's, since
-    the lab's MoE runs each expert densely) and the logits. Captured tensors are held for the
-    whole pass and are added on top.
+    The attention maps follow the path core.model takes. The fused kernel (no mask pitfall, no
+    captured weights, no ALiBi) never builds a (B, H, T, T) map. The explicit path (a mask pitfall
+    in `mask_mode`, or captured weights) holds two maps of a layer at once (scores and weights),
+    three with masking after the softmax. ALiBi builds its (H, T, T) bias once per pass and a
+    masked copy per layer, and then the kernel computes the full maps (three at once on the CPU).
+    `captured_attention_layers` maps are held to the end of the pass and copied once into the
+    result (as causal.attention_maps stacks them). Transient activations are bounded by one block
+    at a time: the residual stream, Q/K/V and their copies, the FFN hidden layer before and after
+    its activation (every expert's, since the lab's MoE runs each expert densely) and the logits. Measured against the real peak in
+    tests/core/test_memory_estimate.py.
     """
     from core.params import parameter_breakdown
 
@@ -146,14 +157,26 @@ def estimate_memory(
     heads, d, v = config.n_heads, config.d_model, config.vocab_size
     tokens = batch * seq
     ffn_hidden = tokens * config.d_ff * max(config.n_experts, 1) * (2 if config.activation == "swiglu" else 1)
-    one_layer_maps = 2 * batch * heads * seq * seq  # scores and weights of one explicit-path layer
-    per_pass = 4 * tokens * d + 3 * tokens * d + ffn_hidden + tokens * v
-    captured_maps = 2 * captured_attention_layers * batch * heads * seq * seq
+    one_map = batch * heads * seq * seq  # (B, H, T, T) values
+    bias = heads * seq * seq if config.positional == "alibi" else 0  # (H, T, T) values
+    explicit = captured_attention_layers > 0 or mask_mode in EXPLICIT_MASK_MODES
+    if explicit:
+        transient_maps = (3 if mask_mode == "after-softmax" else 2) * one_map + bias
+    elif bias:
+        transient_maps = 3 * one_map + 2 * bias  # the bias, its masked copy, and the kernel's full maps
+    else:
+        transient_maps = 0
+    held = captured_attention_layers * one_map
+    maps = max(transient_maps + max(captured_attention_layers - 1, 0) * one_map, 2 * held)
+    # A block holds the residual, its norm, Q/K/V and their head-major copies, the attention output and its
+    # reshaped copy, the projection and the sum (12 of width d), and the FFN's hidden layer before and after
+    # the activation; then the logits.
+    per_pass = 12 * tokens * d + 2 * ffn_hidden + tokens * v
     captured_residual = captured_residual_layers * tokens * d
     return MemoryEstimate(
         weights=b.total * bytes_per_value,
         activations=(per_pass + captured_residual) * bytes_per_value,
-        attention_maps=(one_layer_maps + captured_maps) * bytes_per_value,
+        attention_maps=maps * bytes_per_value,
     )
 
 

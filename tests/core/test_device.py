@@ -61,12 +61,14 @@ def test_other_errors_are_not_swallowed():
 
 def test_memory_estimate_counts_weights_and_the_quadratic_attention_map():
     config = get_preset("gpt2-small")
-    short = estimate_memory(config, batch=1, seq=128)
-    long = estimate_memory(config, batch=1, seq=1024)
+    short = estimate_memory(config, batch=1, seq=128, mask_mode="after-softmax")
+    long = estimate_memory(config, batch=1, seq=1024, mask_mode="after-softmax")
     assert short.weights == parameter_breakdown(config).total * 4
     assert long.attention_maps == 64 * short.attention_maps  # (T, T) grows with the square
+    assert estimate_memory(config, batch=1, seq=1024).attention_maps == 0  # the fused kernel builds none
+    one_map = 12 * 1024 * 1024 * 4  # (1, H, T, T) float32
     captured = estimate_memory(config, batch=1, seq=1024, captured_attention_layers=12)
-    assert captured.attention_maps == 13 * long.attention_maps
+    assert captured.attention_maps == 24 * one_map  # 12 held, then copied once into the result
 
 
 def test_a_run_that_will_not_fit_is_refused_with_the_estimate():
