@@ -54,6 +54,7 @@ def _peak_growth(mode: str, positional: str, seq: int, layers: int) -> int:
     return int(result.stdout.strip())
 
 
+@pytest.mark.slow  # five fresh processes
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ru_maxrss is in KiB on Linux")
 @pytest.mark.parametrize(
     ("mode", "positional", "seq", "layers"),
