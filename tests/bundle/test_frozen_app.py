@@ -114,3 +114,28 @@ def test_the_installed_bundle_starts_from_its_menu_command_and_uninstalls(bundle
     subprocess.run(["bash", str(home / ".local" / "opt" / APP_ID / "install.sh"), "--uninstall"], env=env, check=True,
                    capture_output=True, timeout=300)
     assert not launcher.exists() and not desktop.exists() and not (home / ".local" / "opt" / APP_ID).exists()
+
+
+def test_the_licence_folder_lists_every_shipped_component_and_gnu_readline_stays_out(bundle_dir):
+    import importlib.metadata
+
+    internal = bundle_dir / "_internal"
+    licenses = internal / "licenses"
+    readme = (licenses / "README.txt").read_text(encoding="utf-8")
+    assert (licenses / "Transformer-Explorer" / "LICENSE").read_text().startswith("MIT License")
+    providers = importlib.metadata.packages_distributions()
+    shipped = {dist for folder in internal.iterdir() if folder.is_dir()
+               for dist in providers.get(folder.name.removesuffix(".libs"), [])}
+    shipped |= {"torch", "numpy", "PySide6_Essentials", "shiboken6", "pyqtgraph", "safetensors", "tokenizers"}
+    for name in shipped:
+        dist = importlib.metadata.distribution(name)
+        assert f"  {dist.metadata['Name']} {dist.version}: " in readme, name
+        assert any((licenses / dist.metadata["Name"]).iterdir()), name
+    qt = licenses / importlib.metadata.distribution("PySide6_Essentials").metadata["Name"]
+    assert {"LGPL-3.0.txt", "GPL-3.0.txt", "Qt-and-PySide6.txt"} <= {path.name for path in qt.iterdir()}
+    for library in internal.iterdir():
+        # Links (Qt's libraries, which live in PySide6/Qt/lib) are not libraries of their own.
+        if library.is_file() and not library.is_symlink() and ".so" in library.name and not library.name.startswith("libpython"):
+            assert f"  {library.name}: " in readme, library.name
+    everything = [path.relative_to(internal).as_posix() for path in internal.rglob("*")]
+    assert not [name for name in everything if "readline" in name.lower()]
