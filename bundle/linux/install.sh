@@ -38,6 +38,11 @@ case $PREFIX in
     /*) ;;
     *) PREFIX=$(pwd)/$PREFIX ;;
 esac
+# "DIR/" names DIR: the staging folder beside it and every check below need the name without the slash.
+while [ "${#PREFIX}" -gt 1 ] && [ "${PREFIX%/}" != "$PREFIX" ]; do
+    PREFIX=${PREFIX%/}
+done
+[ "$PREFIX" != / ] || die "the install folder cannot be / itself"
 # The menu entry's Exec line cannot carry these characters without escaping rules of its own.
 case $PREFIX in
     *[\"\`\$\\%]*) die "the install folder may not contain \" \` \$ \\ or % (got $PREFIX)" ;;
@@ -45,6 +50,19 @@ esac
 
 desktop_file=$DATA_HOME/applications/$APP_ID.desktop
 launcher=$BIN_DIR/$APP_ID
+
+# A launcher or menu entry is this script's when it points into a folder that an install of ours
+# made (one with the manifest); anything else in its place belongs to the user and stays.
+ours_in() {
+    local executable=$1
+    [ -n "$executable" ] && [ -f "$(dirname "$executable")/$MANIFEST_NAME" ]
+}
+launcher_is_ours() {
+    [ -L "$launcher" ] && ours_in "$(readlink "$launcher")"
+}
+desktop_file_is_ours() {
+    [ -f "$desktop_file" ] && ours_in "$(sed -n 's/^TryExec=//p' "$desktop_file" | head -n 1)"
+}
 
 refresh_menus() {
     if command -v update-desktop-database >/dev/null 2>&1; then
@@ -66,9 +84,13 @@ uninstall() {
     fi
     while IFS= read -r path; do
         [ -n "$path" ] || continue
-        if [ "$path" = "$launcher" ] && [ -L "$path" ]; then
+        if [ "$path" = "$launcher" ]; then
             # Only our own link: another program of the same name stays.
-            case $(readlink "$path") in "$PREFIX"/*) rm -f "$path" ;; esac
+            if [ -L "$path" ]; then
+                case $(readlink "$path") in "$PREFIX"/*) rm -f "$path" ;; esac
+            fi
+        elif [ "$path" = "$desktop_file" ]; then
+            [ "$(sed -n 's/^TryExec=//p' "$path" 2>/dev/null | head -n 1)" = "$PREFIX/$APP_ID" ] && rm -f "$path"
         elif [ -f "$path" ] || [ -L "$path" ]; then
             rm -f "$path"
         fi
@@ -109,15 +131,28 @@ install_app() {
     local manifest=$PREFIX/$MANIFEST_NAME
     : > "$manifest"
     mkdir -p "$BIN_DIR" "$DATA_HOME/applications"
-    ln -sfn "$PREFIX/$APP_ID" "$launcher"
-    echo "$launcher" >> "$manifest"
+    local kept=""
+    if [ -e "$launcher" ] || [ -L "$launcher" ]; then
+        launcher_is_ours || kept="$kept $launcher"
+    fi
+    if [ -z "$kept" ]; then
+        ln -sfn "$PREFIX/$APP_ID" "$launcher"
+        echo "$launcher" >> "$manifest"
+    fi
+    local menu_entry=yes
+    if [ -e "$desktop_file" ] && ! desktop_file_is_ours; then
+        kept="$kept $desktop_file"
+        menu_entry=no
+    fi
 
     local executable_for_sed
     executable_for_sed=$(printf '%s' "$PREFIX/$APP_ID" | sed 's/[&|]/\\&/g')
-    sed -e "s|@EXEC@|\"$executable_for_sed\"|g" -e "s|@TRYEXEC@|$executable_for_sed|g" \
-        "$PREFIX/$APP_ID.desktop.in" > "$desktop_file"
-    chmod 644 "$desktop_file"
-    echo "$desktop_file" >> "$manifest"
+    if [ "$menu_entry" = yes ]; then
+        sed -e "s|@EXEC@|\"$executable_for_sed\"|g" -e "s|@TRYEXEC@|$executable_for_sed|g" \
+            "$PREFIX/$APP_ID.desktop.in" > "$desktop_file"
+        chmod 644 "$desktop_file"
+        echo "$desktop_file" >> "$manifest"
+    fi
 
     local icons=$PREFIX/_internal/resources/icons png size target
     for png in "$icons"/hicolor/*/apps/"$APP_ID".png; do
@@ -137,8 +172,11 @@ install_app() {
     refresh_menus
 
     echo "Installed Transformer Explorer in $PREFIX."
-    echo "  menu entry: $desktop_file"
-    echo "  command:    $launcher"
+    if [ -n "$kept" ]; then
+        echo "  left alone (not written by this script):$kept"
+    fi
+    [ "$menu_entry" = no ] || echo "  menu entry: $desktop_file"
+    case $kept in *"$launcher"*) ;; *) echo "  command:    $launcher" ;; esac
     case ":$PATH:" in
         *":$BIN_DIR:"*) ;;
         *) echo "  ($BIN_DIR is not on your PATH; the menu entry works regardless)" ;;
