@@ -131,8 +131,8 @@ class StaleMark:
                                   f"{palette.muted}; padding: 2px 8px;")
         self._badge.setFont(theme.font(0.95))
         self._badge.adjustSize()
-        parent = self._badge.parentWidget()
-        self._badge.move(max(0, parent.width() - self._badge.width() - 12), 8)
+        # Top left: a view wider than its window scrolls, and a right-hand corner may be off screen.
+        self._badge.move(8, 8)
         self._badge.raise_()
         self._badge.show()
 
