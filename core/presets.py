@@ -10,6 +10,7 @@ from __future__ import annotations
 from core.config import ModelConfig
 
 CHAR_VOCAB = 65  # distinct characters of the bundled Shakespeare corpus
+BPE_VOCAB = 1536  # the bundled subword model's byte-level BPE: 256 bytes and 1,280 merges
 
 _GPT2 = dict(
     vocab_size=50257,
@@ -123,6 +124,19 @@ PRESETS: dict[str, ModelConfig] = {
             n_layers=4,
             d_ff=352,
             **_LLAMA,
+        ),
+        ModelConfig(  # tiny-gpt over a 1,536-token byte-level BPE: the bundled subword model
+            name="tiny-gpt-bpe",
+            vocab_size=BPE_VOCAB,
+            context_length=256,
+            d_model=128,
+            n_heads=4,
+            n_layers=4,
+            d_ff=512,
+            norm="layernorm",
+            activation="gelu",
+            positional="learned",
+            tie_embeddings=True,
         ),
         ModelConfig(
             name="tiny-encoder",

@@ -356,6 +356,26 @@ class HuggingFaceTokenizer:
         return self._spec
 
 
+def train_byte_level_bpe(text: str, vocab_size: int) -> HuggingFaceTokenizer:
+    """A GPT-2-style byte-level BPE learned from `text`: the 256 bytes, then merges up to vocab_size tokens.
+
+    Deterministic: the `tokenizers` trainer breaks ties between equally frequent pairs by the pair itself.
+    """
+    from tokenizers import Tokenizer as _HFTokenizer
+    from tokenizers import decoders, models, pre_tokenizers, trainers
+
+    if not 256 < vocab_size <= 1 << 16:
+        raise TokenizerFileError(f"a byte-level BPE needs between 257 and 65,536 tokens, got {vocab_size}")
+    backend = _HFTokenizer(models.BPE())
+    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    backend.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False
+    )
+    backend.train_from_iterator([text], trainer)
+    return HuggingFaceTokenizer.from_backend(backend)
+
+
 def tokenizer_from_json(data: Any) -> Tokenizer:
     """Rebuild a tokenizer from the JSON the app saves, or from a Hugging Face tokenizer.json."""
     if not isinstance(data, dict):

@@ -1,4 +1,4 @@
-"""A small, seeded trainer for character-level models, plus loss evaluation and sampling.
+"""A small, seeded trainer for character-level (or byte-level BPE) models, plus loss evaluation and sampling.
 
 Pure torch: no Qt, no threads of its own. The GUI runs `train` in a worker and watches it through
 `on_progress`; the CLI prints the same callback as a progress bar.
@@ -6,6 +6,10 @@ Pure torch: no Qt, no threads of its own. The GUI runs `train` in a worker and w
 Reproducibility: the weights come from `Transformer.from_seed(config, seed)` and the batch offsets
 from a generator seeded with the same seed, so one seed on one device and thread count gives the
 same run step for step. The validation split is the last 10% of the corpus and is never trained on.
+
+With tokenizer="bpe" a byte-level BPE of bpe_vocab tokens is first learned from the training split
+(the same characters a character model trains on), and the validation loss is still reported per
+character: the nats of every predicted token, summed, over the characters those tokens spell.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import torch.nn.functional as F
 from core.config import ModelConfig
 from core.device import choose_device
 from core.model import Transformer
-from core.tokenizers import CharTokenizer
+from core.tokenizers import CharTokenizer, Tokenizer, train_byte_level_bpe
 
 VALIDATION_FRACTION = 0.1  # the last tenth of the corpus is held out
 CHECK_PREDICTIONS = 16384  # the validation split's first predictions, re-scored in a second by the tests
@@ -34,6 +38,10 @@ CHECK_PREDICTIONS = 16384  # the validation split's first predictions, re-scored
 BUNDLED_RECIPES: dict[str, dict[str, float | int | bool]] = {
     "tiny-gpt": {"steps": 2400, "batch_size": 16, "seq_len": 256, "lr": 3e-3, "seed": 1337, "bf16_autocast": True},
     "tiny-llama": {"steps": 2400, "batch_size": 16, "seq_len": 256, "lr": 3e-3, "seed": 1337, "bf16_autocast": True},
+    # 1,000 steps of 16 x 256 BPE tokens cover about 10M characters (2.4 characters a token), the
+    # characters the character models see in their 2,400 steps.
+    "tiny-gpt-bpe": {"steps": 1000, "batch_size": 16, "seq_len": 256, "lr": 3e-3, "seed": 1337, "bf16_autocast": True,
+                     "tokenizer": "bpe", "bpe_vocab": 1536},
 }
 DEFAULT_RECIPE: dict[str, float | int | bool] = {"steps": 1000, "batch_size": 16, "seq_len": 128, "lr": 1e-3, "seed": 0}
 
@@ -62,6 +70,8 @@ class TrainSettings:
     eval_every: int = 250  # steps between validation estimates during the run (0: only at the end)
     eval_windows: int = 16  # windows of the validation split used for the estimates during the run
     bf16_autocast: bool = False  # forward matmuls in bfloat16 (weights, optimizer and evaluation stay float32)
+    tokenizer: str = "char"  # "char": one token per character; "bpe": a byte-level BPE learned from the training split
+    bpe_vocab: int = 1536  # tokens of the BPE (256 bytes + merges); unused for "char"
 
     def validated(self) -> TrainSettings:
         for name in ("steps", "batch_size", "seq_len"):
@@ -72,6 +82,10 @@ class TrainSettings:
             raise TrainingError(f"the learning rate must be a positive number, got {self.lr!r}")
         if self.warmup_steps < 0 or self.eval_every < 0 or self.eval_windows < 1:
             raise TrainingError("warmup_steps and eval_every must be >= 0 and eval_windows >= 1")
+        if self.tokenizer not in ("char", "bpe"):
+            raise TrainingError(f"the tokenizer must be 'char' or 'bpe', got {self.tokenizer!r}")
+        if self.tokenizer == "bpe" and not 256 < self.bpe_vocab <= 65536:
+            raise TrainingError(f"bpe_vocab must lie between 257 and 65,536, got {self.bpe_vocab}")
         if not 0 <= self.min_lr_ratio <= 1:
             raise TrainingError(f"min_lr_ratio must lie between 0 and 1, got {self.min_lr_ratio}")
         if self.grad_clip <= 0:
@@ -87,13 +101,15 @@ class TrainSettings:
 @dataclass
 class TrainResult:
     model: Transformer
-    tokenizer: CharTokenizer
+    tokenizer: Tokenizer
     config: ModelConfig
     settings: TrainSettings
     loss_history: list[tuple[int, float]] = field(default_factory=list)  # (step, training loss of that batch)
     val_history: list[tuple[int, float]] = field(default_factory=list)  # (step, estimate on eval_windows windows)
     final_val_loss: float = float("nan")  # nats/char over the WHOLE validation split (see evaluate_loss)
-    check_loss: float = float("nan")  # nats/char over the first CHECK_PREDICTIONS predictions of that split
+    check_loss: float = float("nan")  # nats/token over the first CHECK_PREDICTIONS predictions of that split
+    val_loss_per_token: float = float("nan")  # nats/token over the whole split (= per char for "char")
+    val_characters_per_token: float = 1.0  # characters the predicted validation tokens spell, per token
     steps_done: int = 0
     wall_time_s: float = 0.0
     tokens_per_s: float = 0.0
@@ -110,9 +126,15 @@ class TrainResult:
             "final_train_loss": self.loss_history[-1][1] if self.loss_history else None,
             "val_loss_nats_per_char": self.final_val_loss,
             "val_loss_method": "mean next-character loss over the whole validation split (last 10% of the "
-            "corpus), non-overlapping windows of the context length",
+            "corpus), non-overlapping windows of the context length"
+            + ("" if self.settings.tokenizer == "char" else "; for BPE the nats of all predicted tokens over the "
+               "characters they spell"),
             "val_history": [[step, loss] for step, loss in self.val_history],
             "check_loss": {"predictions": CHECK_PREDICTIONS, "loss": self.check_loss},
+            **({} if self.settings.tokenizer == "char" else {
+                "val_loss_nats_per_token": self.val_loss_per_token,
+                "val_characters_per_token": self.val_characters_per_token,
+            }),
             "torch_version": torch.__version__,
         }
 
@@ -190,11 +212,20 @@ def train(
     """
     settings = TrainSettings(steps=steps, batch_size=batch_size, seq_len=seq_len, lr=lr, seed=seed, **options)
     check_run(config, settings)
-    tokenizer = CharTokenizer.from_text(text)
+    val_text = ""
+    if settings.tokenizer == "bpe":
+        split = int(len(text) * (1 - VALIDATION_FRACTION))  # by characters: the split a character model holds out
+        train_text, val_text = text[:split], text[split:]
+        tokenizer: Tokenizer = train_byte_level_bpe(train_text, settings.bpe_vocab)
+        train_ids = torch.tensor(tokenizer.encode(train_text), dtype=torch.long)  # (N_train,)
+        val_ids = torch.tensor(tokenizer.encode(val_text), dtype=torch.long)  # (N_val,)
+        ids = torch.cat([train_ids, val_ids])  # (N,)
+    else:
+        tokenizer = CharTokenizer.from_text(text)
+        ids = torch.tensor(tokenizer.encode(text), dtype=torch.long)  # (N,)
+        train_ids, val_ids = split_corpus(ids)
     if tokenizer.vocab_size != config.vocab_size:
         config = config.replace(vocab_size=tokenizer.vocab_size)
-    ids = torch.tensor(tokenizer.encode(text), dtype=torch.long)  # (N,)
-    train_ids, val_ids = split_corpus(ids)
     if len(train_ids) <= settings.seq_len + 1 or len(val_ids) < 2:
         raise TrainingError(
             f"the corpus has {len(ids):,} characters; it needs more than {int((settings.seq_len + 2) / 0.9):,} "
@@ -250,7 +281,12 @@ def train(
     result.wall_time_s = time.perf_counter() - started
     result.tokens_per_s = result.steps_done * tokens_per_step / max(train_time, 1e-9)
     model.eval()
-    result.final_val_loss = evaluate_loss(model, val_ids)
+    result.val_loss_per_token = evaluate_loss(model, val_ids)
+    result.final_val_loss = result.val_loss_per_token
+    if settings.tokenizer == "bpe":  # the first token is never predicted: its characters do not count
+        predicted_characters = len(val_text) - len(tokenizer.decode(val_ids[:1].tolist()))
+        result.val_characters_per_token = predicted_characters / (len(val_ids) - 1)
+        result.final_val_loss = result.val_loss_per_token / result.val_characters_per_token
     result.check_loss = evaluate_loss(model, val_ids[: CHECK_PREDICTIONS + 1])
     result.val_history.append((result.steps_done, result.final_val_loss))
     return result
