@@ -69,6 +69,7 @@ STALE_GRACE_MS = 150  # a result faster than this replaces the old one without d
 STALE_OPACITY = 0.35
 WAITING_FOR_MODEL = "Waiting for the model..."
 WAITING_FOR_TORCH = "Waiting for torch to load..."
+COMPUTING = "Computing..."
 
 
 @dataclass(frozen=True)
@@ -251,6 +252,10 @@ class View(QWidget):
             return
         if self.shown_inputs is not None:
             self._mark_stale()
+        elif self.showing_message and self.message.text() != COMPUTING:
+            # Nothing shown yet, or a refusal the new inputs no longer deserve: say what happens next.
+            self.message.setText(COMPUTING)
+            self.message.setStyleSheet(f"color: {theme.current().muted};")
         if not self.is_on_screen():
             self._pending_update = True
             return
@@ -469,4 +474,4 @@ class Panel(QWidget):
             self.schedule_refresh()
 
 
-__all__ = ["Panel", "View", "Refusal", "StaleMark", "WAITING_FOR_MODEL", "WAITING_FOR_TORCH"]
+__all__ = ["Panel", "View", "Refusal", "StaleMark", "COMPUTING", "WAITING_FOR_MODEL", "WAITING_FOR_TORCH"]

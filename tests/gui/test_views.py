@@ -168,3 +168,16 @@ def test_a_theme_change_while_stale_brings_no_old_number_back(qtbot, setup):
     with qtbot.waitSignal(view.result_shown, timeout=TIMEOUT_MS):
         GATE.set()
     assert view.value_label.text() == "4^2 = 16"
+
+
+def test_a_view_says_computing_once_its_inputs_are_valid_and_a_refusal_goes_with_its_cause(qtbot, setup):
+    state, _compute, _tabs, view = setup
+    GATE.clear()
+    state.set_seed(-2)
+    qtbot.waitUntil(lambda: view.message.text() == "The seed must not be negative.", timeout=TIMEOUT_MS)
+    state.set_seed(5)
+    qtbot.waitUntil(lambda: view.message.text() == "Computing...", timeout=TIMEOUT_MS)
+    assert view.showing_message
+    with qtbot.waitSignal(view.result_shown, timeout=TIMEOUT_MS):
+        GATE.set()
+    assert view.value_label.text() == "5^2 = 25"
