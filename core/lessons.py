@@ -10,7 +10,9 @@ A lesson file is one JSON object:
           "title": "Edit a token, watch the past", # required, non-empty string
           "text": "Paragraphs for the student.",   # required, non-empty string; blank lines split paragraphs
           "predict": "What will positions 0-4 do?",# optional: a question asked before the result is revealed
-          "reveal": "Look at the {{verdict}} box.",# optional: shown by the Reveal button (needs "predict")
+          "reveal": "Look at the {{verdict}} box.",# optional: shown by the Reveal button (needs "predict");
+                                                   #   until then the widgets it quotes and the focus
+                                                   #   widget are covered (they hold the answer)
           "panel": "Tokens & masks",               # optional: the title of the panel to show
           "state": {                               # optional: the lab's state for this step
             "preset": "textbook-block",            #   a preset name (core.presets)
@@ -79,6 +81,12 @@ class LessonStep:
     def placeholders(self) -> list[str]:
         """The widget names that `{{name}}` refers to in this step's text, question and reveal."""
         return [name for part in (self.text, self.predict, self.reveal) for name in PLACEHOLDER.findall(part)]
+
+    def answer_widgets(self) -> list[str]:
+        """The widgets that hold this step's answer, covered until Reveal: those its reveal quotes, and its focus."""
+        if not self.reveal:
+            return []
+        return list(dict.fromkeys([*PLACEHOLDER.findall(self.reveal), *([self.focus] if self.focus else [])]))
 
 
 @dataclass(frozen=True)
@@ -165,6 +173,11 @@ def _step(data: Any, number: int, panels: Collection[str] | None, themes: Collec
     step = LessonStep(title, text, predict, reveal, panel, state, dict(settings), focus)
     if step.placeholders() and not panel:
         raise LessonError(f"{where}'text': a {{{{name}}}} placeholder needs a 'panel'")
+    answers = set(step.answer_widgets())
+    for key in ("text", "predict"):
+        given = [name for name in PLACEHOLDER.findall(getattr(step, key)) if name in answers]
+        if given:
+            raise LessonError(f"{where}'{key}': {{{{{given[0]}}}}} would give away the answer the reveal withholds")
     return step
 
 

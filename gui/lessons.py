@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QEvent, QObject, QPoint, QRect, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QKeyEvent, QKeySequence, QPainter, QPen
+from PySide6.QtGui import QAction, QColor, QKeyEvent, QKeySequence, QPainter, QPen
 from PySide6.QtWidgets import (
     QAbstractButton,
     QAbstractSpinBox,
@@ -80,6 +80,15 @@ def find_panel_widget(panel: QWidget, name: str) -> QWidget | None:
     return panel.findChild(QWidget, name)
 
 
+def bring_into_view(widget: QWidget) -> None:
+    """Scroll every scroll area around `widget` (a panel wider than its room, a long page) to show it."""
+    parent = widget.parentWidget()
+    while parent is not None:
+        if isinstance(parent, QScrollArea):
+            parent.ensureWidgetVisible(widget, 24, 24)
+        parent = parent.parentWidget()
+
+
 def uses_arrow_keys(widget: QWidget) -> bool:
     """Whether a focused widget has its own use for the arrow keys (buttons and tab bars do not)."""
     if isinstance(widget, (QAbstractButton, QTabBar, QMainWindow, QDockWidget)):
@@ -128,11 +137,64 @@ class FocusOutline(QWidget):
         painter.drawRoundedRect(self.rect().adjusted(width // 2, width // 2, -width // 2, -width // 2), 6, 6)
 
 
+class AnswerCover(QWidget):
+    """An opaque card over a widget that shows a step's answer, until the student has predicted and revealed.
+
+    A child of the covered widget, so it moves, resizes and shows with it (a view shows its content
+    with its first result), raised again whenever the widget lays out its scroll bars; it takes the
+    mouse too, so no hover readout gives the number away. (Not a sibling: a splitter would take a
+    sibling for a pane of its own.)
+    """
+
+    TEXT = "Predict first, then Reveal (Ctrl+Shift+R)"
+
+    def __init__(self, target: QWidget) -> None:
+        super().__init__(target)
+        self.setObjectName("lesson-answer-cover")
+        self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent)
+        self.target = target
+        target.installEventFilter(self)
+        self._fit()
+
+    def restyle(self) -> None:
+        self.update()
+
+    def paintEvent(self, event) -> None:  # noqa: N802 (Qt's name)
+        accent = theme.color("accent")
+        painter = QPainter(self)
+        painter.fillRect(self.rect(), QColor(theme.current().window))
+        painter.setPen(QPen(accent, 2, Qt.PenStyle.DashLine))
+        painter.drawRect(self.rect().adjusted(1, 1, -2, -2))
+        painter.setFont(theme.font(1.0, bold=True))
+        painter.setPen(accent)
+        flags = Qt.AlignmentFlag.AlignCenter | Qt.TextFlag.TextWordWrap
+        painter.drawText(self.rect().adjusted(6, 2, -6, -2), int(flags), self.TEXT)
+
+    def _fit(self) -> None:
+        self.setGeometry(self.target.rect())
+        self.show()
+        self.raise_()
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt's name)
+        if watched is self.target and event.type() in (QEvent.Type.Resize, QEvent.Type.Show, QEvent.Type.LayoutRequest,
+                                                       QEvent.Type.ChildAdded, QEvent.Type.ChildPolished):
+            self._fit()
+            QTimer.singleShot(0, self, self.raise_)  # after the widget's own handler has placed its scroll bars
+        return False
+
+    def remove(self) -> None:
+        if isValid(self.target):
+            self.target.removeEventFilter(self)
+        self.hide()
+        self.deleteLater()
+
+
 class LessonDock(QDockWidget):
     """The lesson's current step: its text, the question, the Reveal button and Previous / Next."""
 
     previous_requested = Signal()
     next_requested = Signal()
+    answer_revealed = Signal()
 
     def __init__(self, parent: QWidget) -> None:
         super().__init__("Lesson", parent)
@@ -259,6 +321,7 @@ class LessonDock(QDockWidget):
         self.reveal_text.setText(self._resolve(self._reveal_source))
         self.reveal_text.show()
         self.reveal_button.hide()
+        self.answer_revealed.emit()
         # The answer may sit below the fold at projector sizes.
         QTimer.singleShot(0, self, lambda: self.scroll.ensureWidgetVisible(self.reveal_text))
 
@@ -316,6 +379,8 @@ class LessonController(QObject):
         self.dock.next_requested.connect(self.next_step)
         self.dock.visibilityChanged.connect(lambda _visible: self._update_actions())
         self.outline = FocusOutline(window)
+        self.covers: list[AnswerCover] = []  # over the step's answer until Reveal
+        self.dock.answer_revealed.connect(self._uncover)
         self._model_timer = QTimer(self)
         self._model_timer.setSingleShot(True)
         self._model_timer.timeout.connect(self._finish_after_model)
@@ -437,6 +502,7 @@ class LessonController(QObject):
         self.index = index
         self._generation += 1
         self.outline.clear()
+        self._uncover()
         step = lesson.steps[index]
         self._apply_state(step)
         panel = self._panel(step)
@@ -504,6 +570,9 @@ class LessonController(QObject):
 
     def _restyle(self) -> None:
         self.dock.apply_theme()
+        for cover in self.covers:
+            if isValid(cover):
+                cover.restyle()
         if self.lesson is not None:
             self.dock.refresh_live_text(self.lesson.steps[self.index])
 
@@ -529,10 +598,32 @@ class LessonController(QObject):
                 log.warning("panel %r could not take the lesson's settings", panel.title, exc_info=True)
                 self.window.statusBar().showMessage(f"the {panel.title} panel could not take this step's settings", 10000)
         self.dock.refresh_live_text(step)
+        if panel is not None and step.reveal and not self.dock.revealed:
+            self._cover(panel, step.answer_widgets())
         if panel is not None and step.focus:
             generation = self._generation
             QTimer.singleShot(FOCUS_DELAY_MS, self, lambda: self._point_at(generation, panel, step.focus))
         self.step_shown.emit(self.index)
+
+    def _cover(self, panel: QWidget, names: list[str]) -> None:
+        """Hide what the step's reveal talks about, so the student predicts before seeing it."""
+        self._uncover()
+        for name in dict.fromkeys(names):
+            target = find_panel_widget(panel, name)
+            if target is None:
+                log.warning("lesson answer %r is not a widget of %s", name, panel.objectName())
+                continue
+            self.covers.append(AnswerCover(target))
+
+    def _uncover(self) -> None:
+        for cover in self.covers:
+            if isValid(cover):
+                cover.remove()
+        self.covers = []
+
+    def cover_of(self, widget: QWidget) -> AnswerCover | None:
+        """The cover over `widget` now, if the step still withholds it."""
+        return next((c for c in self.covers if isValid(c) and c.target is widget and not c.isHidden()), None)
 
     def _point_at(self, generation: int, panel: QWidget, name: str, wait_for_result: bool = True) -> None:
         # The window may have closed in the meantime (its panels go with it).
@@ -547,6 +638,7 @@ class LessonController(QObject):
         if target is None or not target.isVisible():
             log.warning("lesson focus %r is not a visible widget of %s", name, panel.objectName())
             return
+        bring_into_view(target)
         self.outline.point_at(target)
 
     def _panel(self, step: LessonStep):
@@ -616,4 +708,4 @@ class LessonController(QObject):
         self._update_actions()
 
 
-__all__ = ["LessonController", "LessonDock", "FocusOutline", "find_panel_widget", "widget_text"]
+__all__ = ["AnswerCover", "LessonController", "LessonDock", "FocusOutline", "find_panel_widget", "widget_text"]

@@ -11,10 +11,10 @@ import math
 
 import pytest
 from PySide6.QtCore import QSettings, Qt
-from PySide6.QtWidgets import QWidget
+from PySide6.QtWidgets import QAbstractScrollArea, QWidget
 
-from core.lessons import bundled_lesson_paths, load_lesson
-from gui.lessons import find_panel_widget
+from core.lessons import PLACEHOLDER, bundled_lesson_paths, load_lesson
+from gui.lessons import FOCUS_DELAY_MS, find_panel_widget
 
 
 @pytest.fixture(scope="module")
@@ -27,6 +27,8 @@ def window(request, tmp_path_factory):
     settings = QSettings(str(tmp_path_factory.mktemp("lessons") / "prefs.ini"), QSettings.Format.IniFormat)
     win = MainWindow(settings=settings)
     win.remember_preferences = False
+    # The offscreen screen is smaller than a laptop's; test_window_fits checks fitting, this module the lessons.
+    win.fit_to_screen = lambda: None
     win.resize(1400, 900)
     win.show()
     with bot.waitSignal(win.model_loaded, timeout=60_000):
@@ -262,3 +264,65 @@ def test_a_launch_opens_at_its_step_in_presentation_view(qtbot, window):
         assert not window.menuBar().isVisible()
     finally:
         lessons.set_presentation(False)
+
+
+REVEAL_STEPS = [(path, index) for path in bundled_lesson_paths()
+                for index, step in enumerate(load_lesson(path).steps) if step.reveal]
+
+
+def same_pixels(first, second) -> bool:
+    return first.size() == second.size() and first.toImage() == second.toImage()
+
+
+@pytest.mark.parametrize(("path", "index"), REVEAL_STEPS, ids=lambda v: v.stem if hasattr(v, "stem") else f"step{v + 1}")
+def test_the_answer_is_covered_until_reveal(qtbot, window, path, index):
+    from PySide6.QtCore import QPoint, QRect
+
+    from gui.lessons import widget_text
+
+    lessons = window.lessons
+    step = load_lesson(path).steps[index]
+    if lessons.lesson is None or lessons.lesson.source != str(path):
+        go(qtbot, window, lambda: lessons.open_lesson(path))
+    go(qtbot, window, lambda: lessons.go_to(index))
+    panel = window.panel(step.panel)
+    answers = [find_panel_widget(panel, name) for name in step.answer_widgets()]
+    assert answers and all(isinstance(widget, QWidget) for widget in answers), step.answer_widgets()
+    for widget in answers:
+        qtbot.waitUntil(widget.isVisible, timeout=30_000)
+    qtbot.waitUntil(lambda: not window.compute.busy and not any(
+        view.is_stale for view in getattr(panel, "views", []) if view.isVisible()), timeout=60_000)
+    qtbot.wait(FOCUS_DELAY_MS + 50)  # the focus outline is drawn after the step settles
+    lessons.outline.clear()
+    compared = 0
+    for name, widget in zip(step.answer_widgets(), answers, strict=True):
+        cover = lessons.cover_of(widget)
+        assert cover is not None, f"{path.name} step {index + 1}: {name!r} is not covered before Reveal"
+        assert cover.geometry() == widget.rect()
+        # What the window shows of the widget is the cover alone: none of its own text or drawing.
+        visible = cover.visibleRegion().boundingRect()  # the part on screen (a wide panel scrolls)
+        if visible.isEmpty():
+            continue  # nothing of it on screen (a collapsed splitter pane): it shows nothing either
+        compared += 1
+        region = QRect(cover.mapTo(window, visible.topLeft()), visible.size())
+        ancestor = widget  # its content, and the viewports it scrolls in: scroll bars carry no answer
+        while ancestor is not None:
+            if isinstance(ancestor, QAbstractScrollArea):
+                port = ancestor.viewport()
+                region = region.intersected(QRect(port.mapTo(window, QPoint(0, 0)), port.size()))
+            ancestor = ancestor.parentWidget()
+        visible = QRect(cover.mapFrom(window, region.topLeft()), region.size())
+        try:  # a badge or a readout may still be fading out; the widget's own content never shows
+            qtbot.waitUntil(lambda c=cover, r=region, v=visible: same_pixels(window.grab(r), c.grab(v)), timeout=3000)
+        except qtbot.TimeoutError:
+            raise AssertionError(f"{path.name} step {index + 1}: {name!r} shows through its cover") from None
+    assert compared, f"{path.name} step {index + 1}: none of the answer is on screen"
+    assert not lessons.dock.revealed
+
+    qtbot.mouseClick(lessons.dock.reveal_button, Qt.MouseButton.LeftButton)
+    assert lessons.dock.revealed and not lessons.covers
+    for name in PLACEHOLDER.findall(step.reveal):
+        widget = find_panel_widget(panel, name)
+        quoted = widget_text(widget)
+        assert quoted and quoted in " ".join(lessons.dock.reveal_text.text().split()) or quoted in widget_text(lessons.dock.reveal_text)
+        assert lessons.cover_of(widget) is None
