@@ -16,8 +16,10 @@ A lesson file is one JSON object:
           "panel": "Tokens & masks",               # optional: the title of the panel to show
           "state": {                               # optional: the lab's state for this step
             "preset": "textbook-block",            #   a preset name (core.presets)
+            "config": {"n_layers": 1},             #   ModelConfig fields changed on top of that preset
             "seed": 0,                             #   an integer >= 0
             "text": "To be, or not to be",         #   the input text (non-empty)
+            "edit": {"position": 3, "token": "X"}, #   then one token replaced, as in the token strip
             "theme": "projector",                  #   a theme name (checked by the app)
             "font_scale": 1.6,                     #   a number from 0.5 to 3
             "selected_layer": 0,                   #   integers >= 0 (clamped to the model)
@@ -50,13 +52,15 @@ from typing import Any
 
 from core.json_files import JsonFileError, read_json_document
 from core.limits import MAX_LESSON_STEPS, MAX_PROSE_CHARS, MAX_SEED, MAX_TEXT_CHARS, MAX_TITLE_CHARS
+from core.config import ConfigError, ModelConfig
 from core.presets import PRESETS
 from resources import resource_path
 
 BUNDLED_LESSONS_DIR = resource_path("lessons")
 LESSON_KEYS = frozenset({"title", "description", "steps"})
 STEP_KEYS = frozenset({"title", "text", "predict", "reveal", "panel", "state", "panel_settings", "focus"})
-STATE_KEYS = ("preset", "seed", "text", "theme", "font_scale", "selected_layer", "selected_head")
+STATE_KEYS = ("preset", "config", "seed", "text", "edit", "theme", "font_scale", "selected_layer", "selected_head")
+MAX_EDIT_TOKEN_CHARS = 64  # one token's text: a character, a word, a BPE piece
 FONT_SCALE_RANGE = (0.5, 3.0)
 PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_-]*)\s*\}\}")
 MAX_FILE_BYTES = 1_000_000  # a lesson is prose; anything larger is the wrong file
@@ -129,6 +133,10 @@ def _state(value: Any, where: str, themes: Collection[str] | None) -> dict[str, 
         raise LessonError(f"{where}'text': must be a non-empty string")
     if "text" in value and len(value["text"]) > MAX_TEXT_CHARS:
         raise LessonError(f"{where}'text': {len(value['text']):,} characters, more than the {MAX_TEXT_CHARS:,} allowed")
+    if "config" in value:
+        value = {**value, "config": _config(value, where)}
+    if "edit" in value:
+        _edit(value["edit"], where)
     theme = value.get("theme")
     if "theme" in value and (not isinstance(theme, str) or (themes is not None and theme not in themes)):
         raise LessonError(f"{where}'theme': unknown theme {theme!r}")
@@ -138,6 +146,30 @@ def _state(value: Any, where: str, themes: Collection[str] | None) -> dict[str, 
     if "font_scale" in value and (not is_number or not low <= scale <= high):
         raise LessonError(f"{where}'font_scale': must be a number from {low} to {high}, not {_short(scale)}")
     return dict(value)
+
+
+def _config(state: Mapping[str, Any], where: str) -> ModelConfig:
+    """The state's "config": fields of ModelConfig changed on top of the state's preset, checked as the sidebar would."""
+    changes = state["config"]
+    if not isinstance(changes, dict) or not changes:
+        raise LessonError(f"{where}'config': must be a non-empty object of model config fields")
+    if "preset" not in state:
+        raise LessonError(f"{where}'config': needs a 'preset' to change")
+    try:
+        return ModelConfig.from_dict({**PRESETS[state["preset"]].to_dict(), **changes})
+    except ConfigError as error:
+        raise LessonError(f"{where}'config': {error}") from None
+
+
+def _edit(value: Any, where: str) -> None:
+    """The state's "edit": one token replaced, {"position": 4, "token": "c"}, measured like an edit in the token strip."""
+    if not isinstance(value, dict) or set(value) != {"position", "token"}:
+        raise LessonError(f"{where}'edit': must be an object with 'position' and 'token'")
+    position, token = value["position"], value["token"]
+    if not _is_int(position) or not 0 <= position < MAX_TEXT_CHARS:
+        raise LessonError(f"{where}'edit': 'position' must be an integer from 0 to {MAX_TEXT_CHARS - 1:,}, not {_short(position)}")
+    if not isinstance(token, str) or not token or len(token) > MAX_EDIT_TOKEN_CHARS:
+        raise LessonError(f"{where}'edit': 'token' must be the text of one token, 1 to {MAX_EDIT_TOKEN_CHARS} characters")
 
 
 def _short(value: Any, limit: int = 40) -> str:

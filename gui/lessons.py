@@ -541,7 +541,7 @@ class LessonController(QObject):
         state.undo_stack.beginMacro(f"lesson step: {step.title}")
         try:
             if "preset" in values:
-                state.set_config(get_preset(values["preset"]))
+                state.set_config(values.get("config") or get_preset(values["preset"]))
             if "seed" in values:
                 state.set_seed(values["seed"])
             if "text" in values:
@@ -553,6 +553,24 @@ class LessonController(QObject):
                 state.set_selected_head(min(values["selected_head"], config.n_heads - 1))
         finally:
             state.undo_stack.endMacro()
+
+    def _replace_token(self, position: int, token: str) -> None:
+        """One token replaced, as a chip edit in the token strip: the panels measure this edit, not a probe."""
+        from gui.state import TokenEdit
+
+        state, tokenizer = self.state, self.state.tokenizer
+        tokens = state.tokens
+        ids = tokenizer.encode(token) if tokenizer is not None else []
+        if len(ids) != 1 or not 0 <= position < len(tokens):
+            problem = "the tokenizer is not loaded yet" if tokenizer is None else (
+                f"{token!r} is not one token of this tokenizer" if len(ids) != 1 else
+                f"the text has no position {position} ({len(tokens)} tokens)")
+            self.window.statusBar().showMessage(f"this step's edit was not made: {problem}", 10000)
+            return
+        edited = list(tokens)
+        edited[position] = ids[0]
+        if edited != tokens:
+            state.set_tokens(edited, TokenEdit("replace", position, tuple(tokens)))
 
     def _model_pending(self) -> bool:
         """Whether the window is about to build a model for the state (panel settings wait for it)."""
@@ -591,6 +609,9 @@ class LessonController(QObject):
             return
         step = lesson.steps[self.index]
         panel = self._panel(step)
+        if "edit" in step.state:
+            # Once the model is in place: loading one may bring its tokenizer, which retokenizes the text.
+            self._replace_token(step.state["edit"]["position"], step.state["edit"]["token"])
         if panel is not None and step.panel_settings:
             try:
                 panel.restore_settings(dict(step.panel_settings))

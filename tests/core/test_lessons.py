@@ -101,3 +101,38 @@ def test_every_bundled_lesson_validates():
         for step in lesson.steps:
             assert step.panel, f"{path.name}: '{step.title}' shows no panel"
     assert len(titles) == len(paths)
+
+
+def one_step(**step):
+    return {"title": "x", "steps": [{"title": "a", "text": "b", **step}]}
+
+
+def test_a_step_may_change_a_presets_fields_and_replace_one_token():
+    state = parse_lesson(one_step(state={
+        "preset": "transformer-base", "config": {"name": "base-layer", "architecture": "encoder",
+                                                 "attention": "bidirectional", "n_layers": 1},
+        "text": "the dog", "edit": {"position": 4, "token": "c"}})).steps[0].state
+    config = state["config"]
+    assert (config.name, config.architecture, config.n_layers, config.d_model) == ("base-layer", "encoder", 1, 512)
+    assert state["edit"] == {"position": 4, "token": "c"}
+    for bad, expected in (
+        ({"config": {"n_layers": 1}}, "step 1: 'config': needs a 'preset' to change"),
+        ({"preset": "gpt2-small", "config": {}}, "step 1: 'config': must be a non-empty object"),
+        ({"preset": "gpt2-small", "config": {"colour": 1}}, "step 1: 'config': colour: unknown config field"),
+        ({"preset": "gpt2-small", "config": {"d_model": 7}}, "step 1: 'config': n_heads: d_model 7 is not divisible"),
+        ({"edit": {"position": -1, "token": "a"}}, "step 1: 'edit': 'position' must be an integer"),
+        ({"edit": {"position": 0, "token": ""}}, "step 1: 'edit': 'token' must be the text of one token"),
+        ({"edit": [0, "a"]}, "step 1: 'edit': must be an object with 'position' and 'token'"),
+    ):
+        with pytest.raises(LessonError) as caught:
+            parse_lesson(one_step(state=bad))
+        assert str(caught.value).startswith(expected), str(caught.value)
+
+
+def test_a_step_may_not_quote_its_own_answer_before_the_reveal():
+    with pytest.raises(LessonError, match=r"step 1: 'text': \{\{verdict\}\} would give away the answer"):
+        parse_lesson(one_step(text="Look: {{verdict}}", predict="?", reveal="It is {{verdict}}", panel="Tokens & masks"))
+    with pytest.raises(LessonError, match=r"'predict': \{\{plot\}\} would give away"):
+        parse_lesson(one_step(predict="{{plot}}?", reveal="See.", panel="Norms", focus="plot"))
+    step = parse_lesson(one_step(predict="?", reveal="{{a}} and {{b}}", panel="Norms", focus="c")).steps[0]
+    assert step.answer_widgets() == ["a", "b", "c"]

@@ -67,10 +67,17 @@ def test_every_step_of_every_bundled_lesson_reaches_its_state(qtbot, window, pat
             go(qtbot, window, lessons.next_step)
         assert lessons.index == index
         assert lessons.dock.step_title.text() == step.title
+        if "preset" in step.state and "config" not in step.state:
+            expected_state.pop("config", None)
         expected_state.update(step.state)
         state = window.state
         if "preset" in expected_state:
-            assert state.config.name == expected_state["preset"], step.title
+            expected = expected_state["config"].name if "config" in expected_state else expected_state["preset"]
+            assert state.config.name == expected, step.title
+        if "edit" in step.state:
+            edit = state.token_edit
+            assert edit is not None and (edit.kind, edit.position) == ("replace", step.state["edit"]["position"])
+            assert state.tokenizer.decode([state.tokens[edit.position]]) == step.state["edit"]["token"]
         if "text" in expected_state:
             assert state.text == expected_state["text"], step.title
         if "seed" in expected_state:
