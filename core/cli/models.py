@@ -25,9 +25,10 @@ from tqdm import tqdm
 
 from core.checkpoints import CheckpointError, LoadedModel, check_destination, resolve_checkpoint, save_checkpoint
 from core.cli import CliError
-from core.cli.bounds import real_number, seed, whole_number
+from core.cli.bounds import MAX_IDS_CHARS, MAX_TEXT_FILE_BYTES, bounded_text, real_number, seed, whole_number
 from core.config import ModelConfig
 from core.device import choose_device
+from core.limits import MAX_TEXT_CHARS
 from core.presets import get_preset
 from core.training import (
     BUNDLED_RECIPES,
@@ -73,7 +74,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         choices=("char", "bpe"),
         help="char: one token per character (default); bpe: a byte-level BPE learned from the training split",
     )
-    trainer.add_argument("--bpe-vocab", type=int, metavar="N", help="tokens of the BPE, 257 to 65536 (default: 1536)")
+    trainer.add_argument("--bpe-vocab", type=whole_number(257, 65536), metavar="N", help="tokens of the BPE, 257 to 65536 (default: 1536)")
     trainer.add_argument(
         "--threads",
         type=whole_number(1, 1024),
@@ -85,14 +86,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     logits = subparsers.add_parser("logits", help="write a model's logits for a text or id sequence as a .npy file")
     _add_checkpoint_argument(logits)
     source = logits.add_mutually_exclusive_group(required=True)
-    source.add_argument("--text", help="text to tokenize with the model's tokenizer")
-    source.add_argument("--ids", help="comma-separated token ids, e.g. 1,2,3")
+    source.add_argument("--text", type=bounded_text(MAX_TEXT_CHARS), help="text to tokenize with the model's tokenizer")
+    source.add_argument("--ids", type=bounded_text(MAX_IDS_CHARS), help="comma-separated token ids, e.g. 1,2,3")
     logits.add_argument("--out", metavar="FILE.npy", required=True, help="where to write the (T, V) float32 array")
     logits.set_defaults(run=run_logits)
 
     generator = subparsers.add_parser("generate", help="continue a text by sampling from a model")
     _add_checkpoint_argument(generator)
-    generator.add_argument("--text", required=True, help="the prompt")
+    generator.add_argument("--text", type=bounded_text(MAX_TEXT_CHARS), required=True, help="the prompt")
     generator.add_argument("--max-new", type=whole_number(1, 10_000), default=200, metavar="N", help="tokens to add (default: %(default)s)")
     generator.add_argument(
         "--temperature",
@@ -144,6 +145,10 @@ def _read_text(path_text: str) -> str:
     path = Path(path_text)
     if path.is_dir():
         raise CliError(f"{path} is a folder; give a text file")
+    if path.exists() and not path.is_file():  # a FIFO would wait for a writer, /dev/zero never ends
+        raise CliError(f"{path} is not a regular file; give a text file")
+    if path.is_file() and path.stat().st_size > MAX_TEXT_FILE_BYTES:
+        raise CliError(f"{path} is {path.stat().st_size:,} bytes, more than the {MAX_TEXT_FILE_BYTES:,} a text file may have")
     try:
         return path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
