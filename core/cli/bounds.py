@@ -26,6 +26,7 @@ def whole_number(low: int, high: int) -> Callable[[str], int]:
         return value
 
     parse.__name__ = "whole number"  # argparse names the type in its own messages
+    parse.bounds = (low, high)  # type: ignore[attr-defined]
     return parse
 
 
@@ -42,6 +43,7 @@ def real_number(low: float, high: float) -> Callable[[str], float]:
         return value
 
     parse.__name__ = "number"
+    parse.bounds = (low, high)  # type: ignore[attr-defined]
     return parse
 
 

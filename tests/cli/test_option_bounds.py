@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import math
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from core.cli import build_parser, main
 from core.limits import MAX_SEED
@@ -79,3 +82,28 @@ def test_a_fifo_as_a_text_file_is_refused_without_waiting(capsys, tmp_path):
     os.mkfifo(fifo)
     assert main(["evaluate", "--checkpoint", "tiny-gpt", "--text-file", str(fifo)]) == 2
     assert "is not a regular file; give a text file" in capsys.readouterr().err
+
+
+def _numeric_options() -> list[tuple[str, str, argparse.Action]]:
+    return [
+        (name, action.option_strings[0], action)
+        for name, sub in _subcommands().items()
+        for action in sub._actions
+        if action.option_strings and getattr(action.type, "__name__", "") in ("whole number", "number")
+    ]
+
+
+@given(value=st.one_of(st.integers(min_value=-(10**40), max_value=10**40).map(str), st.floats().map(repr),
+                       st.text(max_size=40)),
+       index=st.integers(min_value=0, max_value=10_000))  # fmt: skip
+def test_any_value_of_any_numeric_option_parses_in_range_or_is_refused_in_one_line(value, index):
+    options = _numeric_options()
+    _name, option, action = options[index % len(options)]
+    try:
+        parsed = action.type(value)
+    except argparse.ArgumentTypeError as error:
+        message = str(error)
+        assert "\n" not in message and message.startswith("must be a") and len(message) < 120
+    else:
+        low, high = action.type.bounds
+        assert math.isfinite(parsed) and low <= parsed <= high, (option, value, parsed)
