@@ -105,3 +105,20 @@ def test_the_error_dialog_escapes_its_summary(qtbot):
 
     texts = [label.text() for label in dialog.findChildren(QLabel)]
     assert any("&lt;img src=" in text for text in texts) and not any("<img" in text for text in texts)
+
+
+def test_a_session_with_a_megabyte_of_text_is_refused_at_once(qtbot, window, tmp_path):
+    import json
+    import time
+
+    from gui.session import Session
+
+    path = tmp_path / "huge.json"
+    path.write_text(json.dumps(Session(window.state.config, text="a" * 2**20).to_json()), encoding="utf-8")
+    text_before = window.state.text
+    start = time.perf_counter()
+    message = window.open_session(path)
+    elapsed = time.perf_counter() - start
+    assert message == f"'text' has 1,048,576 characters, more than the {MAX_TEXT_CHARS:,} the lab takes"
+    assert window.state.text == text_before
+    assert elapsed < 1.0  # refused before anything tokenizes the text (it froze the window for 15 s)
