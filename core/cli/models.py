@@ -266,6 +266,13 @@ def _stop_on_first_interrupt() -> Iterator[Callable[[], bool]]:
         signal.signal(signal.SIGINT, previous)
 
 
+def _rescue_folder(preset: str) -> Path:
+    """A new folder in the temporary directory for a run whose --out failed at the end."""
+    import tempfile
+
+    return Path(tempfile.mkdtemp(prefix=f"{preset}-trained-")) / "model"
+
+
 def config_weights_bytes(config: ModelConfig) -> int:
     """Bytes of the float32 weights a model of `config` saves (counted on the meta device)."""
     from core.model import Transformer, count_parameters
@@ -306,7 +313,15 @@ def _train_and_save(
         parameters=sum(p.numel() for p in result.model.parameters()),
         finished_utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     )
-    save_checkpoint(result.model.cpu(), out, tokenizer=result.tokenizer, metadata=metadata)
+    try:
+        save_checkpoint(result.model.cpu(), out, tokenizer=result.tokenizer, metadata=metadata)
+    except CheckpointError as error:  # the destination changed during the run (disk filled, unmounted)
+        rescue = _rescue_folder(args.preset)
+        try:
+            save_checkpoint(result.model.cpu(), rescue, tokenizer=result.tokenizer, metadata=metadata)
+        except CheckpointError:
+            raise CliError(f"{error}; the trained model could not be saved anywhere") from None
+        raise CliError(f"{error}; the trained model was saved to {rescue} instead") from None
     print(
         f"{args.preset}: {result.steps_done} steps in {_duration(result.wall_time_s)} "
         f"({result.tokens_per_s:,.0f} tok/s); validation loss {result.final_val_loss:.4f} nats/char; saved to {out}"

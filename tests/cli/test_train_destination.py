@@ -63,3 +63,24 @@ def test_a_full_disk_is_refused_before_training(tmp_path, corpus_file, capsys, n
     line = _train_error(capsys, tmp_path / "run", corpus_file)
     assert "the model needs" in line and "MiB free" in line
     assert os.listdir(tmp_path) == ["corpus.txt"]
+
+
+def test_a_destination_that_fails_after_training_keeps_the_model_elsewhere(tmp_path, corpus_file, capsys, monkeypatch):
+    from core.checkpoints import CheckpointError, load_checkpoint
+
+    real = checkpoints.write_checkpoint_folder
+    out = tmp_path / "run"
+
+    def fails_at_out(folder, files):
+        if os.path.abspath(folder) == str(out):
+            raise CheckpointError(f"could not save to {out}: the disk is full")
+        return real(folder, files)
+
+    monkeypatch.setattr(checkpoints, "write_checkpoint_folder", fails_at_out)
+    line = _train_error(capsys, out, corpus_file)
+    assert line.endswith("instead") and "the disk is full; the trained model was saved to " in line
+    rescued = line.split("saved to ", 1)[1].removesuffix(" instead")
+    assert load_checkpoint(rescued).metadata["steps_done"] == 2
+    import shutil
+
+    shutil.rmtree(os.path.dirname(rescued))
