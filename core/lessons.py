@@ -26,8 +26,10 @@ A lesson file is one JSON object:
             "selected_head": 0
           },
           "panel_settings": {"mask_mode": "causal"}, # optional: passed to that panel's restore_settings
-          "focus": "verdict"                       # optional: a widget of that panel (attribute or
-        }                                          #   objectName) outlined for a few seconds
+          "focus": "verdict",                      # optional: a widget of that panel (attribute or
+                                                   #   objectName) outlined for a few seconds
+          "cover": ["propagation_map"]             # optional: more widgets that show the answer,
+        }                                          #   covered until Reveal (needs "reveal")
       ]
     }
 
@@ -58,7 +60,8 @@ from resources import resource_path
 
 BUNDLED_LESSONS_DIR = resource_path("lessons")
 LESSON_KEYS = frozenset({"title", "description", "steps"})
-STEP_KEYS = frozenset({"title", "text", "predict", "reveal", "panel", "state", "panel_settings", "focus"})
+STEP_KEYS = frozenset({"title", "text", "predict", "reveal", "panel", "state", "panel_settings", "focus", "cover"})
+MAX_COVERED = 20  # widgets a step may cover until Reveal
 STATE_KEYS = ("preset", "config", "seed", "text", "edit", "theme", "font_scale", "selected_layer", "selected_head")
 MAX_EDIT_TOKEN_CHARS = 64  # one token's text: a character, a word, a BPE piece
 FONT_SCALE_RANGE = (0.5, 3.0)
@@ -81,6 +84,7 @@ class LessonStep:
     state: Mapping[str, Any] = field(default_factory=dict)  # LabState values: preset, seed, text, ...
     panel_settings: Mapping[str, Any] = field(default_factory=dict)  # for the panel's restore_settings
     focus: str = ""  # the panel widget (attribute or objectName) to outline
+    cover: tuple[str, ...] = ()  # more widgets that show the answer, covered until Reveal
 
     def placeholders(self) -> list[str]:
         """The widget names that `{{name}}` refers to in this step's text, question and reveal."""
@@ -90,7 +94,7 @@ class LessonStep:
         """The widgets that hold this step's answer, covered until Reveal: those its reveal quotes, and its focus."""
         if not self.reveal:
             return []
-        return list(dict.fromkeys([*PLACEHOLDER.findall(self.reveal), *([self.focus] if self.focus else [])]))
+        return list(dict.fromkeys([*PLACEHOLDER.findall(self.reveal), *([self.focus] if self.focus else []), *self.cover]))
 
 
 @dataclass(frozen=True)
@@ -202,7 +206,15 @@ def _step(data: Any, number: int, panels: Collection[str] | None, themes: Collec
     for key, value in (("panel_settings", settings), ("focus", focus)):
         if value and not panel:
             raise LessonError(f"{where}'{key}': needs a 'panel'")
-    step = LessonStep(title, text, predict, reveal, panel, state, dict(settings), focus)
+    cover = data.get("cover", [])
+    if not isinstance(cover, list) or len(cover) > MAX_COVERED or not all(
+            isinstance(name, str) and PLACEHOLDER.fullmatch(f"{{{{{name}}}}}") for name in cover):
+        raise LessonError(f"{where}'cover': must be a list of at most {MAX_COVERED} widget names")
+    if cover and not reveal:
+        raise LessonError(f"{where}'cover': needs a 'reveal' that uncovers them")
+    if cover and not panel:
+        raise LessonError(f"{where}'cover': needs a 'panel'")
+    step = LessonStep(title, text, predict, reveal, panel, state, dict(settings), focus, tuple(cover))
     if step.placeholders() and not panel:
         raise LessonError(f"{where}'text': a {{{{name}}}} placeholder needs a 'panel'")
     answers = set(step.answer_widgets())

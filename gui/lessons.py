@@ -16,6 +16,7 @@ from PySide6.QtCore import QEvent, QObject, QPoint, QRect, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QColor, QKeyEvent, QKeySequence, QPainter, QPen
 from PySide6.QtWidgets import (
     QAbstractButton,
+    QAbstractScrollArea,
     QAbstractSpinBox,
     QApplication,
     QComboBox,
@@ -80,8 +81,22 @@ def find_panel_widget(panel: QWidget, name: str) -> QWidget | None:
     return panel.findChild(QWidget, name)
 
 
+def shown_rect(widget: QWidget) -> QRect:
+    """The part of `widget` (in its own coordinates) inside the viewports it scrolls in: what can be on screen."""
+    rect = widget.rect()
+    ancestor = widget.parentWidget()
+    while ancestor is not None and not rect.isEmpty():
+        if isinstance(ancestor, QAbstractScrollArea):
+            port = ancestor.viewport()
+            rect = rect.intersected(QRect(widget.mapFrom(port, QPoint(0, 0)), port.size()))
+        ancestor = ancestor.parentWidget()
+    return rect
+
+
 def bring_into_view(widget: QWidget) -> None:
-    """Scroll every scroll area around `widget` (a panel wider than its room, a long page) to show it."""
+    """Scroll the scroll areas around `widget` to it when none of it is in view (a panel wider than its room)."""
+    if not shown_rect(widget).isEmpty():
+        return  # partly in view already: scrolling to a wide widget's far end would hide its start
     parent = widget.parentWidget()
     while parent is not None:
         if isinstance(parent, QScrollArea):
@@ -114,7 +129,7 @@ class FocusOutline(QWidget):
         window = self.parentWidget()
         margin = 4
         # The part on screen: a panel wider than its room scrolls, and the frame must not run over the docks.
-        shown = target.visibleRegion().boundingRect()
+        shown = shown_rect(target)
         if shown.isEmpty():
             shown = target.rect()
         top_left = target.mapTo(window, shown.topLeft())
