@@ -148,6 +148,7 @@ class View(QWidget):
 
     result_shown = Signal()
     error_shown = Signal(str)
+    _update_posted = Signal()
 
     def __init__(self, state: LabState, compute: ComputeController, channel_prefix: str = "",
                  parent: QWidget | None = None) -> None:
@@ -176,10 +177,11 @@ class View(QWidget):
         self._stack.addWidget(self.message)
         self._stack.setCurrentWidget(self.message)
         self._stale = StaleMark(self.content, self)
-        self._update_timer = QTimer(self)
-        self._update_timer.setSingleShot(True)
-        self._update_timer.setInterval(0)
-        self._update_timer.timeout.connect(self.update_now)
+        # A queued call, not a 0 ms timer: Qt delivers posted calls before the low-priority repaint
+        # of the edit that caused them (and before timers), so the worker starts while the GUI
+        # paints; changes made in one burst still coalesce into one update.
+        self.update_scheduled = False
+        self._update_posted.connect(self._run_scheduled_update, Qt.ConnectionType.QueuedConnection)
         for field in set(self.reads) | {"torch_ready"}:
             state.signal(field).connect(self.inputs_changed)
         state.theme_changed.connect(self.apply_theme)
@@ -229,7 +231,7 @@ class View(QWidget):
         inputs = self._current_inputs()
         if self.shown_inputs is not None and inputs != self.shown_inputs:
             self._mark_stale()
-        self._update_timer.start()
+        self.schedule_update()
 
     def update_now(self) -> None:
         """Show what the current inputs call for: the shown result, a message, or a new computation."""
@@ -248,6 +250,7 @@ class View(QWidget):
                 self._set_children_stale(False)
                 self.show_result(self.result)
                 self.refresh_hover()
+                self._release_label_heights()
             self._stack.setCurrentWidget(self.content)
             return
         if self.shown_inputs is not None:
@@ -269,7 +272,16 @@ class View(QWidget):
                             lambda result: self._deliver(inputs, result), f"{self.name.lower()}",
                             on_error=lambda message: self._failed(inputs, message))
 
+    def schedule_update(self) -> None:
+        if not self.update_scheduled:
+            self.update_scheduled = True
+            self._update_posted.emit()
+
     # ---- plumbing ------------------------------------------------------------------------------
+    def _run_scheduled_update(self) -> None:
+        self.update_scheduled = False
+        self.update_now()
+
     def _current_inputs(self) -> Any:
         if self.needs_torch and not self.state.torch_ready:
             return None
@@ -280,11 +292,20 @@ class View(QWidget):
             return
         self._stale.set(True)
         self._set_children_stale(True)
+        # Cleared labels keep their height until the new text comes: a relayout would resize and
+        # re-render every plot below them twice per edit.
+        for label in (*self.readouts, *self.stale_labels):
+            if label.isVisible():
+                label.setMinimumHeight(label.height())
         for label in self.readouts:
             label.setText(" ")
         for label in self.stale_labels:
             label.setText("")
         self.on_stale()
+
+    def _release_label_heights(self) -> None:
+        for label in (*self.readouts, *self.stale_labels):
+            label.setMinimumHeight(0)
 
     def _set_children_stale(self, stale: bool) -> None:
         # Widgets with readouts of their own (gui.widgets.heatmap.Heatmap) stop reading out old data.
@@ -297,6 +318,7 @@ class View(QWidget):
         self.shown_inputs = self.result = None
         self.requested_inputs = None
         self._stale.set(False)
+        self._release_label_heights()
         self.message.setText(text)
         self.message.setStyleSheet(f"color: {theme.current().muted};")
         self._stack.setCurrentWidget(self.message)
@@ -313,6 +335,7 @@ class View(QWidget):
         self._set_children_stale(False)
         self.show_result(result)
         self.refresh_hover()
+        self._release_label_heights()
         self.result_shown.emit()
 
     def _failed(self, inputs: Any, message: str) -> None:
@@ -328,12 +351,12 @@ class View(QWidget):
     def showEvent(self, event) -> None:
         super().showEvent(event)
         if self._pending_update or (self.shown_inputs is None and not self.showing_message):
-            self._update_timer.start()
+            self.schedule_update()
 
     def changeEvent(self, event) -> None:
         super().changeEvent(event)
         if event.type() == QEvent.Type.ParentChange:
-            self._update_timer.start()
+            self.schedule_update()
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)

@@ -285,7 +285,7 @@ def test_a_model_change_does_not_touch_the_random_pair(qtbot, state, panel):
     shown, computed = scrubber.shown_inputs, scrubber.computations
     state.set_model(Transformer.from_seed(get_preset("tiny-llama"), seed=0))
     state.set_tokens([1, 2, 3])
-    qtbot.waitUntil(lambda: not scrubber._update_timer.isActive(), timeout=RESULT_TIMEOUT_MS)
+    qtbot.waitUntil(lambda: not scrubber.update_scheduled, timeout=RESULT_TIMEOUT_MS)
     assert not scrubber.is_stale and scrubber.shown_inputs == shown and scrubber.computations == computed
     assert panel.rope_score_label.text() != ""
 
@@ -411,7 +411,7 @@ def test_hidden_views_do_no_work_and_catch_up_when_shown(qtbot, state, panel):
     panel.permutation_seed_spin.setValue(9)
     panel.alibi_heads_spin.setValue(2)
     state.set_model(Transformer.from_seed(get_preset("tiny-gpt"), seed=0))
-    qtbot.waitUntil(lambda: all(not view._update_timer.isActive() for view in panel.views), timeout=RESULT_TIMEOUT_MS)
+    qtbot.waitUntil(lambda: all(not view.update_scheduled for view in panel.views), timeout=RESULT_TIMEOUT_MS)
     assert {view.name: view.computations for view in hidden} == before
     for name in ("Score grids", "Encodings", "Permutation"):
         view = show_tab(qtbot, panel, name)

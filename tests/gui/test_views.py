@@ -135,7 +135,7 @@ def test_a_hidden_view_does_no_work_and_catches_up_when_shown(qtbot, setup):
     tabs.setCurrentIndex(1)
     for seed in (4, 5, 6):
         state.set_seed(seed)
-    qtbot.waitUntil(lambda: not view._update_timer.isActive(), timeout=TIMEOUT_MS)
+    qtbot.waitUntil(lambda: not view.update_scheduled, timeout=TIMEOUT_MS)
     assert view.computations == computed and view.is_stale
     with qtbot.waitSignal(view.result_shown, timeout=TIMEOUT_MS):
         tabs.setCurrentIndex(0)
