@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt
+from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSpinBox, QSplitter, QVBoxLayout, QWidget
 
 from gui import theme
@@ -65,6 +66,7 @@ class TileOverview(QWidget):
         layout.addWidget(self.readout)
         self.plot.scene().sigMouseMoved.connect(self._moved)
         self.plot.scene().sigMouseClicked.connect(self._clicked)
+        self.plot.getViewBox().sigResized.connect(self._update_ticks)
         self.apply_theme()
 
     def set_maps(self, weights: np.ndarray, labels: tuple[str, ...]) -> None:
@@ -80,10 +82,28 @@ class TileOverview(QWidget):
         self.image.setImage(tiled, autoLevels=False, levels=(0.0, 1.0))
         self.image.setLookupTable(theme.colormap().getLookupTable(nPts=256))
         self.plot.setRange(xRange=(0, tiled.shape[1]), yRange=(0, tiled.shape[0]), padding=0.02)
-        layer_ticks = [(layer * (n_queries + gap) + n_queries / 2, f"block {layer}") for layer in range(n_layers)]
-        head_ticks = [(head * (n_keys + gap) + n_keys / 2, f"head {head}") for head in range(n_heads)]
+        self._update_ticks()
+
+    def _update_ticks(self) -> None:
+        """Block and head labels, every k-th one when the tiles are too small for all (12 x 12 heads of GPT-2)."""
+        if self._weights is None:
+            return
+        n_layers, n_heads, n_queries, n_keys = self._shape
+        gap, view = self._gap, self.plot.getViewBox()
+        metrics = QFontMetrics(theme.font(0.9))
+
+        def step(count: int, extent_px: float, label_px: float) -> int:
+            return max(1, math.ceil(count * label_px / max(1.0, extent_px)))
+
+        head_step = step(n_heads, view.width(), metrics.horizontalAdvance(f"head {n_heads - 1}") + 8)
+        layer_step = step(n_layers, view.height(), metrics.height() + 2)
+        layer_ticks = [(layer * (n_queries + gap) + n_queries / 2, f"block {layer}")
+                       for layer in range(0, n_layers, layer_step)]
+        head_ticks = [(head * (n_keys + gap) + n_keys / 2, f"head {head}" if head_step == 1 else str(head))
+                      for head in range(0, n_heads, head_step)]
         self.plot.getAxis("left").setTicks([layer_ticks])
         self.plot.getAxis("bottom").setTicks([head_ticks])
+        self.plot.setLabel("bottom", "" if head_step == 1 else "head")
 
     def select(self, layer: int, head: int) -> None:
         _, _, n_queries, n_keys = self._shape
@@ -138,6 +158,7 @@ class TileOverview(QWidget):
         self.readout.setFont(theme.font(0.95))
         if self._weights is not None:
             self.image.setLookupTable(theme.colormap().getLookupTable(nPts=256))
+            self._update_ticks()
 
 
 class AttentionView(View):
