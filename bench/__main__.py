@@ -12,6 +12,8 @@ model on the same worker. Every GUI figure is measured in the MainWindow with ev
     edit-to-view p50 / p95, T=64/128    p95 < 40 ms   bench/tokens_edit.py (bundled tiny-gpt, full window)
     edit-to-result / bare forward   <= 0.6x       bench/tokens_edit.py --preset gpt2-small --baseline (T=256,
                                                   full window; the bare forward of the two-sequence batch)
+    GPT-2 small at 64 tokens        -             bench/tokens_edit.py --preset gpt2-small --tokens 64 (Propagation,
+                                                  Attention: the 12 x 12 overview)
     Norms while training is paused  recomputes    bench/paused_training.py (full window)
     longest GUI stall computing     < 50 ms       bench/stall.py
     RoPE drag redraws per second    >= 30 /s      bench/positions_drag.py
@@ -250,6 +252,27 @@ def measure_throughput(runs: int, repeats: int) -> list[Figure]:
     return [forward, share]
 
 
+def measure_real_model(runs: int, edits: int) -> list[Figure]:
+    """GPT-2 small's shape at 64 tokens in the full window: an edit in Propagation, and in Attention
+    (all 12 x 12 heads' maps and the selected head)."""
+    figures = []
+    for tab, label in (("Propagation", "edit-to-result"), ("Attention", "edit-to-attention overview (12 x 12 heads)")):
+        figure = Figure(f"{label}, gpt2-small T=64", "ms", target="-", beside="full window, random weights")
+        try:
+            for index in range(runs):
+                _log(f"  gpt2-small T=64 {tab} run {index + 1}/{runs}")
+                out = _run([str(BENCH / "tokens_edit.py"), "--preset", "gpt2-small", "--tokens", "64", "--edits",
+                            str(edits), "--tab", tab], timeout=1800)
+                line = re.search(r"edit -> result_shown:\s+p50 ([\d.]+) ms", out)
+                if line is None:
+                    _find(r"(?!)", out)
+                figure.values.append(float(line.group(1)))
+        except Exception as error:
+            figure.error = str(error)[:120]
+        figures.append(figure)
+    return figures
+
+
 def measure_paused_training(runs: int, changes: int) -> list[Figure]:
     """Norms in the full window while a training run is paused: it must recompute, the run must stay paused."""
     paused = Figure("Norms recompute, training run paused", "ms", target="recomputes",
@@ -394,6 +417,7 @@ def main(argv: list[str] | None = None) -> int:
     figures += measure_startup(runs)
     figures += measure_tokens_edit(runs, edits=20 if args.quick else 100)
     figures += measure_overhead(runs, edits=3 if args.quick else 7)
+    figures += measure_real_model(heavy_runs, edits=3 if args.quick else 10)
     figures += measure_throughput(runs, repeats=3 if args.quick else 5)
     figures += measure_paused_training(heavy_runs, changes=2 if args.quick else 5)
     figures += measure_stall(heavy_runs)
