@@ -50,6 +50,22 @@ FIRST_LAUNCH_SHARE = 0.92  # of the screen's free area: the window fits with its
 SESSION_FILTER = "Transformer Explorer session (*.json)"
 
 
+def keys(standard: QKeySequence.StandardKey | None = None, *extra: str) -> list[QKeySequence]:
+    """The platform's keys for a standard command, after the lab's own extra keys, each key once.
+
+    Binding a key twice makes it ambiguous, and Qt then runs neither action ("Ambiguous shortcut
+    overload"): Redo's standard keys already hold Ctrl+Shift+Z on X11.
+    """
+    sequences = [QKeySequence(text) for text in extra]
+    if standard is not None:
+        sequences += QKeySequence.keyBindings(standard)
+    unique: list[QKeySequence] = []
+    for sequence in sequences:
+        if not sequence.isEmpty() and sequence not in unique:
+            unique.append(sequence)
+    return unique
+
+
 def _count(n: int) -> str:
     for unit, size in (("B", 1e9), ("M", 1e6), ("k", 1e3)):
         if n >= size:
@@ -201,7 +217,8 @@ class MainWindow(QMainWindow):
         file_menu = menus.addMenu("&File")
         self._action(file_menu, "&Open session...", self.open_session_dialog, QKeySequence.StandardKey.Open)
         self._action(file_menu, "&Save session", self.save_session_dialog, QKeySequence.StandardKey.Save)
-        self._action(file_menu, "Save session &as...", lambda: self.save_session_dialog(ask=True), QKeySequence("Ctrl+Shift+S"))
+        self._action(file_menu, "Save session &as...", lambda: self.save_session_dialog(ask=True),
+                     keys(QKeySequence.StandardKey.SaveAs) or keys(None, "Ctrl+Shift+S"))
         file_menu.addSeparator()
         self._action(file_menu, "Open &model folder...", self.open_model_dialog, tip="a checkpoint folder, or a Hugging Face GPT-2 / Llama folder")
         self._action(file_menu, "&Get a model...", self.model_library_dialog,
@@ -218,7 +235,7 @@ class MainWindow(QMainWindow):
         undo = self.state.undo_stack.createUndoAction(self, "&Undo")
         undo.setShortcut(QKeySequence.StandardKey.Undo)
         redo = self.state.undo_stack.createRedoAction(self, "&Redo")
-        redo.setShortcuts([QKeySequence.StandardKey.Redo, QKeySequence("Ctrl+Shift+Z")])
+        redo.setShortcuts(keys(QKeySequence.StandardKey.Redo))
         edit_menu.addAction(undo)
         edit_menu.addAction(redo)
         self.addActions([undo, redo])
@@ -239,17 +256,17 @@ class MainWindow(QMainWindow):
             theme_menu.addAction(action)
             self.theme_actions[name] = action
         view_menu.addSeparator()
-        self._action(view_menu, "Larger text", lambda: self.scale_fonts(FONT_STEP), [QKeySequence("Ctrl+="), QKeySequence("Ctrl++")])
-        self._action(view_menu, "Smaller text", lambda: self.scale_fonts(1 / FONT_STEP), QKeySequence("Ctrl+-"))
+        self._action(view_menu, "Larger text", lambda: self.scale_fonts(FONT_STEP), keys(QKeySequence.StandardKey.ZoomIn, "Ctrl+=", "Ctrl++"))
+        self._action(view_menu, "Smaller text", lambda: self.scale_fonts(1 / FONT_STEP), keys(QKeySequence.StandardKey.ZoomOut, "Ctrl+-"))
         self._action(view_menu, "Normal text size", lambda: self.state.set_font_scale(1.0), QKeySequence("Ctrl+0"))
-        self._action(view_menu, "&Full screen", self.toggle_full_screen, QKeySequence("F11"))
+        self._action(view_menu, "&Full screen", self.toggle_full_screen, keys(QKeySequence.StandardKey.FullScreen) or keys(None, "F11"))
 
         model_menu = menus.addMenu("&Model")
         self.device_menu = model_menu.addMenu("&Device")
         self.device_group = QActionGroup(self)
         self.device_actions: dict[str, QAction] = {}
         self._action(model_menu, "&Rebuild model", lambda: self.request_model(force=True), QKeySequence("Ctrl+R"))
-        self._action(model_menu, "&Cancel computation", lambda: self.compute.cancel(), QKeySequence("Esc"))
+        self._action(model_menu, "&Cancel computation", lambda: self.compute.cancel(), keys(QKeySequence.StandardKey.Cancel, "Esc"))
 
         from gui.lessons import LessonController
 
