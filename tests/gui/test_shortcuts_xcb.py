@@ -27,10 +27,9 @@ from PySide6.QtWidgets import QApplication
 
 app = QApplication(["transformer-explorer", "-style", "Fusion"])
 from gui.main_window import MainWindow
-from gui.panels.shapes import ShapesPanel
 
 settings = QSettings(tempfile.mktemp(suffix=".ini"), QSettings.Format.IniFormat)
-window = MainWindow(settings=settings, panel_classes=[ShapesPanel])
+window = MainWindow(settings=settings)  # every panel, with their own keys
 window.remember_preferences = False
 window.build_panels()
 window.show()
