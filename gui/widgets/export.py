@@ -1,20 +1,23 @@
 """Export a widget or a pyqtgraph plot to PNG or SVG at a chosen size, for slides.
 
-A plot is drawn from its graphics scene, a widget with its own paint code, into a QImage (PNG) or
-a QSvgGenerator (SVG, vectors), scaled to fit the chosen size and centred on the theme background.
+What is exported is what the screen shows at that size: the widget (a plot's view, with its colour
+bar and legend) is laid out at the chosen size for the moment it is drawn into a QImage (PNG) or a
+QSvgGenerator (SVG, with scatter markers as vector shapes), then put back. A drawing with a natural
+size of its own (the whole block diagram) is scaled to fit instead, centred on the theme background.
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 import pyqtgraph as pg
 from PySide6.QtCore import QPoint, QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QImage, QPainter
 from PySide6.QtSvg import QSvgGenerator
-from PySide6.QtWidgets import QWidget
+from PySide6.QtWidgets import QApplication, QGraphicsView, QWidget
 
 from gui import theme
 
@@ -23,6 +26,7 @@ _UMASK = os.umask(0)
 os.umask(_UMASK)
 
 FORMATS = ("png", "svg")
+LAYOUT_ROUNDS = 3  # rounds of posted layout events after a resize: pyqtgraph's nested layouts settle in two
 
 
 class ExportError(Exception):
@@ -51,10 +55,7 @@ def export(target: QWidget | pg.PlotItem, path: str | Path, width: int = 1600, h
         raise ExportError(f"cannot write in {path.parent}: {error.strerror or error}") from None
     os.close(handle)
     try:
-        if isinstance(target, pg.PlotItem):
-            _export_plot(target, temporary, kind, width, height)
-        else:
-            _export_widget(target, temporary, kind, width, height)
+        _export_widget(target, temporary, kind, width, height)
         # mkstemp makes owner-only files; a saved file should get the usual permissions.
         os.chmod(temporary, 0o666 & ~_UMASK)
         os.replace(temporary, path)
@@ -70,81 +71,114 @@ def _screen_dpi(widget: QWidget | None) -> int:
     return widget.logicalDpiX() if widget is not None else 96
 
 
-def _export_plot(item: pg.PlotItem, path: str, kind: str, width: int, height: int) -> None:
-    """Draw the plot's part of its scene into the target, scaled to fit and centred.
+def shown_widget(target: QWidget | pg.PlotItem) -> QWidget:
+    """The widget on screen that shows `target`: a plot's view (with its colour bar and legend), else the widget."""
+    if isinstance(target, pg.PlotItem):
+        scene = target.scene()
+        views = scene.views() if scene is not None else []
+        if not views:
+            raise ExportError("this plot is not on screen yet; show its tab and export again")
+        return views[0]
+    return target
 
-    The painter gets the screen's resolution so that fonts and ticks lay out exactly as on screen.
-    (pyqtgraph's own exporters drop axis labels when they re-render at another size, and its SVG
-    exporter cannot parse the path syntax of recent Qt versions.)
+
+def relays_out(widget: QWidget) -> bool:
+    """Whether the widget lays itself out for any size (a plot, a pie, a panel): exported at the size asked.
+
+    A drawing with a natural size of its own (the whole block diagram) is scaled to fit instead.
     """
-    views = item.scene().views()
-    dpi = _screen_dpi(views[0] if views else None)
-    source = item.sceneBoundingRect()
-    background = QColor(theme.current().base)
-    if kind == "svg":
+    return isinstance(widget, QGraphicsView) or widget.layout() is not None
+
+
+@contextmanager
+def laid_out_at(widget: QWidget, width: int, height: int):
+    """The widget resized to width x height and laid out there, as the screen would show it; then put back."""
+    geometry = widget.geometry()
+    try:
+        widget.resize(width, height)
+        if widget.layout() is not None:
+            widget.layout().activate()
+        # pyqtgraph lays out its axes, legends and colour bars through posted events, a nested layout
+        # (the colour bar inside the plot) in a second round.
+        for _ in range(LAYOUT_ROUNDS):
+            QApplication.sendPostedEvents()
+        if widget.size() != QSize(width, height):  # a parent's layout moved in: take the size again
+            widget.resize(width, height)
+            QApplication.sendPostedEvents(widget)
+        yield
+    finally:
+        widget.setGeometry(geometry)
+        parent = widget.parentWidget()
+        if parent is not None and parent.layout() is not None:
+            parent.layout().invalidate()
+
+
+@contextmanager
+def drawn_as_shapes(widget: QWidget, painter: QPainter):
+    """pyqtgraph items in export mode and views without their background cache: scatter markers and
+    backgrounds as vector shapes, not a cached sprite sheet or a bitmap."""
+    views = [widget] if isinstance(widget, QGraphicsView) else []
+    views += widget.findChildren(QGraphicsView)
+    items = [item for view in views if view.scene() is not None for item in view.scene().items()
+             if hasattr(item, "setExportMode")]
+    options = {"antialias": True, "background": None, "painter": painter, "resolutionScale": 1.0}
+    caches = [(view, view.cacheMode()) for view in views]
+    for view, _mode in caches:
+        view.setCacheMode(QGraphicsView.CacheModeFlag.CacheNone)
+    for item in items:
+        item.setExportMode(True, options)
+    try:
+        yield
+    finally:
+        for item in items:
+            item.setExportMode(False)
+        for view, mode in caches:
+            view.setCacheMode(mode)
+
+
+def _export_widget(target: QWidget | pg.PlotItem, path: str, kind: str, width: int, height: int) -> None:
+    widget = shown_widget(target)
+    background = QColor(theme.current().base if isinstance(target, pg.PlotItem) else theme.current().window)
+    if kind == "png":
+        device = QImage(width, height, QImage.Format.Format_ARGB32_Premultiplied)  # as the screen paints
+        device.setDotsPerMeterX(round(_screen_dpi(widget) / 0.0254))
+        device.setDotsPerMeterY(round(_screen_dpi(widget) / 0.0254))
+        device.fill(background)
+    else:
         device = QSvgGenerator()
         device.setFileName(path)
         device.setSize(QSize(width, height))
         device.setViewBox(QRectF(0, 0, width, height))
-        device.setResolution(dpi)
-        device.setTitle(item.titleLabel.text or "plot")
-    else:
-        device = QImage(width, height, QImage.Format.Format_ARGB32)
-        device.setDotsPerMeterX(round(dpi / 0.0254))
-        device.setDotsPerMeterY(round(dpi / 0.0254))
-        device.fill(background)
-    painter = QPainter(device)
+        device.setResolution(_screen_dpi(widget))
+        title = target.titleLabel.text if isinstance(target, pg.PlotItem) else widget.windowTitle() or widget.objectName()
+        device.setTitle(title or "Transformer Explorer")
+    painter = QPainter(device)  # no render hints of its own: the widget paints with its own, as on screen
     try:
-        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
-        painter.setRenderHint(QPainter.RenderHint.TextAntialiasing)
-        painter.fillRect(QRectF(0, 0, width, height), background)
-        item.scene().render(painter, QRectF(0, 0, width, height), source, Qt.AspectRatioMode.KeepAspectRatio)
+        if kind == "svg":
+            painter.fillRect(QRectF(0, 0, width, height), background)
+        if relays_out(widget):
+            with laid_out_at(widget, width, height), drawn_as_shapes(widget, painter) if kind == "svg" else nullcontext():
+                # QWidget.render explicitly: QGraphicsView overrides render() with a scene-rendering signature.
+                QWidget.render(widget, painter, QPoint())
+        else:
+            _paint_scaled(painter, widget, width, height)
     finally:
         painter.end()
     if kind == "png" and not device.save(path, "PNG"):
         raise ExportError(f"could not write {path}")
 
 
-def _export_widget(widget: QWidget, path: str, kind: str, width: int, height: int) -> None:
+def _paint_scaled(painter: QPainter, widget: QWidget, width: int, height: int) -> None:
+    """A drawing of a natural size of its own, scaled to fit the target and centred."""
     source = widget.size()
     if source.width() < 1 or source.height() < 1:
         source = widget.sizeHint().expandedTo(QSize(16, 16))
         widget.resize(source)
-    if kind == "png":
-        image = QImage(width, height, QImage.Format.Format_ARGB32)
-        image.setDotsPerMeterX(round(_screen_dpi(widget) / 0.0254))
-        image.setDotsPerMeterY(round(_screen_dpi(widget) / 0.0254))
-        image.fill(QColor(theme.current().window))
-        painter = QPainter(image)
-        try:
-            _paint_scaled(painter, widget, source, width, height)
-        finally:
-            painter.end()
-        if not image.save(path, "PNG"):
-            raise ExportError(f"could not write {path}")
-    else:
-        generator = QSvgGenerator()
-        generator.setFileName(path)
-        generator.setSize(QSize(width, height))
-        generator.setViewBox(QRectF(0, 0, width, height))
-        generator.setResolution(_screen_dpi(widget))
-        generator.setTitle(widget.windowTitle() or widget.objectName() or "Transformer Explorer")
-        painter = QPainter(generator)
-        try:
-            painter.fillRect(QRectF(0, 0, width, height), QColor(theme.current().window))
-            _paint_scaled(painter, widget, source, width, height)
-        finally:
-            painter.end()
-
-
-def _paint_scaled(painter: QPainter, widget: QWidget, source: QSize, width: int, height: int) -> None:
-    """Lay the widget out at the aspect of the target, then scale its painting to fill it."""
     painter.setRenderHint(QPainter.RenderHint.Antialiasing)
     scale = min(width / source.width(), height / source.height())
     painter.translate((width - source.width() * scale) / 2, (height - source.height() * scale) / 2)
     painter.scale(scale, scale)
-    # QWidget.render explicitly: QGraphicsView overrides render() with a scene-rendering signature.
     QWidget.render(widget, painter, QPoint())
 
 
-__all__ = ["export", "export_format", "ExportError", "FORMATS"]
+__all__ = ["export", "export_format", "ExportError", "FORMATS", "laid_out_at", "shown_widget"]
