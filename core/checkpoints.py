@@ -31,11 +31,11 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from core.config import ConfigError, ModelConfig
 from core.model import Transformer
+from core.quiet_stderr import quiet_native_stderr
 from core.tokenizers import Tokenizer, TokenizerFileError, tokenizer_from_json
 from resources import resource_path
 
@@ -46,6 +46,7 @@ CONFIG_FILE = "config.json"
 TOKENIZER_FILE = "tokenizer.json"
 METADATA_FILE = "training.json"
 BUNDLED_DIR = ("models",)  # under resources/
+MAX_JSON_FILE_BYTES = 64 * 2**20  # a large model's tokenizer.json is some 10 MiB
 
 
 class CheckpointError(ValueError):
@@ -370,6 +371,8 @@ def read_json_file(path: Path, what: str) -> Any:
     if not path.is_file():
         raise CheckpointError(f"{path.parent}: missing {path.name} ({what})")
     try:
+        if path.stat().st_size > MAX_JSON_FILE_BYTES:
+            raise CheckpointError(f"{path} is larger than {MAX_JSON_FILE_BYTES // 2**20} MiB; it cannot be {what}")
         return json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as error:
         raise CheckpointError(f"{path} is not valid JSON (line {error.lineno}: {error.msg})") from None
@@ -377,6 +380,8 @@ def read_json_file(path: Path, what: str) -> Any:
         raise CheckpointError(f"{path} is not UTF-8 text") from None
     except RecursionError:  # "[[[[..." nested deeper than the parser's stack
         raise CheckpointError(f"{path} nests too deeply to be {what}") from None
+    except ValueError as error:  # an integer of more than 4,300 digits, which Python will not convert
+        raise CheckpointError(f"{path} cannot be {what}: {str(error).splitlines()[0]}") from None
     except OSError as error:
         raise CheckpointError(f"cannot read {path}: {error.strerror or error}") from None
 
@@ -386,9 +391,13 @@ def read_safetensors(path: Path) -> dict[str, torch.Tensor]:
     if not path.is_file():
         raise CheckpointError(f"{path.parent}: missing {path.name} (the weights)")
     try:
-        return load_file(str(path), device="cpu")
-    except (SafetensorError, ValueError, RuntimeError, OSError) as error:
-        raise CheckpointError(f"{path} is not a readable safetensors file: {error}") from None
+        with quiet_native_stderr():
+            return load_file(str(path), device="cpu")
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as error:  # noqa: BLE001 - a Rust panic arrives as PanicException, a BaseException
+        reason = (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
+        raise CheckpointError(f"{path} is not a readable safetensors file: {reason}") from None
 
 
 def model_from_tensors(

@@ -242,3 +242,23 @@ def test_a_dtype_that_cannot_become_float32_is_one_sentence(monkeypatch):
     tensors["tok_emb.weight"] = tensors["tok_emb.weight"].as_subclass(Stubborn)
     with pytest.raises(CheckpointError, match=r"tensor tok_emb.weight holds float32 values, which this app cannot convert"):
         checkpoints.model_from_tensors(TINY, tensors, "x")
+
+
+def test_an_integer_of_thousands_of_digits_in_config_json_is_one_sentence(tmp_path):
+    folder = save_checkpoint(Transformer.from_seed(TINY), tmp_path / "ckpt")
+    header = (folder / CONFIG_FILE).read_text().replace('"format_version": 1', '"format_version": ' + "9" * 5000)
+    (folder / CONFIG_FILE).write_text(header)
+    with pytest.raises(CheckpointError) as caught:
+        load_checkpoint(folder)
+    assert str(caught.value).startswith(f"{folder / CONFIG_FILE} cannot be the model config: ")
+    assert "\n" not in str(caught.value) and len(str(caught.value)) < 300
+
+
+def test_a_damaged_safetensors_header_is_one_sentence(tmp_path):
+    folder = save_checkpoint(Transformer.from_seed(TINY), tmp_path / "ckpt")
+    data = bytearray((folder / MODEL_FILE).read_bytes())
+    data[8:12] = b"{{{{"  # the JSON header right after its 8-byte length
+    (folder / MODEL_FILE).write_bytes(bytes(data))
+    with pytest.raises(CheckpointError, match="is not a readable safetensors file: ") as caught:
+        load_checkpoint(folder)
+    assert "\n" not in str(caught.value)
