@@ -13,6 +13,9 @@ from core.config import ConfigError, ModelConfig
 from core.presets import get_preset
 
 
+MAX_CONFIG_BYTES = 1024 * 1024
+
+
 def add_model_arguments(parser: argparse.ArgumentParser, default_preset: str | None = "tiny-gpt") -> None:
     group = parser.add_argument_group("model")
     group.add_argument("--preset", metavar="NAME", default=default_preset, help="a preset name (see `presets`)")
@@ -50,6 +53,10 @@ def parse_field_value(text: str) -> tuple[str, Any]:
 def config_from_args(args: argparse.Namespace) -> ModelConfig:
     if getattr(args, "config", None):
         path = Path(args.config)
+        if path.exists() and not path.is_file() and not path.is_dir():  # a FIFO would wait, /dev/zero never ends
+            raise CliError(f"{path} is not a regular file; give a JSON file of config fields")
+        if path.is_file() and path.stat().st_size > MAX_CONFIG_BYTES:
+            raise CliError(f"{path} is larger than {MAX_CONFIG_BYTES // 1024} KiB; a config is a few fields")
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as error:

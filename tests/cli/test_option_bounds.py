@@ -107,3 +107,13 @@ def test_any_value_of_any_numeric_option_parses_in_range_or_is_refused_in_one_li
     else:
         low, high = action.type.bounds
         assert math.isfinite(parsed) and low <= parsed <= high, (option, value, parsed)
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "mkfifo"), reason="FIFOs are POSIX")
+def test_a_fifo_as_a_config_file_is_refused_without_waiting(capsys, tmp_path):
+    import os
+
+    fifo = tmp_path / "config.json"
+    os.mkfifo(fifo)
+    assert main(["params", "--config", str(fifo)]) == 2
+    assert "is not a regular file; give a JSON file of config fields" in capsys.readouterr().err
