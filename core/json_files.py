@@ -43,6 +43,11 @@ def read_json_document(path: str | Path, max_bytes: int, what: str) -> Any:
     return data
 
 
+def read_regular_file(path: str | Path, max_bytes: int, what: str) -> bytes:
+    """The bytes of a regular file of at most max_bytes; JsonFileError says why not (a FIFO, a device, too big)."""
+    return _read_regular_file(Path(path), max_bytes, what)
+
+
 def _read_regular_file(path: Path, max_bytes: int, what: str) -> bytes:
     # O_NONBLOCK: opening a FIFO must not wait for a writer; fstat then refuses it.
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)

@@ -41,7 +41,7 @@ _UNFINISHED_WORKERS: list[QThread] = []
 GIL_SWITCH_INTERVAL_S = 0.0005
 EXPECTED_ERRORS = ("ConfigError", "SequenceError", "MemoryBudgetError", "ModelTooLargeError", "DeviceError",
                    "UnknownTokenError", "UnknownPresetError", "CheckpointError", "TokenizerFileError",
-                   "TrainingError", "PositionsError", "NormsError", "BudgetError")
+                   "TrainingError", "PositionsError", "NormsError", "BudgetError", "CorpusError")
 
 
 class JobCancelled(Exception):

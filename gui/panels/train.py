@@ -56,6 +56,7 @@ SAMPLE_EVERY_RUNS = 10  # about ten samples per run
 DEFAULT_PROMPT = "ROMEO:\n"
 GENERATE_CHANNEL = "train-generate"  # not the training channel: a request there would cancel the run
 SAVE_CHANNEL = "train-save"
+CORPUS_CHANNEL = "train-corpus"
 
 
 class CorpusError(ValueError):
@@ -71,15 +72,15 @@ class Corpus:
 
 def read_corpus(path: str | Path) -> Corpus:
     """A UTF-8 text file as a corpus, or CorpusError saying why it cannot be one."""
+    from core.json_files import JsonFileError, read_regular_file
+
     path = Path(path)
     try:
-        if path.stat().st_size > MAX_CORPUS_BYTES:
-            raise CorpusError(f"{path.name} is larger than {MAX_CORPUS_BYTES // 1_000_000} MB")
-        text = path.read_text(encoding="utf-8")
+        text = read_regular_file(path, MAX_CORPUS_BYTES, "a corpus").decode("utf-8")
     except UnicodeDecodeError as error:
         raise CorpusError(f"{path.name} is not UTF-8 text (byte {error.start} cannot be decoded)") from None
-    except OSError as error:
-        raise CorpusError(f"cannot read {path}: {error.strerror or error}") from None
+    except JsonFileError as error:
+        raise CorpusError(str(error)) from None
     if len(text) < MIN_CORPUS_CHARS:
         raise CorpusError(f"{path.name} has {len(text):,} characters; a corpus needs at least {MIN_CORPUS_CHARS:,}")
     return Corpus(path.name, text, CharTokenizer.from_text(text).vocab_size)
@@ -265,6 +266,7 @@ class TrainPanel(Panel):
     training_finished = Signal()  # a run ended (finished or stopped) and its model is installed
     generated = Signal(str)  # the continuation just shown
     saved = Signal(str)  # the checkpoint folder just written
+    corpus_loaded = Signal(bool)  # a corpus file was read and is now used (True), or refused (False)
 
     def __init__(self, state, compute, parent: QWidget | None = None) -> None:
         super().__init__(state, compute, parent)
@@ -438,16 +440,20 @@ class TrainPanel(Panel):
         if path:
             self.load_corpus_file(path)
 
-    def load_corpus_file(self, path: str | Path) -> bool:
-        """Use a text file as the corpus; a file that cannot be one shows why and changes nothing."""
-        try:
-            corpus = read_corpus(path)
-        except CorpusError as error:
-            self.show_error(f"That file cannot be a corpus: {error}. The corpus is still {self.corpus.name}.")
-            return False
+    def load_corpus_file(self, path: str | Path) -> None:
+        """Use a text file as the corpus, read and checked on the worker (a large file must not freeze the
+        window); `corpus_loaded(ok)` follows. A file that cannot be one shows why and changes nothing."""
+        path = str(path)
+        self.compute.submit(CORPUS_CHANNEL, lambda: read_corpus(path), lambda corpus: self._use_corpus(path, corpus),
+                            f"reading {Path(path).name}", on_error=self._corpus_refused)
+
+    def _corpus_refused(self, message: str) -> None:
+        self.show_error(f"That file cannot be a corpus: {message}. The corpus is still {self.corpus.name}.")
+        self.corpus_loaded.emit(False)
+
+    def _use_corpus(self, path: str, corpus: Corpus) -> None:
         self.clear_error()
         self.corpus = corpus
-        path = str(path)
         index = self.corpus_combo.findData(path)
         if index < 0:
             self.corpus_combo.addItem(Path(path).name, path)
@@ -456,7 +462,7 @@ class TrainPanel(Panel):
         self.corpus_combo.setCurrentIndex(index)
         self.corpus_combo.blockSignals(False)
         self._describe_corpus()
-        return True
+        self.corpus_loaded.emit(True)
 
     def vocabulary_problem(self) -> str:
         """Why the current config cannot be trained on the corpus, or ""."""

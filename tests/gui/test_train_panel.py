@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import math
 
 import pytest
@@ -133,14 +135,21 @@ def test_a_bad_corpus_file_shows_why_and_changes_nothing(qtbot, panel, tmp_path)
     binary.write_bytes("caf\xe9 ".encode("latin-1") * 500)
     short = tmp_path / "short.txt"
     short.write_text("To be.", encoding="utf-8")
-    for path, reason in ((binary, "not UTF-8"), (short, "at least 1,000"), (tmp_path / "missing.txt", "cannot read")):
-        assert not panel.load_corpus_file(path)
+    fifo = tmp_path / "pipe.txt"
+    os.mkfifo(fifo)  # opening it for reading must neither hang nor be read
+    for path, reason in ((binary, "not UTF-8"), (short, "at least 1,000"), (tmp_path / "missing.txt", "does not exist"),
+                         (fifo, "not a regular file"), (tmp_path, "is a folder")):
+        with qtbot.waitSignal(panel.corpus_loaded, timeout=30_000) as blocker:
+            panel.load_corpus_file(path)
+        assert blocker.args == [False]
         assert reason in panel.last_error and panel.message_label.isVisibleTo(panel)
         assert panel.corpus is before and panel.corpus_combo.count() == 1
 
     good = tmp_path / "abc.txt"
     good.write_text("abc " * 400, encoding="utf-8")
-    assert panel.load_corpus_file(good)
+    with qtbot.waitSignal(panel.corpus_loaded, timeout=30_000) as blocker:
+        panel.load_corpus_file(good)
+    assert blocker.args == [True]
     assert panel.corpus.vocab_size == 4
     assert not panel.start_training()  # the config's vocabulary is 65: the message says what to set
     assert "set vocab_size to 4" in panel.last_error
