@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import os
-
 import math
+import os
 
 import pytest
 from PySide6.QtCore import Qt
