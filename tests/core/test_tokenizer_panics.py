@@ -50,8 +50,10 @@ def test_a_panic_while_loading_is_a_tokenizer_file_error():
 
 
 def test_an_invalid_regex_is_a_tokenizer_file_error():
-    with pytest.raises(TokenizerFileError, match="not a valid tokenizer.json: .*unmatched parenthesis"):
+    # The reason after the colon is tokenizers' own: "unmatched parenthesis" from 0.22 on, a serde message before.
+    with pytest.raises(TokenizerFileError, match="not a valid tokenizer.json: ") as caught:
         tokenizer_from_json(crafted_spec("("))
+    assert "\n" not in str(caught.value)
 
 
 def test_the_command_line_prints_one_line_and_exits_2_without_rusts_report(tmp_path):
