@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer, Signal
+from PySide6.QtCore import QByteArray, QSettings, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
     QApplication,
@@ -736,6 +736,8 @@ class MainWindow(QMainWindow):
         area = screen.availableGeometry()
         frame = self.frameGeometry().size() - self.geometry().size()  # title bar and borders, once mapped
         room = area.size() - frame
+        if "size" in self._run_only:  # a size asked for on the command line (a screenshot for slides) is kept
+            room = room.expandedTo(QSize(*self._run_only["size"]))
         self.setMaximumSize(room)
         if self.width() > room.width() or self.height() > room.height():
             self.resize(min(self.width(), room.width()), min(self.height(), room.height()))
