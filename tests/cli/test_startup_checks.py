@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -91,3 +93,43 @@ def test_the_self_test_ignores_a_display_it_cannot_reach():
                             timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "self-test passed" in result.stdout
+
+
+@pytest.mark.skipif(not (shutil.which("Xvfb") and shutil.which("xprop") and shutil.which("xdotool")),
+                    reason="needs Xvfb, xprop and xdotool")
+def test_under_x11_the_window_class_is_the_app_id_when_run_as_main_py(tmp_path):
+    display = ":" + str(90 + os.getpid() % 900)
+    missing = display_problem({"DISPLAY": display}, sys.platform)
+    if missing:
+        pytest.skip(missing)  # this machine lacks what Qt's X11 plugin needs, which the check names
+    server = subprocess.Popen(["Xvfb", display, "-screen", "0", "1600x1000x24", "-nolisten", "tcp"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    env = {**environment_without_a_display(), "DISPLAY": display, "HOME": str(tmp_path)}
+    app = None
+    try:
+        def ask(*command: str) -> subprocess.CompletedProcess:
+            return subprocess.run(list(command), env=env, capture_output=True, text=True, timeout=30)
+
+        deadline = time.monotonic() + 30
+        while ask("xdotool", "getdisplaygeometry").returncode != 0:
+            assert time.monotonic() < deadline, "Xvfb did not start"
+            time.sleep(0.1)
+        log = tmp_path / "stderr.txt"
+        with log.open("w") as stderr:
+            app = subprocess.Popen([sys.executable, "main.py"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                                   stderr=stderr)
+        deadline = time.monotonic() + 120
+        windows = ""
+        while not windows:
+            assert app.poll() is None, log.read_text()[-2000:]
+            assert time.monotonic() < deadline, "the window did not appear"
+            windows = ask("xdotool", "search", "--name", "Transformer Explorer").stdout.split()
+            time.sleep(0.2)
+        wm_class = ask("xprop", "-id", windows[0], "WM_CLASS").stdout
+        assert '"transformer-explorer"' in wm_class.split("=", 1)[1].split(",")[0], wm_class
+    finally:
+        if app is not None:
+            app.terminate()
+            app.wait(timeout=30)
+        server.terminate()
+        server.wait(timeout=30)
