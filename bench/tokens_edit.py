@@ -173,7 +173,7 @@ def main() -> int:
 
     def figures(latencies: list[float]) -> tuple[float, float, str]:
         p50 = statistics.median(latencies)
-        p95 = statistics.quantiles(latencies, n=100)[94] if len(latencies) > 1 else latencies[0]
+        p95 = statistics.quantiles(latencies, n=100, method="inclusive")[94] if len(latencies) > 1 else latencies[0]
         return p50, p95, f"p50 {p50:.1f} ms, p95 {p95:.1f} ms, max {latencies[-1]:.1f} ms"
 
     p50, p95, text = figures(plain)
