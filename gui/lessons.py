@@ -104,6 +104,15 @@ def bring_into_view(widget: QWidget) -> None:
         parent = parent.parentWidget()
 
 
+def find_panel_widgets(panel: QWidget, name: str) -> list[QWidget]:
+    """The widgets called `name`: one, or each of a panel attribute that holds several (two pies side by side)."""
+    candidate = getattr(panel, name, None)
+    if isinstance(candidate, (tuple, list)) and candidate and all(isinstance(item, QWidget) for item in candidate):
+        return list(candidate)
+    widget = find_panel_widget(panel, name)
+    return [widget] if widget is not None else []
+
+
 def uses_arrow_keys(widget: QWidget) -> bool:
     """Whether a focused widget has its own use for the arrow keys (buttons and tab bars do not)."""
     if isinstance(widget, (QAbstractButton, QTabBar, QMainWindow, QDockWidget)):
@@ -645,11 +654,10 @@ class LessonController(QObject):
         """Hide what the step's reveal talks about, so the student predicts before seeing it."""
         self._uncover()
         for name in dict.fromkeys(names):
-            target = find_panel_widget(panel, name)
-            if target is None:
+            targets = find_panel_widgets(panel, name)
+            if not targets:
                 log.warning("lesson answer %r is not a widget of %s", name, panel.objectName())
-                continue
-            self.covers.append(AnswerCover(target))
+            self.covers += [AnswerCover(target) for target in targets]
 
     def _uncover(self) -> None:
         for cover in self.covers:
@@ -744,4 +752,5 @@ class LessonController(QObject):
         self._update_actions()
 
 
-__all__ = ["AnswerCover", "LessonController", "LessonDock", "FocusOutline", "find_panel_widget", "widget_text"]
+__all__ = ["AnswerCover", "LessonController", "LessonDock", "FocusOutline", "bring_into_view", "find_panel_widget",
+           "find_panel_widgets", "shown_rect", "widget_text"]

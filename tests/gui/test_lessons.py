@@ -14,7 +14,7 @@ from PySide6.QtCore import QSettings, Qt
 from PySide6.QtWidgets import QAbstractScrollArea, QWidget
 
 from core.lessons import PLACEHOLDER, bundled_lesson_paths, load_lesson
-from gui.lessons import FOCUS_DELAY_MS, find_panel_widget
+from gui.lessons import FOCUS_DELAY_MS, find_panel_widget, find_panel_widgets
 
 
 @pytest.fixture(scope="module")
@@ -293,8 +293,9 @@ def test_the_answer_is_covered_until_reveal(qtbot, window, path, index):
         go(qtbot, window, lambda: lessons.open_lesson(path))
     go(qtbot, window, lambda: lessons.go_to(index))
     panel = window.panel(step.panel)
-    answers = [find_panel_widget(panel, name) for name in step.answer_widgets()]
-    assert answers and all(isinstance(widget, QWidget) for widget in answers), step.answer_widgets()
+    named = [(name, widget) for name in step.answer_widgets() for widget in find_panel_widgets(panel, name)]
+    assert {name for name, _ in named} == set(step.answer_widgets()), step.answer_widgets()
+    answers = [widget for _, widget in named]
     for widget in answers:
         qtbot.waitUntil(widget.isVisible, timeout=30_000)
     qtbot.waitUntil(lambda: not window.compute.busy and not any(
@@ -302,7 +303,7 @@ def test_the_answer_is_covered_until_reveal(qtbot, window, path, index):
     qtbot.wait(FOCUS_DELAY_MS + 50)  # the focus outline is drawn after the step settles
     lessons.outline.clear()
     compared = 0
-    for name, widget in zip(step.answer_widgets(), answers, strict=True):
+    for name, widget in named:
         cover = lessons.cover_of(widget)
         assert cover is not None, f"{path.name} step {index + 1}: {name!r} is not covered before Reveal"
         assert cover.geometry() == widget.rect()
