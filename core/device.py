@@ -145,8 +145,8 @@ def estimate_memory(
     in `mask_mode`, or captured weights) holds two maps of a layer at once (scores and weights),
     three with masking after the softmax. ALiBi builds its (H, T, T) bias once per pass and a
     masked copy per layer, and then the kernel computes the full maps (three at once on the CPU).
-    `captured_attention_layers` maps are held to the end of the pass and copied once into the
-    result (as causal.attention_maps stacks them). Transient activations are bounded by one block
+    `captured_attention_layers` maps are copied into the result as each layer makes them (as
+    causal.attention_maps does), so they are held once, beside one layer's transient maps. Transient activations are bounded by one block
     at a time: the residual stream, Q/K/V and their copies, the FFN hidden layer before and after
     its activation (every expert's, since the lab's MoE runs each expert densely) and the logits. Measured against the real peak in
     tests/core/test_memory_estimate.py.
@@ -166,8 +166,8 @@ def estimate_memory(
         transient_maps = 3 * one_map + 2 * bias  # the bias, its masked copy, and the kernel's full maps
     else:
         transient_maps = 0
-    held = captured_attention_layers * one_map
-    maps = max(transient_maps + max(captured_attention_layers - 1, 0) * one_map, 2 * held)
+    held = captured_attention_layers * one_map  # the result's (L, B, H, T, T) array, filled layer by layer
+    maps = transient_maps + held
     # A block holds the residual, its norm, Q/K/V and their head-major copies, the attention output and its
     # reshaped copy, the projection and the sum (12 of width d), and the FFN's hidden layer before and after
     # the activation; then the logits.

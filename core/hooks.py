@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 import torch
 from torch import nn
@@ -49,11 +49,13 @@ class Captured(dict[str, torch.Tensor]):
 
 
 @contextlib.contextmanager
-def capture(model: nn.Module, patterns: Iterable[str], keep_graph: bool = False) -> Iterator[Captured]:
+def capture(model: nn.Module, patterns: Iterable[str], keep_graph: bool = False,
+            on_output: Callable[[str, torch.Tensor], None] | None = None) -> Iterator[Captured]:
     """Record the outputs of the chosen hook points for the forward passes inside the block.
 
     With keep_graph the tensors stay attached to autograd (and `retain_grad` is called) so that a
-    backward pass inside the block fills their `.grad`.
+    backward pass inside the block fills their `.grad`. With on_output(name, tensor) each output is
+    handed over as it is made and not stored, so a caller that copies it out holds it only once.
     """
     store = Captured()
     handles = []
@@ -62,7 +64,9 @@ def capture(model: nn.Module, patterns: Iterable[str], keep_graph: bool = False)
             point = model.get_submodule(name)
 
             def record(_module: nn.Module, _inputs: tuple, output: torch.Tensor, name: str = name) -> None:
-                if keep_graph:
+                if on_output is not None:
+                    on_output(name, output.detach())
+                elif keep_graph:
                     if output.requires_grad:
                         output.retain_grad()
                     store[name] = output

@@ -44,9 +44,10 @@ PEAK_SCRIPT = textwrap.dedent(
     with torch.inference_mode():
         if layers:
             hooks = [f"blocks.{i}.attn.hook_pattern" for i in range(layers)]
-            with capture(model, hooks) as store:
+            # As causal.attention_maps does: each layer's maps copied out as they are made.
+            held = []
+            with capture(model, hooks, on_output=lambda name, output: held.append(output.float().cpu().numpy())):
                 model(tokens, mask_mode=mode)
-            stacked = torch.stack([store[name] for name in hooks])  # (L, B, H, T, T), as attention_maps does
         else:
             model(tokens, mask_mode=mode)
     print(peak_rss() - before)

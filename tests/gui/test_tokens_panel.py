@@ -399,3 +399,19 @@ def test_the_kept_run_diff_equals_the_two_sequence_batch(qtbot, lab, model, toke
     # Batches of one and of two may take other GEMM blockings: the moved cells agree to float32 rounding
     # of the residual stream (its values are O(10), one ulp ~1e-6), never bitwise.
     np.testing.assert_allclose(view.values, batch.max_change, rtol=0, atol=1e-4)
+
+
+def test_the_overview_is_small_at_any_length_and_keeps_every_peak():
+    from gui.panels.tokens.attention import MAX_TILE_PX, overview_image
+
+    rng = np.random.default_rng(0)
+    small = rng.random((2, 3, 5, 5), dtype=np.float32)
+    same = overview_image(small)
+    assert same.factor == 1
+    assert np.array_equal(same.image[0:5, 0:5], small[0, 0]) and np.array_equal(same.image[-5:, -5:], small[1, 2])
+    long = np.zeros((12, 12, 1000, 1000), dtype=np.float32)
+    long[3, 7, 999, 2] = 1.0  # one sharp weight at the far corner of one head
+    image = overview_image(long)
+    assert image.factor == 16 and max(image.image.shape) <= 12 * (MAX_TILE_PX + 6)
+    row, col = 3 * image.pitch_q // image.factor + 999 // 16, 7 * image.pitch_k // image.factor + 2 // 16
+    assert image.image[row, col] == 1.0 and np.nansum(image.image) == 1.0

@@ -26,17 +26,57 @@ class AttentionInputs:
     mask_mode: str
 
 
-def compute_attention(inputs: AttentionInputs, token) -> Any:
+@dataclass(frozen=True)
+class OverviewImage:
+    """Every layer x head as one tiled image, each tile at most MAX_TILE_PX a side (block maxima)."""
+
+    image: np.ndarray  # (L * pitch_q / f, H * pitch_k / f) float32, NaN in the gaps
+    factor: int  # tokens per image pixel along each axis
+    pitch_q: int  # rows of tokens from one layer's tile to the next (tile plus gap)
+    pitch_k: int  # columns of tokens from one head's tile to the next
+
+
+@dataclass(frozen=True)
+class AttentionResult:
+    maps: Any  # core AttentionMaps
+    overview: OverviewImage
+
+
+MAX_TILE_PX = 64  # a tile of the overview is at most this many pixels a side: 12 x 12 heads stay small
+GAP_FRACTION = 0.08
+
+
+def overview_image(weights: np.ndarray, max_tile: int = MAX_TILE_PX) -> OverviewImage:
+    """weights (L, H, T, S) -> the tiled overview; a pixel of a large tile is the largest weight it covers,
+    so a sharp head stays visible at any length. Built tile by tile: no full-size copy."""
+    n_layers, n_heads, n_queries, n_keys = weights.shape
+    factor = max(1, math.ceil(max(n_queries, n_keys) / max_tile))
+    tile_q, tile_k = math.ceil(n_queries / factor), math.ceil(n_keys / factor)
+    gap = max(1, round(max(tile_q, tile_k) * GAP_FRACTION))
+    image = np.full((n_layers * (tile_q + gap) - gap, n_heads * (tile_k + gap) - gap), np.nan, dtype=np.float32)
+    for layer in range(n_layers):
+        for head in range(n_heads):
+            tile = weights[layer, head]  # (T, S)
+            if factor > 1:
+                padded = np.zeros((tile_q * factor, tile_k * factor), dtype=np.float32)
+                padded[:n_queries, :n_keys] = tile
+                tile = padded.reshape(tile_q, factor, tile_k, factor).max(axis=(1, 3))  # (T/f, S/f)
+            r, c = layer * (tile_q + gap), head * (tile_k + gap)
+            image[r:r + tile_q, c:c + tile_k] = tile
+    return OverviewImage(image, factor, (tile_q + gap) * factor, (tile_k + gap) * factor)
+
+
+def compute_attention(inputs: AttentionInputs, token) -> AttentionResult:
     from core.experiments import causal
 
-    return causal.attention_maps(inputs.model, list(inputs.tokens), mask_mode=inputs.mask_mode,
+    maps = causal.attention_maps(inputs.model, list(inputs.tokens), mask_mode=inputs.mask_mode,
                                  tokenizer_or_labels=inputs.tokenizer)
+    token.check()
+    return AttentionResult(maps, overview_image(maps.weights))
 
 
 class TileOverview(QWidget):
     """All layers x heads as small multiples in one image (one ImageItem, not one plot per head)."""
-
-    GAP_FRACTION = 0.08
 
     def __init__(self, on_pick, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -44,7 +84,7 @@ class TileOverview(QWidget):
         self._shape = (0, 0, 0, 0)
         self._weights: np.ndarray | None = None
         self._labels: tuple[str, ...] = ()
-        self._gap = 1
+        self._pitch = (1, 1)  # tokens from one tile to the next: (layers, heads)
         self._last_scene_pos = None
         self.stale = False
         layout = QVBoxLayout(self)
@@ -69,19 +109,15 @@ class TileOverview(QWidget):
         self.plot.getViewBox().sigResized.connect(self._update_ticks)
         self.apply_theme()
 
-    def set_maps(self, weights: np.ndarray, labels: tuple[str, ...]) -> None:
-        """weights: (L, H, T, S) attention weights; tiled into one (L*(T+g), H*(S+g)) image."""
-        n_layers, n_heads, n_queries, n_keys = weights.shape
-        gap = max(1, round(max(n_queries, n_keys) * self.GAP_FRACTION))
-        tiled = np.full((n_layers * (n_queries + gap) - gap, n_heads * (n_keys + gap) - gap), np.nan, dtype=np.float32)
-        for layer in range(n_layers):
-            for head in range(n_heads):
-                r, c = layer * (n_queries + gap), head * (n_keys + gap)
-                tiled[r:r + n_queries, c:c + n_keys] = weights[layer, head]
-        self._weights, self._labels, self._gap, self._shape = weights, labels, gap, weights.shape
-        self.image.setImage(tiled, autoLevels=False, levels=(0.0, 1.0))
+    def set_maps(self, weights: np.ndarray, overview: OverviewImage, labels: tuple[str, ...]) -> None:
+        """weights: (L, H, T, S) attention weights (read out on hover); overview: their tiled image."""
+        self._weights, self._labels, self._shape = weights, labels, weights.shape
+        self._pitch = (overview.pitch_q, overview.pitch_k)
+        rows, cols = overview.image.shape
+        self.image.setImage(overview.image, autoLevels=False, levels=(0.0, 1.0))
         self.image.setLookupTable(theme.colormap().getLookupTable(nPts=256))
-        self.plot.setRange(xRange=(0, tiled.shape[1]), yRange=(0, tiled.shape[0]), padding=0.02)
+        self.image.setRect(QRectF(0, 0, cols * overview.factor, rows * overview.factor))  # in tokens
+        self.plot.setRange(xRange=(0, cols * overview.factor), yRange=(0, rows * overview.factor), padding=0.02)
         self._update_ticks()
 
     def _update_ticks(self) -> None:
@@ -89,7 +125,7 @@ class TileOverview(QWidget):
         if self._weights is None:
             return
         n_layers, n_heads, n_queries, n_keys = self._shape
-        gap, view = self._gap, self.plot.getViewBox()
+        (pitch_q, pitch_k), view = self._pitch, self.plot.getViewBox()
         metrics = QFontMetrics(theme.font(0.9))
 
         def step(count: int, extent_px: float, label_px: float) -> int:
@@ -97,9 +133,8 @@ class TileOverview(QWidget):
 
         head_step = step(n_heads, view.width(), metrics.horizontalAdvance(f"head {n_heads - 1}") + 8)
         layer_step = step(n_layers, view.height(), metrics.height() + 2)
-        layer_ticks = [(layer * (n_queries + gap) + n_queries / 2, f"block {layer}")
-                       for layer in range(0, n_layers, layer_step)]
-        head_ticks = [(head * (n_keys + gap) + n_keys / 2, f"head {head}" if head_step == 1 else str(head))
+        layer_ticks = [(layer * pitch_q + n_queries / 2, f"block {layer}") for layer in range(0, n_layers, layer_step)]
+        head_ticks = [(head * pitch_k + n_keys / 2, f"head {head}" if head_step == 1 else str(head))
                       for head in range(0, n_heads, head_step)]
         self.plot.getAxis("left").setTicks([layer_ticks])
         self.plot.getAxis("bottom").setTicks([head_ticks])
@@ -109,7 +144,8 @@ class TileOverview(QWidget):
         _, _, n_queries, n_keys = self._shape
         if not n_queries:
             return
-        left, top = head * (n_keys + self._gap) - 0.5, layer * (n_queries + self._gap) - 0.5
+        pitch_q, pitch_k = self._pitch
+        left, top = head * pitch_k - 0.5, layer * pitch_q - 0.5
         self.selection.setRect(QRectF(left, top, n_keys + 1, n_queries + 1))
 
     def set_stale(self, stale: bool) -> None:
@@ -129,8 +165,8 @@ class TileOverview(QWidget):
         point = self.plot.getViewBox().mapSceneToView(scene_pos)
         n_layers, n_heads, n_queries, n_keys = self._shape
         row, col = int(math.floor(point.y())), int(math.floor(point.x()))
-        layer, query = divmod(row, n_queries + self._gap)
-        head, key = divmod(col, n_keys + self._gap)
+        layer, query = divmod(row, self._pitch[0])
+        head, key = divmod(col, self._pitch[1])
         if row < 0 or col < 0 or layer >= n_layers or head >= n_heads or query >= n_queries or key >= n_keys:
             return None
         return layer, head, query, key
@@ -232,15 +268,16 @@ class AttentionView(View):
         self.state.set_selected_layer(layer)
         self.state.set_selected_head(head)
 
-    def show_result(self, maps) -> None:
-        self.overview.set_maps(maps.weights, maps.query_labels)
+    def show_result(self, result: AttentionResult) -> None:
+        maps = result.maps
+        self.overview.set_maps(maps.weights, result.overview, maps.query_labels)
         self._draw_selected()
         nan_text = " Some rows are NaN (a query that sees no key)." if maps.has_nan else ""
         self.note.setText(f"Rows are queries, columns the keys they read; each row sums to 1.{nan_text} "
                           "Hover for the exact weight.")
 
     def _draw_selected(self) -> None:
-        maps = self.result
+        maps = self.result.maps
         layer = min(self.state.selected_layer, maps.weights.shape[0] - 1)
         head = min(self.state.selected_head, maps.weights.shape[1] - 1)
         self.map.set_data(maps.weights[layer, head], row_labels=maps.query_labels, col_labels=maps.key_labels,
