@@ -61,7 +61,11 @@ def token_labels(ids: Sequence[int], tokenizer_or_labels=None) -> tuple[str, ...
     if tokenizer_or_labels is None:
         return tuple(str(int(i)) for i in ids)
     if hasattr(tokenizer_or_labels, "token_text"):
-        return tuple(display_token(tokenizer_or_labels.token_text(int(i))) for i in ids)
+        # A model's vocabulary can be larger than the tokenizer beside it (a GPT-2 shape over the lab's
+        # characters): an id the tokenizer lacks is labelled by its number, never an error.
+        size = getattr(tokenizer_or_labels, "vocab_size", None)
+        return tuple(display_token(tokenizer_or_labels.token_text(int(i))) if size is None or 0 <= int(i) < size
+                     else f"#{int(i)}" for i in ids)
     labels = list(tokenizer_or_labels)
     for i in ids:
         if not 0 <= int(i) < len(labels):

@@ -673,3 +673,10 @@ def test_next_token_predictions():
     for bad in (dict(temperature=0.0), dict(k=0), dict(position=7)):
         with pytest.raises(SequenceError):
             next_token_predictions(model, ids, **{"position": 3, **bad})
+
+
+def test_an_id_beyond_the_tokenizer_is_labelled_by_its_number():
+    from core.tokenizers import CharTokenizer
+
+    tokenizer = CharTokenizer.from_text("ab")
+    assert causal.token_labels([0, 1, 5], tokenizer) == ("a", "b", "#5")
