@@ -53,7 +53,7 @@ Rules for both:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -79,13 +79,19 @@ class Refusal:
     message: str
 
 
-def _restyle_plots(root: QWidget) -> None:
-    """Re-style the pyqtgraph plots under root and every child widget that styles itself."""
-    themed = [child for child in root.findChildren(QWidget) if callable(getattr(child, "apply_theme", None))]
-    themed = [child for child in themed if not isinstance(child, (View, Panel))]
+def _restyle_plots(root: QWidget, skip: Sequence[QWidget] = ()) -> None:
+    """Re-style the pyqtgraph plots under root and every child widget that styles itself.
+
+    Widgets inside `skip` (a panel's views, which restyle themselves on the same signals) are left alone.
+    """
+    def outside(widget: QWidget) -> bool:
+        return not any(view.isAncestorOf(widget) for view in skip)
+
+    themed = [child for child in root.findChildren(QWidget) if callable(getattr(child, "apply_theme", None))
+              and not isinstance(child, (View, Panel)) and outside(child)]
     inside_themed = {id(plot) for child in themed for plot in child.findChildren(pg.PlotWidget)}
     for plot in root.findChildren(pg.PlotWidget):
-        if id(plot) not in inside_themed:
+        if id(plot) not in inside_themed and outside(plot):
             theme.style_plot(plot)
     for child in themed:  # reusable widgets (gui.widgets.heatmap.Heatmap, ...) style themselves
         child.apply_theme()
@@ -413,6 +419,7 @@ class Panel(QWidget):
     def add_view(self, view: View) -> View:
         """Register a view of this panel: its results count as the panel's for `result_shown`."""
         self.views.append(view)
+        view.apply_theme()  # from here on it restyles itself on the theme and text-size signals
         view.result_shown.connect(self.result_shown)
         view.error_shown.connect(self.error_shown)
         return view
@@ -421,8 +428,8 @@ class Panel(QWidget):
         """Recompute from the state (submit work to the worker); panels without views override."""
 
     def export_targets(self) -> list[tuple[str, Any]]:
-        """(label, QWidget or pg.PlotItem) pairs File > Export offers; the whole panel by default."""
-        return [(self.title, self)]
+        """(label, QWidget or pg.PlotItem) pairs File > Export offers: the whole panel, then its views' plots."""
+        return [(self.title, self), *(target for view in self.views for target in view.export_targets())]
 
     def settings(self) -> dict[str, Any]:
         return {}
@@ -450,8 +457,9 @@ class Panel(QWidget):
         self.message_label.hide()
 
     def apply_theme(self) -> None:
-        """Re-style plots for the current theme and font scale; extend for custom drawing."""
-        _restyle_plots(self)
+        """Re-style plots outside the views (each view restyles itself) for the theme and font scale; extend
+        for custom drawing."""
+        _restyle_plots(self, skip=self.views)
         if self.last_error:
             self.message_label.setStyleSheet(f"color: {theme.current().warning};")
 

@@ -382,9 +382,6 @@ class NormsPanel(Panel):
         layout.addWidget(self.view, 1)
         self.caption, self.forward_plot, self.gradient_plot = self.view.caption, self.view.forward_plot, self.view.gradient_plot
 
-    def export_targets(self) -> list[tuple[str, Any]]:
-        return [(self.title, self), *self.view.export_targets()]
-
     def settings(self) -> dict[str, Any]:
         return {
             "depth": self.depth_spin.value(),

@@ -401,9 +401,6 @@ class ShapesPanel(Panel):
     def _copy_from_config(self) -> None:
         self.controls.copy_from(self.state.config)
 
-    def export_targets(self) -> list[tuple[str, Any]]:
-        return [(self.title, self), *self.shapes.export_targets()]
-
     def settings(self) -> dict[str, Any]:
         return {
             "batch": self.batch_spin.value(),

@@ -14,7 +14,7 @@ from PySide6.QtCore import QSettings, Qt
 from PySide6.QtWidgets import QAbstractScrollArea, QWidget
 
 from core.lessons import PLACEHOLDER, bundled_lesson_paths, load_lesson
-from gui.lessons import FOCUS_DELAY_MS, find_panel_widget, find_panel_widgets
+from gui.lessons import find_panel_widget, find_panel_widgets
 
 
 @pytest.fixture(scope="module")
@@ -300,7 +300,8 @@ def test_the_answer_is_covered_until_reveal(qtbot, window, path, index):
         qtbot.waitUntil(widget.isVisible, timeout=30_000)
     qtbot.waitUntil(lambda: not window.compute.busy and not any(
         view.is_stale for view in getattr(panel, "views", []) if view.isVisible()), timeout=60_000)
-    qtbot.wait(FOCUS_DELAY_MS + 50)  # the focus outline is drawn after the step settles
+    if step.focus:  # the focus outline is drawn once the step settles: wait for it, then take it away
+        qtbot.waitUntil(lessons.outline.isVisible, timeout=30_000)
     lessons.outline.clear()
     compared = 0
     for name, widget in named:

@@ -142,11 +142,6 @@ class ParametersPanel(Panel):
         return {key: self.pie.value(key) for key in self.pie.keys()}
 
     # ---- theme, export, session ----------------------------------------------------------------
-    def apply_theme(self) -> None:
-        super().apply_theme()
-        for view in self.views:
-            view.apply_theme()
-
     def export_targets(self) -> list[tuple[str, Any]]:
         breakdown, compare = self.breakdown_view.export_targets(), self.compare.export_targets()
         return [(self.title, self), breakdown[0], *compare[:2], *self.sweep_view.export_targets(), breakdown[1],

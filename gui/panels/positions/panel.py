@@ -207,16 +207,6 @@ class PositionsPanel(Panel):
         return self.tabs.currentWidget()
 
     # ---- theme, export, session ----------------------------------------------------------------
-    def apply_theme(self) -> None:
-        super().apply_theme()
-        for view in self.views:
-            view.apply_theme()
-
-    def export_targets(self) -> list[tuple[str, Any]]:
-        targets: list[tuple[str, Any]] = [(self.title, self)]
-        for view in self.views:
-            targets += view.export_targets()
-        return targets
 
     def _spins(self) -> dict[str, QSpinBox]:
         return {**self.controls.spins(), **self.encodings_view.spins(), **self.permutation_view.spins()}

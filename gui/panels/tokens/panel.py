@@ -192,16 +192,8 @@ class TokensPanel(Panel):
         return self.tabs.currentWidget()
 
     # ---- theme, export, session ----------------------------------------------------------------
-    def apply_theme(self) -> None:
-        super().apply_theme()
-        for view in self.views:
-            view.apply_theme()
-
     def export_targets(self) -> list[tuple[str, Any]]:
-        targets: list[tuple[str, Any]] = [(self.title, self)]
-        for view in self.views:
-            targets += view.export_targets()
-        return targets + [("Token strip", self.strip)]
+        return [*super().export_targets(), ("Token strip", self.strip)]
 
     def settings(self) -> dict[str, Any]:
         return {
