@@ -61,6 +61,7 @@ class Attention(nn.Module):
         self.hook_v = HookPoint()
         self.hook_scores = HookPoint()
         self.hook_pattern = HookPoint()
+        self.hook_z = HookPoint()  # each head's weights @ v, before the heads are concatenated
         self.hook_out = HookPoint()
 
     def _split_heads(self, x: torch.Tensor, n_heads: int) -> torch.Tensor:
@@ -107,6 +108,7 @@ class Attention(nn.Module):
             out = self._explicit_attention(q, k, v, mask_mode, score_bias)  # (B, H, T, d)
         else:
             out = self._fused_attention(q, k, v, mask_mode, score_bias)  # (B, H, T, d)
+        out = self.hook_z(out)  # (B, H, T, d)
         out = out.transpose(1, 2).reshape(batch, seq, q_width)  # (B, T, H*d)
         return self.hook_out(self.out_proj(out))  # (B, T, D)
 
