@@ -446,8 +446,9 @@ class TextbookRopeTable:
     additive_scores: np.ndarray  # (3,) (q + PE[m]) . (k + PE[n])
 
 
-def textbook_rope_table() -> TextbookRopeTable:
-    pair = seeded_qk(TEXTBOOK_ROPE_SEED, TEXTBOOK_ROPE_DIM)
+def textbook_rope_table(seed: int = TEXTBOOK_ROPE_SEED) -> TextbookRopeTable:
+    """The reading's RoPE script (numpy seeded with 0 draws q, then k); another seed draws another pair."""
+    pair = seeded_qk(seed, TEXTBOOK_ROPE_DIM)
     rope_m = np.array([m for m, _ in TEXTBOOK_ROPE_PAIRS])
     rope_n = np.array([n for _, n in TEXTBOOK_ROPE_PAIRS])
     q, k = torch.from_numpy(pair.q), torch.from_numpy(pair.k)  # (8,) float64 each
@@ -491,14 +492,15 @@ class TextbookPermutationTable:
     pe_values: np.ndarray  # (2, 6) their first six dimensions
 
 
-def textbook_permutation_table() -> TextbookPermutationTable:
+def textbook_permutation_table(seed: int = TEXTBOOK_PERMUTATION_SEED) -> TextbookPermutationTable:
     """The reading's permutation script, drawing from torch's RNG exactly as it does.
 
     fork_rng restores the caller's global RNG afterwards: the script seeds the global generator
     (nn.Linear initialises from it), and an experiment must not reseed someone else's stream.
+    Another `seed` draws other weights and x (the reading's is 0).
     """
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(TEXTBOOK_PERMUTATION_SEED)
+        torch.manual_seed(seed)
         attention = _TextbookSelfAttention(TEXTBOOK_PERMUTATION_D_MODEL)
         x = torch.randn(1, TEXTBOOK_PERMUTATION_T, TEXTBOOK_PERMUTATION_D_MODEL)  # (1, T, d)
     perm = torch.tensor(TEXTBOOK_PERMUTATION)  # (T,)
