@@ -3,10 +3,18 @@
 The reading's exercise 3 compares the output norm of a 12-block stack in both placements. Here a
 stack of 1..96 random blocks (`Transformer.from_seed`, GPT-2 initialisation) reads random tokens;
 every block boundary is captured through the model's hook points with the autograd graph kept,
-and one backward pass of the next-token cross-entropy gives d loss / d residual at each boundary.
+and one backward pass of the next-token cross-entropy gives d loss / d residual at each boundary
+and d loss / d W for every block's weight matrices.
 
-Layer index l in the results: 0 is the stream entering block 0 (embeddings plus positions),
-l >= 1 is the output of block l - 1. The final norm and head sit after layer `depth`.
+The two gradients answer different questions. d loss / d residual is what flows down the stream;
+in post-norm its size is set by the norms it passes back through (from the first block into the
+embeddings it is stretched by the first norm's gain, the embeddings being much shorter than sqrt(d)).
+d loss / d W is what an optimiser step sees for each block, the quantity the pre-norm / post-norm
+analysis of Xiong et al. (2020) follows from layer to layer at initialisation.
+
+Layer index l in the boundary results: 0 is the stream entering block 0 (embeddings plus positions),
+l >= 1 is the output of block l - 1. The final norm and head sit after layer `depth`. Block index b
+in the parameter results is the block itself, 0 .. depth - 1.
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ class NormCurves:
     layers: np.ndarray  # (depth + 1,) 0 = embeddings, l = output of block l - 1
     forward_norms: np.ndarray  # (depth + 1,) mean over (batch, position) of ||x_token||_2
     gradient_norms: np.ndarray  # (depth + 1,) ||d loss / d x||: Frobenius norm over the whole (B, T, D) tensor
+    parameter_gradient_norms: np.ndarray  # (depth,) block b's ||d loss / d W|| over all its weight matrices together
     loss: float  # the cross-entropy the gradients come from (about ln(vocab) for random weights)
     depth: int
     placement: str  # "pre" or "post"
@@ -93,6 +102,21 @@ def next_token_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor
     return F.cross_entropy(logits.flatten(0, 1), targets.flatten())  # ()
 
 
+def block_weight_matrices(model: Transformer) -> list[list[torch.nn.Parameter]]:
+    """Per block, its weight matrices (attention projections, FFN layers): biases and norm gains left out."""
+    return [[param for param in block.parameters() if param.dim() == 2] for block in model.blocks]
+
+
+def per_block_norms(gradients: tuple[torch.Tensor, ...], sizes: list[int]) -> torch.Tensor:
+    """One Frobenius norm per block over its consecutive gradients in `gradients`, summed in float64."""
+    norms, start = [], 0
+    for size in sizes:
+        squares = [(g.double() ** 2).sum() for g in gradients[start:start + size]]
+        norms.append(torch.stack(squares).sum().sqrt())
+        start += size
+    return torch.stack(norms)  # (depth,)
+
+
 def norm_curves(
     depth: int,
     placement: str = "pre",
@@ -104,7 +128,8 @@ def norm_curves(
     batch: int = 4,
     residual_scaling: bool = False,
 ) -> NormCurves:
-    """Forward residual norms and loss-gradient norms at every block boundary of a random stack.
+    """Forward residual norms and loss-gradient norms at every block boundary of a random stack,
+    and each block's weight-gradient norm from the same backward pass.
 
     The weights come from `seed` (Transformer.from_seed); the tokens from `seed` too, through a
     separate generator, so pre and post stacks with one seed see the same tokens.
@@ -117,18 +142,22 @@ def norm_curves(
     inputs, targets = tokens[:, :-1], tokens[:, 1:]  # (B, T) each
 
     names = ["blocks.0.hook_resid_pre"] + [f"blocks.{i}.hook_resid_post" for i in range(depth)]
+    weights = block_weight_matrices(model)
     with capture(model, names, keep_graph=True) as store:
         loss = next_token_loss(model(inputs), targets)  # ()
         boundaries = [store[name] for name in names]  # depth + 1 tensors of (B, T, D)
-        # Gradients for the captured activations only: no parameter .grad is filled or kept.
-        gradients = torch.autograd.grad(loss, boundaries)
+        # Returned, not accumulated: no parameter .grad is filled or kept.
+        gradients = torch.autograd.grad(loss, [*boundaries, *(w for block in weights for w in block)])
+    stream_gradients, weight_gradients = gradients[:len(boundaries)], gradients[len(boundaries):]
     forward = torch.stack([x.detach().norm(dim=-1).mean() for x in boundaries])  # (depth + 1,)
-    backward = torch.stack([g.norm() for g in gradients])  # (depth + 1,)
+    backward = torch.stack([g.norm() for g in stream_gradients])  # (depth + 1,)
+    parameter = per_block_norms(weight_gradients, [len(block) for block in weights])  # (depth,)
     scaled = ", residual scaling" if residual_scaling else ""
     return NormCurves(
         layers=np.arange(depth + 1),
         forward_norms=forward.double().numpy(),
         gradient_norms=backward.double().numpy(),
+        parameter_gradient_norms=parameter.numpy(),
         loss=float(loss.detach()),
         depth=depth,
         placement=placement,

@@ -1,4 +1,4 @@
-"""Norm curves: forward and gradient norms per block boundary, checked against a hand-written loop."""
+"""Norm curves: forward, stream-gradient and weight-gradient norms per layer, checked against a hand-written loop."""
 
 import math
 
@@ -32,10 +32,18 @@ def direct_norms(depth, placement, norm, seed, d_model, n_heads, seq, batch, res
     logits = model.head(model.final_norm(x))
     torch.testing.assert_close(logits, model(inputs), rtol=0, atol=0)  # the loop is the model's own path
     loss = F.cross_entropy(logits.reshape(-1, config.vocab_size), targets.reshape(-1))
-    grads = torch.autograd.grad(loss, stream)
+    for x in stream:
+        x.retain_grad()
+    loss.backward()  # fills .grad of every parameter and of the retained stream tensors
     forward = [float(t.detach().norm(dim=-1).mean()) for t in stream]
-    backward = [float(torch.sqrt((g.double() ** 2).sum())) for g in grads]
-    return np.array(forward), np.array(backward), float(loss.detach())
+    backward = [float(torch.sqrt((t.grad.double() ** 2).sum())) for t in stream]
+    matrices = {"attn.qkv.weight", "attn.out_proj.weight", "ffn.up.weight", "ffn.down.weight"}
+    parameter = []
+    for block in model.blocks:
+        named = dict(block.named_parameters())
+        assert {name for name, p in named.items() if p.dim() == 2} == matrices
+        parameter.append(math.sqrt(sum(float((named[name].grad.double() ** 2).sum()) for name in matrices)))
+    return np.array(forward), np.array(backward), np.array(parameter), float(loss.detach())
 
 
 @pytest.mark.parametrize(
@@ -45,10 +53,13 @@ def direct_norms(depth, placement, norm, seed, d_model, n_heads, seq, batch, res
 def test_norm_curves_equal_a_direct_computation(placement, norm, residual_scaling):
     settings = dict(depth=4, placement=placement, norm=norm, seed=5, d_model=32, n_heads=4, seq=8, batch=3)
     curves = norm_curves(residual_scaling=residual_scaling, **settings)
-    forward, backward, loss = direct_norms(residual_scaling=residual_scaling, **settings)
+    forward, backward, parameter, loss = direct_norms(residual_scaling=residual_scaling, **settings)
     assert curves.layers.tolist() == list(range(5))
     np.testing.assert_allclose(curves.forward_norms, forward, rtol=1e-6)
     np.testing.assert_allclose(curves.gradient_norms, backward, rtol=1e-5)
+    # Same graph, same float32 gradients; only the order of the float64 sum of squares differs.
+    assert curves.parameter_gradient_norms.shape == (4,)
+    np.testing.assert_allclose(curves.parameter_gradient_norms, parameter, rtol=1e-5)
     assert curves.loss == pytest.approx(loss, rel=1e-6)
     # Random weights predict nothing: the loss sits near ln(vocab).
     assert abs(loss - math.log(65)) < 0.2
@@ -66,6 +77,40 @@ def test_twelve_blocks_post_norm_is_flat_at_sqrt_d_and_pre_norm_grows():
     # Both stacks read the same embeddings.
     assert comparison.pre.forward_norms[0] == comparison.post.forward_norms[0]
     assert np.isfinite(comparison.pre.gradient_norms).all() and np.isfinite(comparison.post.gradient_norms).all()
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_post_norm_weight_gradients_are_level_and_pre_norm_ones_fall_with_block_and_depth(seed):
+    """The shape of the per-block weight-gradient curves at GPT-2's initialisation (std 0.02)."""
+    pre = {depth: norm_curves(depth, "pre", seed=seed).parameter_gradient_norms for depth in (3, 12, 48)}
+    post = {depth: norm_curves(depth, "post", seed=seed).parameter_gradient_norms for depth in (3, 12, 48)}
+
+    def spread(values):
+        return values.max() / values.min()
+
+    for depth in (3, 12, 48):
+        # Pre-norm: the first block gets the largest gradient, the last far less; post-norm spreads a fraction of that.
+        assert pre[depth].argmax() == 0 and pre[depth][-1] < pre[depth][0] / 1.25
+        assert spread(post[depth]) - 1 < (spread(pre[depth]) - 1) / 5
+    # Pre-norm's last block gets less the deeper the stack; post-norm's does not move by a tenth of that.
+    assert pre[3][-1] > pre[12][-1] > pre[48][-1]
+    pre_fall, post_change = pre[3][-1] / pre[48][-1], post[48][-1] / post[3][-1]
+    assert pre_fall > 2 and abs(math.log(post_change)) < math.log(pre_fall) / 10
+
+
+@pytest.mark.parametrize("norm", ["layernorm", "rmsnorm"])
+def test_post_norm_stream_gradient_ratio_is_one_step_into_the_embeddings(norm):
+    """Post-norm's stream gradient: level from block to block; its whole change is the first norm's stretch."""
+    steps = []
+    for depth in (1, 12, 96):
+        curves = norm_curves(depth, "post", norm=norm, seed=0, seq=8, batch=2)
+        gradient, forward = curves.gradient_norms, curves.forward_norms
+        assert gradient[1:].max() / gradient[1:].min() < 1.05  # after block 1: the same at every boundary
+        step, stretch = gradient[0] / gradient[1], forward[1] / forward[0]
+        assert stretch > 20 and abs(math.log(step / stretch)) < math.log(1.1)
+        steps.append(step)
+    # Depth 1 and depth 96 take the same step: it is not a depth effect.
+    assert max(steps) / min(steps) < 1.05
 
 
 def test_residual_scaling_slows_the_growth_of_a_deep_pre_norm_stack():
