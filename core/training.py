@@ -359,39 +359,37 @@ def generate(
     temperature: float = 1.0,
     top_k: int | None = None,
     seed: int = 0,
+    top_p: float | None = None,
 ) -> list[int]:
     """The prompt ids followed by max_new sampled ids.
 
-    temperature 0 picks the most likely token (greedy); top_k keeps only the k most likely tokens.
-    The model only ever sees its last context_length tokens, so generation can run past it.
+    temperature 0 picks the most likely token (greedy); top_k keeps only the k most likely tokens;
+    top_p keeps the smallest set of most likely tokens whose probability reaches p (core.sampling,
+    which the Generate panel steps through with the same seed and the same draws). The model only
+    ever sees its last context_length tokens, so generation can run past it.
     """
+    from core import sampling
+
     prompt = torch.as_tensor(ids, dtype=torch.long).flatten()  # (T0,)
     if len(prompt) == 0:
         raise TrainingError("generation needs a prompt of at least one token")
     if max_new < 0:
         raise TrainingError(f"max_new must be zero or more, got {max_new}")
-    if temperature < 0 or not math.isfinite(temperature):
-        raise TrainingError(f"temperature must be zero or a positive number, got {temperature}")
-    if top_k is not None and top_k < 1:
-        raise TrainingError(f"top_k must be at least 1, got {top_k}")
+    try:
+        sampling.check_settings(temperature, top_k, top_p)
+    except sampling.SamplingError as error:
+        raise TrainingError(str(error)) from None
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
-    generator = torch.Generator().manual_seed(seed)
+    uniforms = sampling.uniform_draws(seed, max_new)  # (max_new,) draw n uses uniform n
     tokens = prompt.tolist()
     context = model.config.context_length
-    for _ in range(max_new):
-        window = torch.tensor(tokens[-context:], device=device).unsqueeze(0)  # (1, T)
-        logits = model(window)[0, -1].float().cpu()  # (V,)
-        if temperature == 0:
-            tokens.append(int(logits.argmax()))
-            continue
-        logits = logits / temperature  # (V,)
-        if top_k is not None and top_k < logits.numel():
-            threshold = logits.topk(top_k).values[-1]
-            logits = logits.masked_fill(logits < threshold, float("-inf"))  # (V,)
-        probs = F.softmax(logits, dim=-1)  # (V,)
-        tokens.append(int(torch.multinomial(probs, 1, generator=generator)))
+    with torch.no_grad():
+        for step in range(max_new):
+            window = torch.tensor(tokens[-context:], device=device).unsqueeze(0)  # (1, T)
+            logits = model(window)[0, -1].float().cpu()  # (V,)
+            tokens.append(sampling.sample_next(logits, temperature, top_k, top_p, float(uniforms[step])))
     model.train(was_training)
     return tokens
 

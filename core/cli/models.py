@@ -103,6 +103,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     generator.add_argument(
         "--top-k", type=whole_number(1, 10_000_000), metavar="K", help="sample only among the K most likely tokens (default: generation_config.json)"
     )
+    generator.add_argument(
+        "--top-p",
+        type=_top_p,
+        metavar="P",
+        help="sample only among the most likely tokens whose probability reaches P, above 0 and at most 1 "
+        "(nucleus sampling; default: generation_config.json, else 1 = no cut)",
+    )
     generator.add_argument("--seed", type=seed(), default=0, help="sampling seed (default: %(default)s)")
     generator.set_defaults(run=run_generate)
 
@@ -122,6 +129,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _add_checkpoint_argument(exporter)
     exporter.add_argument("--out", metavar="DIR", required=True, help="the folder to write (new, empty, or one this app wrote)")
     exporter.set_defaults(run=run_export)
+
+
+def _top_p(text: str) -> float:
+    """--top-p: a probability above 0 (an empty nucleus samples nothing) and at most 1."""
+    try:
+        value = real_number(0.0, 1.0)(text)
+    except argparse.ArgumentTypeError:
+        value = 0.0
+    if value == 0:
+        shown = repr(text) if len(text) <= 30 else repr(text[:27] + "...")
+        raise argparse.ArgumentTypeError(f"must be a number above 0 and at most 1, got {shown}")
+    return value
+
+
+_top_p.__name__ = "number"  # argparse names the type in its own messages
+_top_p.bounds = (0.0, 1.0)  # type: ignore[attr-defined]
 
 
 def _add_checkpoint_argument(parser: argparse.ArgumentParser) -> None:
@@ -369,24 +392,29 @@ def run_logits(args: argparse.Namespace) -> int:
     return 0
 
 
-def generation_settings(loaded: LoadedModel, temperature: float | None, top_k: int | None) -> tuple[float, int | None, set[int]]:
-    """(temperature, top_k, end-of-text ids): what the user gave, else what generation_config.json says."""
+def generation_settings(loaded: LoadedModel, temperature: float | None, top_k: int | None,
+                        top_p: float | None = None) -> tuple[float, int | None, set[int], float | None]:
+    """(temperature, top_k, end-of-text ids, top_p): what the user gave, else what generation_config.json says."""
     found = (loaded.metadata or {}).get("generation") or {}
     if temperature is None:
         temperature = 0.0 if found.get("do_sample") is False else float(found.get("temperature", DEFAULT_TEMPERATURE))
     if top_k is None:
         top_k = found.get("top_k") or None  # 0 means "no limit" in transformers
+    if top_p is None:
+        saved = found.get("top_p")
+        valid = isinstance(saved, (int, float)) and not isinstance(saved, bool) and 0 < saved < 1
+        top_p = float(saved) if valid else None  # 1 (transformers' default) cuts nothing
     eos = found.get("eos_token_id")
     stops = set(eos) if isinstance(eos, list) else ({eos} if isinstance(eos, int) else set())
-    return temperature, top_k, stops
+    return temperature, top_k, stops, top_p
 
 
 def run_generate(args: argparse.Namespace) -> int:
     loaded = _load(args)
     ids = _encode(loaded, args.text)
-    temperature, top_k, stops = generation_settings(loaded, args.temperature, args.top_k)
+    temperature, top_k, stops, top_p = generation_settings(loaded, args.temperature, args.top_k, args.top_p)
     try:
-        tokens = generate(loaded.model, ids, args.max_new, temperature, top_k, args.seed)
+        tokens = generate(loaded.model, ids, args.max_new, temperature, top_k, args.seed, top_p=top_p)
     except TrainingError as error:
         raise CliError(str(error)) from None
     new = tokens[len(ids) :]
