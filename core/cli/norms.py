@@ -15,10 +15,12 @@ from core.experiments.norms import MAX_DEPTH, NormCurves, NormsError, compare_pl
 def register(subparsers: argparse._SubParsersAction) -> None:
     norms = subparsers.add_parser(
         "norms",
-        help="forward and gradient norms per layer of a random pre- or post-norm stack",
+        help="forward, stream-gradient and weight-gradient norms per layer of a random pre- or post-norm stack",
         description="Build a stack of random blocks (GPT-2 initialisation), run random tokens through it, "
         "and print per block boundary the mean per-token norm of the residual stream and the norm of "
-        "d loss / d residual from one backward pass of the next-token loss. Layer 0 is the embedding output.",
+        "d loss / d residual from one backward pass of the next-token loss, and beside each block's output "
+        "the norm of d loss / d W over that block's weight matrices from the same pass. Layer 0 is the "
+        "embedding output.",
     )
     norms.add_argument("--depth", type=whole_number(1, MAX_DEPTH), default=12, metavar="N", help=f"blocks, 1..{MAX_DEPTH} (default 12)")
     norms.add_argument(
@@ -63,6 +65,7 @@ def _curves_dict(curves: NormCurves) -> dict:
         "layers": curves.layers.tolist(),
         "forward_norms": curves.forward_norms.tolist(),
         "gradient_norms": curves.gradient_norms.tolist(),
+        "parameter_gradient_norms": curves.parameter_gradient_norms.tolist(),  # block b: layer b + 1's row
     }
 
 
@@ -94,23 +97,33 @@ def run_norms(args: argparse.Namespace) -> int:
         f"{', residual scaling' if first.residual_scaling else ''}, seed {first.seed}; "
         f"layer 0 = embeddings, layer l = output of block l-1"
     )
-    print(f"forward: mean per-token ||x||; gradient: ||d loss / d x|| (loss {first.loss:.4f})")
+    print(
+        f"forward: mean per-token ||x||; gradient: ||d loss / d x||; weight gradient: ||d loss / d W|| over "
+        f"the weight matrices of the block whose output the row is (loss {first.loss:.4f})"
+    )
     header = ["layer"]
     for c in curves:
-        header += [f"{c.placement} forward", f"{c.placement} gradient"]
+        header += [f"{c.placement} forward", f"{c.placement} gradient", f"{c.placement} weight gradient"]
     rows = []
     for layer in first.layers.tolist():
         row = [str(layer)]
         for c in curves:
-            row += [f"{c.forward_norms[layer]:.4f}", f"{c.gradient_norms[layer]:.6f}"]
+            weight = f"{c.parameter_gradient_norms[layer - 1]:.6f}" if layer else "-"
+            row += [f"{c.forward_norms[layer]:.4f}", f"{c.gradient_norms[layer]:.6f}", weight]
         rows.append(row)
     print_table(rows, header, set(range(len(header))))
     for c in curves:
         growth = c.forward_norms[-1] / c.forward_norms[1]
+        weights = c.parameter_gradient_norms
         print(
             f"{c.placement}-norm: residual norm after block 1 {c.forward_norms[1]:.4f}, after block {c.depth} "
             f"{c.forward_norms[-1]:.4f} (x{growth:.2f}); gradient after block 1 / after block {c.depth}: "
             f"{c.gradient_norms[1] / c.gradient_norms[-1]:.2f}"
+        )
+        print(
+            f"  gradient at the embeddings / after block 1: "
+            f"{c.gradient_norms[0] / c.gradient_norms[1]:.2f} (stream length {c.forward_norms[0]:.4f} -> "
+            f"{c.forward_norms[1]:.4f}); weight gradient of block {c.depth} / block 1: {weights[-1] / weights[0]:.2f}"
         )
     return 0
 

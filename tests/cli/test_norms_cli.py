@@ -31,6 +31,32 @@ def test_norms_json_and_both_placements(capsys):
     assert json.loads(out)["placement"] == "pre"
 
 
+def test_norms_prints_each_blocks_weight_gradient_beside_its_output(capsys):
+    from core.experiments.norms import norm_curves
+
+    code, out, _ = run(capsys, "norms", "--depth", "3", "--placement", "both", "--seed", "4")
+    assert code == 0
+    lines = out.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("layer"))
+    assert "pre weight gradient" in lines[header] and "post weight gradient" in lines[header]
+    rows = [row.split() for row in lines[header + 2 : header + 6]]
+    assert rows[0][3] == rows[0][6] == "-"  # the embeddings belong to no block
+    for placement, column in (("pre", 3), ("post", 6)):
+        expected = norm_curves(3, placement, seed=4).parameter_gradient_norms
+        assert [float(row[column]) for row in rows[1:]] == pytest.approx(expected.tolist(), abs=5e-7)  # 6 decimals
+    summaries = [line for line in lines if "weight gradient of block 3 / block 1: " in line]
+    assert len(summaries) == 2  # pre's, then post's
+    for summary, placement in zip(summaries, ("pre", "post")):
+        weights = norm_curves(3, placement, seed=4).parameter_gradient_norms
+        assert summary.endswith(f"block 3 / block 1: {weights[-1] / weights[0]:.2f}")
+
+    code, out, _ = run(capsys, "norms", "--depth", "2", "--placement", "post", "--json")
+    data = json.loads(out)
+    assert len(data["parameter_gradient_norms"]) == 2
+    assert data["parameter_gradient_norms"] == pytest.approx(
+        norm_curves(2, "post").parameter_gradient_norms.tolist(), rel=1e-6)
+
+
 def test_budget_prints_flops_weights_and_kv_cache(capsys):
     code, out, _ = run(capsys, "budget", "--preset", "llama3-8b")
     assert code == 0
