@@ -14,6 +14,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from core.choices import MASK_MODES as MASK_MODES  # re-exported: callers import the mask modes with the model
+from core import kernels
 from core.choices import MaskMode
 from core.config import ModelConfig
 from core.hooks import HookPoint
@@ -37,6 +38,16 @@ def future_mask(n_queries: int, n_keys: int, diagonal: int, device: torch.device
     return torch.ones(n_queries, n_keys, dtype=torch.bool, device=device).triu(diagonal=diagonal)  # (T, S)
 
 
+class Linear(nn.Linear):
+    """An nn.Linear whose product takes the process's kernel path and precision (core.kernels).
+
+    The parameters, state_dict keys and initialisation are nn.Linear's own; only forward differs.
+    """
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return kernels.linear(x, self.weight, self.bias)  # (..., out_features)
+
+
 class Attention(nn.Module):
     """Multi-head attention with grouped-query key/value heads; self- or cross-attention."""
 
@@ -50,12 +61,12 @@ class Attention(nn.Module):
         kv_width = self.n_kv_heads * self.d_head
         qkv_bias = config.bias or config.qkv_bias
         if cross:
-            self.q_proj = nn.Linear(config.d_model, q_width, bias=qkv_bias)
-            self.kv_proj = nn.Linear(config.d_model, 2 * kv_width, bias=qkv_bias)
+            self.q_proj = Linear(config.d_model, q_width, bias=qkv_bias)
+            self.kv_proj = Linear(config.d_model, 2 * kv_width, bias=qkv_bias)
         else:
             # Q, K and V in one matmul, as in GPT-2's c_attn and the reading's block.
-            self.qkv = nn.Linear(config.d_model, q_width + 2 * kv_width, bias=qkv_bias)
-        self.out_proj = nn.Linear(q_width, config.d_model, bias=config.bias)
+            self.qkv = Linear(config.d_model, q_width + 2 * kv_width, bias=qkv_bias)
+        self.out_proj = Linear(q_width, config.d_model, bias=config.bias)
         self.hook_q = HookPoint()
         self.hook_k = HookPoint()
         self.hook_v = HookPoint()
@@ -147,10 +158,10 @@ class FeedForward(nn.Module):
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
         self.activation = config.activation
-        self.up = nn.Linear(config.d_model, config.d_ff, bias=config.bias)
+        self.up = Linear(config.d_model, config.d_ff, bias=config.bias)
         if config.activation == "swiglu":
-            self.gate = nn.Linear(config.d_model, config.d_ff, bias=config.bias)
-        self.down = nn.Linear(config.d_ff, config.d_model, bias=config.bias)
+            self.gate = Linear(config.d_model, config.d_ff, bias=config.bias)
+        self.down = Linear(config.d_ff, config.d_model, bias=config.bias)
         self.hook_hidden = HookPoint()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -177,7 +188,7 @@ class MixtureOfExperts(nn.Module):
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
         self.top_k = config.top_k
-        self.router = nn.Linear(config.d_model, config.n_experts, bias=False)
+        self.router = Linear(config.d_model, config.n_experts, bias=False)
         self.experts = nn.ModuleList(FeedForward(config) for _ in range(config.n_experts))
         self.hook_routing = HookPoint()
 
@@ -257,7 +268,7 @@ class Transformer(nn.Module):
         self.blocks = nn.ModuleList(Block(config, cross_attention=cross) for _ in range(config.n_layers))
         self.final_norm = make_norm(config) if config.final_norm else nn.Identity()
         self.hook_final = HookPoint()
-        self.head = nn.Linear(config.d_model, config.vocab_size, bias=False)
+        self.head = Linear(config.d_model, config.vocab_size, bias=False)
         self.tie_weights()
 
     # ---- construction --------------------------------------------------------------------------

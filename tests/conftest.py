@@ -22,6 +22,7 @@ def _utf8_locale_for_qt() -> None:
 _utf8_locale_for_qt()
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("TRANSFORMER_EXPLORER_DEVICE", "cpu")
+os.environ.setdefault("TRANSFORMER_EXPLORER_KERNELS", "default")  # no timing, nothing written to the user's cache
 
 import pytest  # noqa: E402
 import torch  # noqa: E402

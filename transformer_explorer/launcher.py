@@ -47,7 +47,10 @@ def main(argv: list[str] | None = None) -> int:
         print(root_help(), end="")
         return 0
     if argv[:1] in (["-V"], ["--version"]):
+        from core.kernel_cache import version_lines
+
         print(version_line())
+        print("\n".join(version_lines()))  # the measured kernel choice, read from the cache without torch
         return 0
     problem = _foreign_modules_message()
     if problem:

@@ -45,6 +45,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 COMMAND_MODULES = list(dict.fromkeys(module for module, _help in COMMANDS.values()))
 
+# Commands that run a model's forward pass take --kernels and --precision (core.kernels).
+KERNEL_COMMANDS = ("causal", "train", "logits", "generate", "evaluate", "norms", "rope", "permutation", "head")
+
 
 class CliError(Exception):
     """A user mistake the command line reports in one line (exit code 2)."""
@@ -82,13 +85,39 @@ def build_parser() -> argparse.ArgumentParser:
     parser, subparsers = _parser_with_subcommands()
     for module_name in COMMAND_MODULES:
         importlib.import_module(module_name).register(subparsers)
+    for name in KERNEL_COMMANDS:
+        if name in subparsers.choices:
+            add_kernel_options(subparsers.choices[name])
     return parser
+
+
+def add_kernel_options(parser: argparse.ArgumentParser) -> None:
+    from core.kernel_cache import KERNEL_OPTIONS, KERNELS_ENV, PRECISIONS
+
+    parser.add_argument("--kernels", choices=KERNEL_OPTIONS, default=None,
+                        help=f"the linear layers' CPU path: measured once per machine (auto, the default; or {KERNELS_ENV}), "
+                        "the BLAS path (default) or oneDNN")
+    parser.add_argument("--precision", choices=PRECISIONS, default="fp32",
+                        help="the linear layers' precision: fp32 (default), bf16 (a CPU with native bf16, or CUDA), "
+                        "fp16 (CUDA); every value then differs from fp32")
+
+
+def _configure_kernels(args: argparse.Namespace) -> None:
+    """Set the process's kernel path and precision before the command runs; an impossible request is a KernelError."""
+    from core import kernels
+    from core.device import choose_device
+
+    device_type = choose_device(getattr(args, "device", None)).device.type
+    _choice, precision = kernels.configure(args.kernels, args.precision, device_type)
+    if precision.active:
+        print(f"{PROG} {args.command}: {kernels.describe()}", file=sys.stderr)
 
 
 def _expected_errors() -> tuple[type[BaseException], ...]:
     from core.checkpoints import CheckpointError
     from core.config import ConfigError
     from core.device import DeviceError, MemoryBudgetError
+    from core.kernels import KernelError
     from core.model import SequenceError
     from core.presets import UnknownPresetError
     from core.tokenizers import TokenizerFileError, UnknownTokenError
@@ -98,6 +127,7 @@ def _expected_errors() -> tuple[type[BaseException], ...]:
         CheckpointError,
         ConfigError,
         DeviceError,
+        KernelError,
         MemoryBudgetError,
         SequenceError,
         UnknownPresetError,
@@ -130,6 +160,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     args = parser.parse_args(argv)
     try:
+        if hasattr(args, "kernels"):
+            _configure_kernels(args)
         return int(args.run(args) or 0)
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)

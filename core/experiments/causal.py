@@ -22,6 +22,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from core import kernels
 from core.choices import MASK_MODE_DESCRIPTIONS, MASK_MODES
 from core.config import ConfigError, ModelConfig
 from core.display import display_token
@@ -356,12 +357,13 @@ def _run_settings(model: Transformer, mask_mode: str | None, n_blocks: int | Non
 def _run_key(model: Transformer) -> tuple:
     """Changes whenever a run of the same ids could give other numbers: any parameter stepped or
     loaded in place (its autograd version counter), replaced, or moved to another device or dtype;
-    another intra-op thread count (a kernel may split its reductions by thread); or a hook left on
-    the model that sends attention down its explicit path instead of the fused kernel."""
+    another intra-op thread count (a kernel may split its reductions by thread); another kernel path
+    or precision of the linear layers (core.kernels); or a hook left on the model that sends
+    attention down its explicit path instead of the fused kernel."""
     params = tuple((p.data_ptr(), p._version, p.dtype, str(p.device)) for p in model.parameters())
     points = model.named_modules()
     observed = tuple(name for name, point in points if isinstance(point, HookPoint) and point.is_observed)
-    return params, torch.get_num_threads(), observed
+    return params, torch.get_num_threads(), kernels.run_key(), observed
 
 
 @dataclass(frozen=True, eq=False)
