@@ -3,7 +3,10 @@
 One stack of random blocks (weights and tokens from the state's seed) is run twice with the same
 weights, pre-norm and post-norm. The first plot is the mean per-token L2 norm of the residual stream
 at every block boundary, the second the norm of d loss / d stream there from one backward pass of a
-next-token loss. The caption states what the numbers say.
+next-token loss, the third each block's weight gradient d loss / d W from the same pass (the quantity
+the pre-norm / post-norm analysis follows from layer to layer). The captions state what the numbers
+say: the stream gradient's change split into its steps (post-norm's is one step, into the
+embeddings), the weight gradients' last block against the first.
 
 The panel holds the controls; `NormsView` is the one view (gui.panels.base.View): its frozen
 `NormsInputs` are the depth, norm, seed and residual scaling, `compute_norms` runs both stacks on the
@@ -31,6 +34,7 @@ from gui.widgets.flow_layout import FlowLayout, control_group
 MAX_DEPTH = 96
 D_MODEL = 64  # the reading's block width; post-norm pins every token to norm sqrt(d) = 8
 NORM_CHOICES = (("LayerNorm", "layernorm"), ("RMSNorm", "rmsnorm"))
+NORM_NAMES = dict((value, text) for text, value in NORM_CHOICES)
 PLACEMENTS = ("pre", "post")
 DEFAULT_DEPTH = 12
 
@@ -76,12 +80,38 @@ def describe_forward(pre, post) -> str:
 
 
 def describe_gradients(pre, post) -> str:
-    """One line comparing how the gradient changes from the top of the stack down to the embeddings."""
+    """One line on how the stream gradient changes from the top of the stack down to the embeddings.
+
+    Post-norm's change is split into its two parts, measured: from the last block down to block 1,
+    and the one step from block 1 into the embeddings, beside how much the first norm stretched them.
+    """
     parts = []
     for curves in (pre, post):
-        bottom, top = curves.gradient_norms[0], curves.gradient_norms[-1]
+        gradient = curves.gradient_norms
+        bottom, top = gradient[0], gradient[-1]
         parts.append(f"{curves.placement}-norm {top:.3g} → {bottom:.3g} ({_ratio_text(bottom / top)})")
-    return "Gradient, last block → embeddings: " + "; ".join(parts) + "."
+    gradient, forward = post.gradient_norms, post.forward_norms
+    step = _ratio_text(gradient[0] / gradient[1])
+    within = (f"{_ratio_text(gradient[1] / gradient[-1])} from block {post.depth} down to block 1, then "
+              if post.depth > 1 else "")
+    split = (f"post-norm's is {within}{step} in the one step from block 1 into the embeddings, whose length "
+             f"{forward[0]:.2f} the first {NORM_NAMES.get(post.norm, post.norm)} stretched to {forward[1]:.2f}")
+    return "Stream gradient, last block → embeddings: " + "; ".join(parts) + f". Of that, {split}."
+
+
+def describe_parameter_gradients(pre, post) -> str:
+    """One line on the weight gradient of each block: the last block's against the first's, and the spread."""
+    if pre.depth == 1:
+        values = "; ".join(f"{c.placement}-norm {c.parameter_gradient_norms[0]:.3g}" for c in (pre, post))
+        return f"Weight gradient ‖∂L/∂W‖ of the one block: {values}."
+    parts, spreads = [], []
+    for curves in (pre, post):
+        weights = curves.parameter_gradient_norms
+        parts.append(f"{curves.placement}-norm {_ratio_text(weights[-1] / weights[0])} "
+                     f"({weights[0]:.3g} → {weights[-1]:.3g})")
+        spreads.append(f"{curves.placement}-norm {_ratio_text(weights.max() / weights.min())}")
+    return (f"Weight gradient ‖∂L/∂W‖, block {pre.depth} against block 1: " + "; ".join(parts)
+            + ". Largest ÷ smallest block: " + ", ".join(spreads) + ".")
 
 
 class NormsControls(QObject):
@@ -138,7 +168,7 @@ class NormsControls(QObject):
 
 
 class NormsView(View):
-    """Both plots and the caption for one (depth, norm, seed, scaling); hover shows one layer's values."""
+    """The three plots and their captions for one (depth, norm, seed, scaling); hover shows one layer's values."""
 
     name = "Norms"
     reads = frozenset({"seed"})
@@ -154,18 +184,27 @@ class NormsView(View):
         self.caption.setWordWrap(True)
         self.caption.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         layout.addWidget(self.caption)
+        self.parameter_caption = QLabel("")
+        self.parameter_caption.setWordWrap(True)
+        self.parameter_caption.setTextFormat(Qt.TextFormat.PlainText)
+        self.parameter_caption.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        layout.addWidget(self.parameter_caption)
 
         splitter = QSplitter(Qt.Orientation.Horizontal)
         self.forward_plot = self._make_plot("Residual stream: mean per-token ‖x‖", "‖x‖")
-        self.gradient_plot = self._make_plot("Gradient of the next-token loss: ‖∂L/∂x‖", "‖∂L/∂x‖")
+        self.gradient_plot = self._make_plot("Stream gradient: ‖∂L/∂x‖", "‖∂L/∂x‖")
+        self.parameter_plot = self._make_plot("Weight gradient per block: ‖∂L/∂W‖", "‖∂L/∂W‖",
+                                              "block l (its weight matrices)")
+        self.plots = (self.forward_plot, self.gradient_plot, self.parameter_plot)
         self.forward_curves = self._make_curves(self.forward_plot)
         self.gradient_curves = self._make_curves(self.gradient_plot)
+        self.parameter_curves = self._make_curves(self.parameter_plot)
         self.root_d_line = pg.InfiniteLine(angle=0, movable=False, label=f"√d = {math.sqrt(D_MODEL):g}",
                                            labelOpts={"position": 0.5, "anchors": [(0.5, 0), (0.5, 0)]})
         self.forward_plot.addItem(self.root_d_line, ignoreBounds=True)
         self.crosshairs: list[pg.InfiniteLine] = []
         self.hover_labels: list[pg.TextItem] = []
-        for plot in (self.forward_plot, self.gradient_plot):
+        for plot in self.plots:
             line = pg.InfiniteLine(angle=90, movable=False)
             line.hide()
             plot.addItem(line, ignoreBounds=True)
@@ -177,19 +216,20 @@ class NormsView(View):
             self.hover_labels.append(label)
             plot.scene().sigMouseMoved.connect(lambda pos, plot=plot: self._on_mouse_moved(plot, pos))
             splitter.addWidget(plot)
-        splitter.setSizes([500, 500])
+        splitter.setSizes([400, 400, 400])
         layout.addWidget(splitter, 1)
-        self.stale_labels = [self.caption]
+        self.stale_labels = [self.caption, self.parameter_caption]
 
         controls.changed.connect(self.inputs_changed)
         controls.log_changed.connect(self._apply_log_scale)
         self.apply_theme()
 
-    def _make_plot(self, title: str, y_label: str) -> pg.PlotWidget:
+    def _make_plot(self, title: str, y_label: str,
+                   x_label: str = "layer (0 = embeddings, l = after block l)") -> pg.PlotWidget:
         plot = pg.PlotWidget()
         plot.setMenuEnabled(False)
         plot.setTitle(title)
-        plot.setLabel("bottom", "layer (0 = embeddings, l = after block l)")
+        plot.setLabel("bottom", x_label)
         plot.setLabel("left", y_label)
         plot.showGrid(x=True, y=True, alpha=0.25)
         legend = plot.addLegend(offset=(10, 5))
@@ -217,6 +257,7 @@ class NormsView(View):
         self.caption.setText(f"<b>{describe_forward(pre, post)}</b><br>{describe_gradients(pre, post)}"
                              f" <span style='color:{theme.current().muted}'>(d = {pre.d_model}, loss {pre.loss:.3f},"
                              f" {pre.norm}{', residual scaling' if pre.residual_scaling else ''}, seed {pre.seed})</span>")
+        self.parameter_caption.setText(describe_parameter_gradients(pre, post))
         self._update_curves()
 
     def on_stale(self) -> None:
@@ -232,17 +273,21 @@ class NormsView(View):
         if comparison is None:
             return
         colors = {"pre": "primary", "post": "secondary"}
-        for curves, values in ((self.forward_curves, "forward_norms"), (self.gradient_curves, "gradient_norms")):
+        for curves, values in ((self.forward_curves, "forward_norms"), (self.gradient_curves, "gradient_norms"),
+                               (self.parameter_curves, "parameter_gradient_norms")):
             for placement, curve in curves.items():
                 measured = getattr(comparison, placement)
-                curve.setData(measured.layers.astype(float), getattr(measured, values))
+                y = getattr(measured, values)
+                # Block l's weights sit at x = l, under "after block l" in the other two plots.
+                x = measured.layers[1:] if values == "parameter_gradient_norms" else measured.layers
+                curve.setData(x.astype(float), y)
                 role = colors[placement]
                 curve.setPen(theme.pen(role))
                 curve.setSymbolBrush(theme.brush(role))
                 curve.setSymbolPen(theme.pen(role, width=1))
                 curve.setSymbolSize(4 + 2 * theme.current().line_width)
         depth = comparison.pre.depth
-        for plot in (self.forward_plot, self.gradient_plot):
+        for plot in self.plots:
             plot.setXRange(-0.5, depth + 0.5, padding=0.02)
         self._fit_y_ranges()
         self._place_root_d_line()
@@ -254,7 +299,8 @@ class NormsView(View):
             return
         log = self.controls.log_scale
         headroom_px = 4.0 * QFontMetrics(theme.font()).height()
-        for plot, values in ((self.forward_plot, "forward_norms"), (self.gradient_plot, "gradient_norms")):
+        for plot, values in ((self.forward_plot, "forward_norms"), (self.gradient_plot, "gradient_norms"),
+                             (self.parameter_plot, "parameter_gradient_norms")):
             data = np.concatenate([getattr(getattr(comparison, p), values) for p in PLACEMENTS])
             if plot is self.forward_plot:
                 data = np.append(data, math.sqrt(D_MODEL))
@@ -276,7 +322,7 @@ class NormsView(View):
         self.root_d_line.setValue(math.log10(root_d) if self.controls.log_scale else root_d)
 
     def _apply_log_scale(self, on: bool) -> None:
-        for plot in (self.forward_plot, self.gradient_plot):
+        for plot in self.plots:
             plot.setLogMode(x=False, y=on)
         self._place_root_d_line()
         self._fit_y_ranges()
@@ -296,7 +342,9 @@ class NormsView(View):
             label.hide()
 
     def show_layer_values(self, layer: int | None) -> str:
-        """Crosshair and readout at one layer on both plots (None hides them); returns the readout.
+        """Crosshair and readout at one layer on the three plots (None hides them); returns the readout.
+
+        The weight-gradient plot reads out block l at layer l; at layer 0 (the embeddings) it has no block.
 
         While the view is stale nothing is read out (the curves describe other inputs than the
         controls'); the layer is remembered and read out from the next result.
@@ -312,9 +360,19 @@ class NormsView(View):
         for plot, line, label, values in (
             (self.forward_plot, self.crosshairs[0], self.hover_labels[0], "forward_norms"),
             (self.gradient_plot, self.crosshairs[1], self.hover_labels[1], "gradient_norms"),
+            (self.parameter_plot, self.crosshairs[2], self.hover_labels[2], "parameter_gradient_norms"),
         ):
-            pre_value, post_value = getattr(pre, values)[layer], getattr(post, values)[layer]
-            text = f"layer {layer}:  pre-norm {pre_value:.4g},  post-norm {post_value:.4g}"
+            if values == "parameter_gradient_norms":
+                if layer == 0:
+                    line.hide()
+                    label.setText("")
+                    label.hide()
+                    continue
+                pre_value, post_value = getattr(pre, values)[layer - 1], getattr(post, values)[layer - 1]
+                text = f"block {layer}:  pre-norm {pre_value:.4g},  post-norm {post_value:.4g}"
+            else:
+                pre_value, post_value = getattr(pre, values)[layer], getattr(post, values)[layer]
+                text = f"layer {layer}:  pre-norm {pre_value:.4g},  post-norm {post_value:.4g}"
             texts.append(text)
             line.setValue(layer)
             line.show()
@@ -356,7 +414,8 @@ class NormsView(View):
 
     def export_targets(self) -> list[tuple[str, Any]]:
         return [("Residual stream norm (plot)", self.forward_plot.getPlotItem()),
-                ("Gradient norm (plot)", self.gradient_plot.getPlotItem())]
+                ("Gradient norm (plot)", self.gradient_plot.getPlotItem()),
+                ("Weight gradient norm (plot)", self.parameter_plot.getPlotItem())]
 
 
 class NormsPanel(Panel):
@@ -381,6 +440,7 @@ class NormsPanel(Panel):
         self.view = self.add_view(NormsView(state, compute, controls))
         layout.addWidget(self.view, 1)
         self.caption, self.forward_plot, self.gradient_plot = self.view.caption, self.view.forward_plot, self.view.gradient_plot
+        self.parameter_caption, self.parameter_plot = self.view.parameter_caption, self.view.parameter_plot
 
     def settings(self) -> dict[str, Any]:
         return {
@@ -406,4 +466,4 @@ class NormsPanel(Panel):
 
 
 __all__ = ["NormsPanel", "NormsView", "NormsInputs", "compute_norms", "MAX_DEPTH", "describe_forward",
-           "describe_gradients"]
+           "describe_gradients", "describe_parameter_gradients"]

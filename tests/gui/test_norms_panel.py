@@ -36,7 +36,7 @@ def wait_result(qtbot, view: NormsView) -> None:
 
 def assert_nothing_old_readable(view: NormsView) -> None:
     assert view.is_stale or view.showing_message
-    assert view.caption.text() == ""
+    assert view.caption.text() == "" and view.parameter_caption.text() == ""
     assert view.hover_text == "" and not any(line.isVisible() for line in view.crosshairs)
     assert view.show_layer_values(2) == ""  # a hover while stale prints nothing (and is read out later)
 
@@ -60,18 +60,35 @@ def test_twelve_blocks_plot_exactly_what_norm_curves_measures(qtbot, panel, tmp_
         np.testing.assert_allclose(y, expected.forward_norms, rtol=1e-6)
         _, gradient = view.gradient_curves[placement].getData()
         np.testing.assert_allclose(gradient, expected.gradient_norms, rtol=1e-6)
+        blocks, weights = view.parameter_curves[placement].getData()
+        np.testing.assert_array_equal(blocks, np.arange(1, 13))  # block l under "after block l"
+        np.testing.assert_allclose(weights, expected.parameter_gradient_norms, rtol=1e-6)
 
     caption = panel.caption.text()
     pre = view.result.pre.forward_norms
     assert f"×{pre[-1] / pre[0]:.2f} over 12 blocks" in caption
     assert "pre-norm grows" in caption and "post-norm stays at √d = 8.00" in caption
-    assert "Gradient, last block → embeddings:" in caption
+    assert "Stream gradient, last block → embeddings:" in caption
+    # Post-norm's stream-gradient ratio is told as its two measured parts: level blocks, one step into the embeddings.
+    post_gradient, post_forward = view.result.post.gradient_norms, view.result.post.forward_norms
+    within, step = post_gradient[1] / post_gradient[-1], post_gradient[0] / post_gradient[1]
+    assert f"post-norm's is ×{within:.2f} from block 12 down to block 1, then ×{step:.0f} in the one step" in caption
+    assert f"whose length {post_forward[0]:.2f} the first LayerNorm stretched to {post_forward[1]:.2f}" in caption
+    weights = {p: getattr(view.result, p).parameter_gradient_norms for p in ("pre", "post")}
+    assert panel.parameter_caption.text() == (
+        f"Weight gradient ‖∂L/∂W‖, block 12 against block 1: pre-norm ×{weights['pre'][-1] / weights['pre'][0]:.2f} "
+        f"({weights['pre'][0]:.3g} → {weights['pre'][-1]:.3g}); post-norm ×{weights['post'][-1] / weights['post'][0]:.2f} "
+        f"({weights['post'][0]:.3g} → {weights['post'][-1]:.3g}). Largest ÷ smallest block: "
+        f"pre-norm ×{weights['pre'].max() / weights['pre'].min():.2f}, post-norm ×{weights['post'].max() / weights['post'].min():.2f}.")
 
     readout = view.show_layer_values(3)
     assert readout.startswith("layer 3:")
     assert f"pre-norm {pre[3]:.4g}," in readout
-    assert view.crosshairs[0].value() == 3 and view.hover_labels[1].isVisible()
+    assert readout.splitlines()[2] == f"block 3:  pre-norm {weights['pre'][2]:.4g},  post-norm {weights['post'][2]:.4g}"
+    assert view.crosshairs[0].value() == 3 and view.hover_labels[1].isVisible() and view.hover_labels[2].isVisible()
     assert view.hover_text == readout
+    assert len(view.show_layer_values(0).splitlines()) == 2  # the embeddings have no block weights
+    assert not view.hover_labels[2].isVisible() and not view.crosshairs[2].isVisible()
 
     panel.log_check.setChecked(True)  # a way of drawing: no recomputation, nothing goes stale
     assert not view.is_stale and view.computations == 1
@@ -108,7 +125,10 @@ def test_each_input_marks_the_view_stale_at_once_and_the_hover_follows_the_new_r
         assert view.hover_labels[0].toPlainText() == (f"layer 2:  pre-norm {pre.forward_norms[2]:.4g},  "
                                                       f"post-norm {post.forward_norms[2]:.4g}"), name
         assert view.shown_inputs.seed == state.seed and view.result.pre.seed == state.seed
-        assert view.caption.text(), name
+        assert view.caption.text() and view.parameter_caption.text(), name
+        weights = view.result.pre.parameter_gradient_norms, view.result.post.parameter_gradient_norms
+        assert view.hover_labels[2].toPlainText() == (f"block 2:  pre-norm {weights[0][1]:.4g},  "
+                                                      f"post-norm {weights[1][1]:.4g}"), name
     assert view.shown_inputs == NormsInputs(3, "rmsnorm", 1, True)
 
 
@@ -150,7 +170,8 @@ def test_settings_round_trip_and_ignore_junk(qtbot, panel):
     panel.restore_settings({"depth": 500, "norm": "batchnorm", "residual_scaling": "yes", "log_scale": None, "other": 1})
     assert panel.settings() == {"depth": 7, "norm": "rmsnorm", "residual_scaling": True, "log_scale": True}
     assert panel.depth_slider.value() == 7
-    assert [label for label, _ in panel.export_targets()][1:] == ["Residual stream norm (plot)", "Gradient norm (plot)"]
+    assert [label for label, _ in panel.export_targets()][1:] == ["Residual stream norm (plot)", "Gradient norm (plot)",
+                                                                  "Weight gradient norm (plot)"]
 
 
 def test_rmsnorm_with_residual_scaling_is_what_core_measures(qtbot, panel):
@@ -175,3 +196,17 @@ def test_a_failed_run_shows_a_message_not_a_traceback(qtbot, panel, monkeypatch)
     view = panel.view
     assert view.showing_message and view.message.isVisibleTo(panel) and "Traceback" not in view.message.text()
     assert view.show_layer_values(2) == "" and view.hover_text == ""
+
+
+def test_one_block_captions_name_the_single_step_and_the_single_block(qtbot, panel):
+    start(qtbot, panel, 1)
+    result = panel.view.result
+    gradient, forward = result.post.gradient_norms, result.post.forward_norms
+    caption = panel.caption.text()
+    assert f"post-norm's is ×{gradient[0] / gradient[1]:.0f} in the one step from block 1 into the embeddings" in caption
+    assert "down to block 1" not in caption  # one block: there is nothing level to report
+    assert f"stretched to {forward[1]:.2f}" in caption
+    assert panel.parameter_caption.text() == (
+        f"Weight gradient ‖∂L/∂W‖ of the one block: pre-norm {result.pre.parameter_gradient_norms[0]:.3g}; "
+        f"post-norm {result.post.parameter_gradient_norms[0]:.3g}.")
+    assert panel.view.parameter_curves["pre"].getData()[0].tolist() == [1.0]
