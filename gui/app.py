@@ -1,8 +1,8 @@
 """Start the desktop app: the window is on screen first, then torch loads behind it on the worker.
 
-    python main.py [gui] [--device NAME] [--session FILE] [--theme NAME] [--font-scale X]
-                         [--size WxH] [--lesson NAME|FILE [--step N] [--presentation]]
-                         [--self-test] [--screenshot FILE]
+    python main.py [gui] [--device NAME] [--kernels auto|default|onednn] [--precision fp32|bf16|fp16]
+                         [--session FILE] [--theme NAME] [--font-scale X] [--size WxH]
+                         [--lesson NAME|FILE [--step N] [--presentation]] [--self-test] [--screenshot FILE]
 
 Importing this module (and everything the window needs) does not import torch; the compute worker
 imports it as its first job, and the panels fill in when it is ready.
@@ -26,6 +26,13 @@ def window_options_parser(add_help: bool = True) -> argparse.ArgumentParser:
                                      add_help=add_help)
     window = parser.add_argument_group("window options (no subcommand, or `gui`, opens the desktop app)")
     window.add_argument("--device", metavar="NAME", help="cpu, cuda, cuda:N or mps (default: the best present)")
+    from core.kernel_cache import KERNEL_OPTIONS, PRECISIONS
+
+    window.add_argument("--kernels", choices=KERNEL_OPTIONS,
+                        help="the linear layers' CPU path: auto (measured once per machine, the default), default (BLAS) or onednn")
+    window.add_argument("--precision", choices=PRECISIONS,
+                        help="the linear layers' precision: fp32 (the default), bf16 (a CPU with native bf16, or CUDA) or "
+                        "fp16 (CUDA); shown in the status bar, every value then differs from fp32")
     window.add_argument("--session", metavar="FILE", help="open a saved session")
     window.add_argument("--theme", choices=("light", "dark", "projector"), help="colour theme for this run")
     window.add_argument("--font-scale", type=float, metavar="X", help="text and plot scale for this run, e.g. 1.5")
@@ -117,6 +124,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.device is None and device_env and not DEVICE_NAME.fullmatch(device_env):
         print(f"TRANSFORMER_EXPLORER_DEVICE expects {DEVICE_NAMES_HINT} (got {device_env[:40]!r})", file=sys.stderr)
         return 2
+    from core.kernel_cache import KERNEL_OPTIONS, KERNELS_ENV
+
+    kernels_env = os.environ.get(KERNELS_ENV)
+    if args.kernels is None and kernels_env and kernels_env.strip().lower() not in KERNEL_OPTIONS:
+        print(f"{KERNELS_ENV} expects {', '.join(KERNEL_OPTIONS)} (got {kernels_env[:40]!r})", file=sys.stderr)
+        return 2
     from core.lessons import FONT_SCALE_RANGE
 
     if args.font_scale is not None and not FONT_SCALE_RANGE[0] <= args.font_scale <= FONT_SCALE_RANGE[1]:
@@ -166,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
 
     setup_logging()
     _timing("app_imported")
-    window = MainWindow(requested_device=args.device)
+    window = MainWindow(requested_device=args.device, requested_kernels=args.kernels, requested_precision=args.precision)
     # However the event loop ends, the worker thread is stopped before Qt tears down.
     app.aboutToQuit.connect(window.compute.shutdown)
     reporter = ErrorReporter(window)

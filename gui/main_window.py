@@ -73,6 +73,20 @@ def _count(n: int) -> str:
     return str(n)
 
 
+def _load_torch_and_kernels(device: str | None, threads: int, kernels_asked: str | None,
+                            precision_asked: str | None) -> TorchRuntime:
+    """On the worker, before any panel computes: torch, then the linear layers' kernel path and precision.
+
+    The path is measured at the worker's own thread count (once per machine, then read from the cache);
+    a precision the device cannot run falls back to fp32 with a message, as a missing device does.
+    """
+    runtime = load_torch(device, threads)
+    from core import kernels
+
+    kernels.configure(kernels_asked, precision_asked, runtime.device.split(":", 1)[0], strict=False)
+    return runtime
+
+
 class ExportDialog(QDialog):
     """Choose what to export (the panel or one of its plots) and the size in pixels."""
 
@@ -111,6 +125,8 @@ class MainWindow(QMainWindow):
         requested_device: str | None = None,
         settings: QSettings | None = None,
         panel_classes: list[type[Panel]] | None = None,
+        requested_kernels: str | None = None,
+        requested_precision: str | None = None,
     ) -> None:
         super().__init__()
         self.panel_classes = panel_classes  # None: gui.panels.PANEL_CLASSES
@@ -120,6 +136,8 @@ class MainWindow(QMainWindow):
         self.compute = compute or ComputeController(self, torch_threads=max(1, (os.cpu_count() or 2) - 1))
         self.settings_store = settings or QSettings()
         self.requested_device = requested_device
+        self.requested_kernels = requested_kernels  # None: TRANSFORMER_EXPLORER_KERNELS, else measured (auto)
+        self.requested_precision = requested_precision  # None: fp32
         self.runtime: TorchRuntime | None = None
         self.loaded: LoadedModel | None = None
         self.session_path: Path | None = None
@@ -185,7 +203,9 @@ class MainWindow(QMainWindow):
         self.model_label.setObjectName("status-model")
         self.busy_label = QLabel("")
         self.busy_label.setObjectName("status-busy")
-        for label in (self.device_label, self.model_label, self.busy_label):  # they quote config and file names
+        self.kernels_label = QLabel("")
+        self.kernels_label.setObjectName("status-kernels")
+        for label in (self.device_label, self.model_label, self.busy_label, self.kernels_label):  # they quote config and file names
             label.setTextFormat(Qt.TextFormat.PlainText)
         self.progress_bar = QProgressBar()
         self.progress_bar.setMaximumWidth(140)
@@ -196,7 +216,8 @@ class MainWindow(QMainWindow):
         self.cancel_button.setToolTip("Cancel the running computation (Esc)")
         self.cancel_button.clicked.connect(lambda: self.compute.cancel())
         self.cancel_button.hide()
-        for widget in (self.busy_label, self.progress_bar, self.cancel_button, self.model_label, self.device_label):
+        for widget in (self.busy_label, self.progress_bar, self.cancel_button, self.model_label, self.kernels_label,
+                       self.device_label):
             bar.addPermanentWidget(widget)
 
     def _action(self, menu, text: str, slot, shortcut: QKeySequence | str | list | None = None, tip: str = "") -> QAction:
@@ -282,9 +303,9 @@ class MainWindow(QMainWindow):
     def start_loading(self) -> None:
         """Import torch on the worker, then build the panels here while it loads; the window already shows."""
         threads = max(1, (os.cpu_count() or 2) - 1)
-        requested = self.requested_device
-        self.compute.submit("startup", lambda: load_torch(requested, threads), self._on_torch_loaded, "loading torch",
-                            on_error=self._on_torch_failed, cancellable=False)
+        requested, kernels, precision = self.requested_device, self.requested_kernels, self.requested_precision
+        self.compute.submit("startup", lambda: _load_torch_and_kernels(requested, threads, kernels, precision),
+                            self._on_torch_loaded, "loading torch", on_error=self._on_torch_failed, cancellable=False)
         self.build_panels()
 
     def build_panels(self) -> None:
@@ -341,6 +362,10 @@ class MainWindow(QMainWindow):
         self.state.set("device", runtime.device, undoable=False)
         if runtime.device_message:
             self.statusBar().showMessage(runtime.device_message, 10000)
+        from core import kernels
+
+        if kernels.current_precision().message:
+            self.statusBar().showMessage(kernels.current_precision().message, 10000)
         self._update_device_label()
         self.state.set_torch_ready(True)
         self.torch_loaded.emit()
@@ -522,11 +547,24 @@ class MainWindow(QMainWindow):
         self.model_label.setToolTip(problem or f"{total:,} parameters; {config.n_layers} layers, d_model {config.d_model}")
         self.setWindowTitle(f"{APP_NAME} - {config.name}")
 
+    def _update_kernels_label(self, device: str) -> None:
+        """The linear layers' path on the CPU (measured or asked for) and the precision, when it is not fp32."""
+        from core import kernels
+
+        choice, precision = kernels.current_choice(), kernels.current_precision()
+        path = ("oneDNN" if choice.path == "onednn" else "default") if device.startswith("cpu") else "default"
+        text = f"kernels: {path}"
+        if precision.active and (device.startswith("cuda") or (device.startswith("cpu") and precision.requested == "bf16")):
+            text += f" | precision: {precision.requested} (values differ from fp32)"
+        self.kernels_label.setText(text)
+        self.kernels_label.setToolTip(kernels.describe())
+
     def _update_device_label(self) -> None:
         if not self.state.torch_ready and self.runtime is None:
             return
         device = self.state.device
         self.device_label.setText(f"device: {device}")
+        self._update_kernels_label(device)
         action = self.device_actions.get(device)
         if action is not None:
             action.setChecked(True)
