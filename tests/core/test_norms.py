@@ -117,6 +117,12 @@ def test_residual_scaling_slows_the_growth_of_a_deep_pre_norm_stack():
     plain = norm_curves(24, "pre", seed=1)
     scaled = norm_curves(24, "pre", seed=1, residual_scaling=True)
     assert scaled.forward_norms[-1] - scaled.forward_norms[0] < plain.forward_norms[-1] - plain.forward_norms[0]
+    # The shorter stream brings the blocks' weight gradients closer together.
+    def spread(curves):
+        return curves.parameter_gradient_norms.max() / curves.parameter_gradient_norms.min()
+    assert spread(scaled) - 1 < (spread(plain) - 1) / 3
+    # Pre-norm's stream gradient grows at every step down toward the embeddings, with or without the scaling.
+    assert (np.diff(plain.gradient_norms) < 0).all() and (np.diff(scaled.gradient_norms) < 0).all()
     assert scaled.residual_scaling and "residual scaling" in scaled.label
 
 
