@@ -18,6 +18,11 @@ model on the same worker. Every GUI figure is measured in the MainWindow with ev
     longest GUI stall computing     < 50 ms       bench/stall.py
     RoPE drag redraws per second    >= 30 /s      bench/positions_drag.py
     peak RSS, gpt2-small, T=1024    < 2 GB        a window with every panel open (this module's --rss-probe)
+    bare forward / best fp32 GEMM   >= 0.6x       bench/gemm_peak.py: GPT-2 small, T=256, on the app's kernel path,
+                                                  against the best 2048^3 GEMM rate of the paths (BLAS, oneDNN)
+    edit-to-result / transformers   <= 1.0x       the full-window edit above against `transformers`' forward of
+                                                  the two sequences with hidden states (bench/gemm_peak.py);
+                                                  TransformerLens run_with_cache beside it when installed
 
 --quick uses fewer runs and fewer edits / moves; it is for checking that the command works, not for
 figures to quote. The exit code is 0 when every figure meets its target, 1 otherwise.
@@ -52,6 +57,7 @@ class Figure:
     meets: Callable[[float], bool] | None = None  # applied to the median
     beside: str = ""  # what it was measured against in the same runs, e.g. "import torch 0.61 s"
     error: str = ""  # why the figure could not be measured
+    skipped: str = ""  # why the figure was not measured here (a peer that is not installed): no failure
 
     @property
     def median(self) -> float | None:
@@ -59,6 +65,8 @@ class Figure:
 
     @property
     def verdict(self) -> str:
+        if self.skipped and not self.values:
+            return "skipped"
         if self.error or self.median is None:
             return "error"
         if self.meets is None:
@@ -70,13 +78,14 @@ class Figure:
             "name": self.name, "unit": self.unit, "values": self.values, "median": self.median,
             "min": min(self.values) if self.values else None, "max": max(self.values) if self.values else None,
             "target": self.target, "verdict": self.verdict, "beside": self.beside, "error": self.error,
+            "skipped": self.skipped,
         }
 
 
 def _number(value: float | None, unit: str) -> str:
     if value is None:
         return "-"
-    if unit in ("ms", "/s", "x"):
+    if unit in ("ms", "/s", "x", "GFLOP/s"):
         text = f"{value:.2f}" if unit == "x" else f"{value:.1f}"
     elif unit == "GB":
         text = f"{value:.2f}"
@@ -93,7 +102,7 @@ def format_table(figures: list[Figure]) -> str:
         if figure.values:
             spread = f"{_number(min(figure.values), figure.unit)} - {_number(max(figure.values), figure.unit)}, n={len(figure.values)}"
         else:
-            spread = figure.error or "-"
+            spread = figure.error or figure.skipped or "-"
         rows.append((figure.name, _number(figure.median, figure.unit), spread, figure.target, figure.verdict, figure.beside))
     widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
     lines = ["  ".join(str(cell).ljust(width) for cell, width in zip(header, widths)).rstrip(),
@@ -200,56 +209,60 @@ def measure_overhead(runs: int, edits: int) -> list[Figure]:
     return [diff, ratio]
 
 
-_THROUGHPUT_PROBE = """
-import json, time, torch
-from core.model import Transformer
-from core.params import parameter_breakdown
-from core.presets import get_preset
-
-def best_of(fn, repeats):
-    fn()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter(); fn(); times.append(time.perf_counter() - start)
-    return min(times)
-
-with torch.no_grad():
-    a, b = torch.randn(2048, 2048), torch.randn(2048, 2048)
-    peak = 2 * 2048 ** 3 / best_of(lambda: a @ b, {repeats})
-    config = get_preset("gpt2-small")
-    model = Transformer.from_seed(config, seed=0)
-    tokens = torch.randint(0, config.vocab_size, (1, 256))
-    seconds = best_of(lambda: model(tokens), {repeats})
-groups = parameter_breakdown(config).groups
-# Matmul FLOPs: every weight once per token (the tied head is the token table; position rows are a lookup),
-# plus Q K^T and weights @ V over the full (T, T) map.
-matmul_params = sum(groups.values()) - groups["position_embeddings"]
-flops = 2 * matmul_params * 256 + 4 * config.n_layers * 256 * 256 * config.d_model
-print("THROUGHPUT " + json.dumps({{"peak": peak, "forward": flops / seconds}}))
-"""
-
-
-def measure_throughput(runs: int, repeats: int) -> list[Figure]:
-    """The bare forward's arithmetic rate beside the machine's own fp32 matmul rate, in the same process."""
-    forward = Figure("bare forward, gpt2-small T=256", "GFLOP/s", target="-")
-    share = Figure("bare forward / matmul peak", "x", target="-")
-    peaks = []
+def measure_peak_and_peers(runs: int, repeats: int) -> list[Figure]:
+    """bench/gemm_peak.py in a fresh process per run: the best fp32 GEMM rate of the kernel paths, the lab's
+    bare forward against it, and the peers' forwards of the two sequences, all at the app's worker's threads."""
+    peak = Figure("best fp32 GEMM rate (2048^3, BLAS or oneDNN)", "GFLOP/s", target="-")
+    forward = Figure("bare forward, gpt2-small T=256, the app's kernels", "GFLOP/s", target="-")
+    share = Figure("bare forward / best fp32 GEMM rate", "x", target=">= 0.6x", meets=lambda v: v >= 0.6)
+    hf = Figure("transformers GPT-2 forward, B=2, hidden states, T=256", "ms", target="-",
+                beside="random weights, SDPA, the same threads")
+    lens = Figure("TransformerLens run_with_cache, B=2, T=256", "ms", target="-", beside="random weights")
+    paths: list[dict] = []
     try:
         for index in range(runs):
-            _log(f"  throughput run {index + 1}/{runs}")
-            out = _run(["-c", _THROUGHPUT_PROBE.format(repeats=repeats)], timeout=600)
-            match = re.search(r"^THROUGHPUT (.*)$", out, re.MULTILINE)
+            _log(f"  GEMM peak and peers run {index + 1}/{runs}")
+            out = _run([str(BENCH / "gemm_peak.py"), "--json", "--repeats", str(repeats)], timeout=1800)
+            match = re.search(r"^GEMM_PEAK (.*)$", out, re.MULTILINE)
             if match is None:
                 _find(r"(?!)", out)
             data = json.loads(match.group(1))
-            forward.values.append(data["forward"] / 1e9)
-            share.values.append(data["forward"] / data["peak"])
-            peaks.append(data["peak"] / 1e9)
+            peak.values.append(data["peak_gflops"])
+            forward.values.append(data["forward_gflops"])
+            share.values.append(data["forward_gflops"] / data["peak_gflops"])
+            if data["transformers_two_hidden_ms"] is not None:
+                hf.values.append(data["transformers_two_hidden_ms"])
+            if data["transformer_lens_two_cache_ms"] is not None:
+                lens.values.append(data["transformer_lens_two_cache_ms"])
+            paths.append(data)
     except Exception as error:
         share.error = str(error)[:120]
-    if peaks:
-        share.beside = f"2048x2048 fp32 matmul peak {statistics.median(peaks):.1f} GFLOP/s"
-    return [forward, share]
+    if paths:
+        last = paths[-1]
+        rates = ", ".join(f"{name} {statistics.median(p['gemm_gflops'][name] for p in paths):.1f}" for name in last["gemm_gflops"])
+        peak.beside = f"{rates} GFLOP/s; {last['threads']} thread(s)"
+        times = ", ".join(f"{name} {statistics.median(p['forward_ms'][name] for p in paths):.0f} ms" for name in last["forward_ms"])
+        forward.beside = f"path {last['chosen_path']}; forward {times}"
+    if not hf.values:
+        hf.skipped = "transformers is not installed"
+    if not lens.values:
+        lens.skipped = "TransformerLens is not installed"
+    return [peak, forward, share, hf, lens]
+
+
+def edit_against_peer(edit: Figure, peer: Figure) -> Figure:
+    """The full-window edit against the peer's two-sequence forward, run by run in the same bench run."""
+    ratio = Figure("edit-to-result / transformers' two-sequence forward, gpt2-small T=256", "x", target="<= 1.0x",
+                   meets=lambda v: v <= 1.0)
+    ratio.values = [a / b for a, b in zip(edit.values, peer.values)]
+    if not ratio.values:
+        if peer.skipped:
+            ratio.skipped = peer.skipped
+        else:
+            ratio.error = "no edit or no peer figure"
+    elif edit.median is not None and peer.median is not None:
+        ratio.beside = f"edit {edit.median:.0f} ms, transformers {peer.median:.0f} ms"
+    return ratio
 
 
 def measure_real_model(runs: int, edits: int) -> list[Figure]:
@@ -400,38 +413,63 @@ def rss_probe(timeout_s: float = 600.0) -> int:
     return 0
 
 
+GROUPS = ("startup", "tokens", "edit", "real", "peak", "paused", "stall", "drag", "rss")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer runs, edits and moves: checks that it works")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON instead of the table")
     parser.add_argument("--runs", type=int, default=None, help="runs per figure (default 5, or 2 with --quick)")
+    parser.add_argument("--only", metavar="GROUP,...", default=None,
+                        help=f"measure only these groups: {', '.join(GROUPS)} (default: all); the edit against the "
+                        "peer needs both edit and peak")
     parser.add_argument("--rss-probe", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.rss_probe:
         return rss_probe()
+    chosen = GROUPS if args.only is None else tuple(name.strip() for name in args.only.split(",") if name.strip())
+    unknown = [name for name in chosen if name not in GROUPS]
+    if unknown or not chosen:
+        parser.error(f"--only takes {', '.join(GROUPS)} (got {', '.join(unknown) or 'nothing'})")
     runs = args.runs or (2 if args.quick else 5)
     heavy_runs = 1 if args.quick else max(1, min(runs, 3))  # the stall and memory runs take minutes each
     started = time.monotonic()
     figures: list[Figure] = []
+    load_before = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     _log(f"python -m bench: {runs} run(s) per figure{' (quick)' if args.quick else ''}; progress on stderr")
-    figures += measure_startup(runs)
-    figures += measure_tokens_edit(runs, edits=20 if args.quick else 100)
-    figures += measure_overhead(runs, edits=3 if args.quick else 7)
-    figures += measure_real_model(heavy_runs, edits=3 if args.quick else 10)
-    figures += measure_throughput(runs, repeats=3 if args.quick else 5)
-    figures += measure_paused_training(heavy_runs, changes=2 if args.quick else 5)
-    figures += measure_stall(heavy_runs)
-    figures += measure_drag(runs, moves=60 if args.quick else 200)
-    figures += measure_rss(heavy_runs)
+    if "startup" in chosen:
+        figures += measure_startup(runs)
+    if "tokens" in chosen:
+        figures += measure_tokens_edit(runs, edits=20 if args.quick else 100)
+    overhead = measure_overhead(runs, edits=3 if args.quick else 7) if "edit" in chosen else []
+    figures += overhead
+    if "real" in chosen:
+        figures += measure_real_model(heavy_runs, edits=3 if args.quick else 10)
+    peers = measure_peak_and_peers(runs, repeats=2 if args.quick else 5) if "peak" in chosen else []
+    figures += peers
+    if overhead and peers:
+        figures.append(edit_against_peer(overhead[0], peers[3]))
+    if "paused" in chosen:
+        figures += measure_paused_training(heavy_runs, changes=2 if args.quick else 5)
+    if "stall" in chosen:
+        figures += measure_stall(heavy_runs)
+    if "drag" in chosen:
+        figures += measure_drag(runs, moves=60 if args.quick else 200)
+    if "rss" in chosen:
+        figures += measure_rss(heavy_runs)
     elapsed = time.monotonic() - started
     if args.json:
-        print(json.dumps({"quick": args.quick, "runs": runs, "seconds": elapsed, "figures": [f.to_json() for f in figures]}, indent=2))
+        load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+        print(json.dumps({"quick": args.quick, "runs": runs, "seconds": elapsed, "load_average": [load_before, load],
+                          "figures": [f.to_json() for f in figures]}, indent=2))
     else:
         print(format_table(figures))
         load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
         print(f"\n{runs} run(s) per figure ({heavy_runs} for stall and memory), {elapsed:.0f} s, "
-              f"{os.cpu_count()} CPUs, load average {load:.1f}{'; --quick: not figures to quote' if args.quick else ''}")
-    return 0 if all(f.verdict in ("pass", "-") for f in figures) else 1
+              f"{os.cpu_count()} CPUs, load average {load_before:.1f} at the start and {load:.1f} at the end"
+              f"{'; --quick: not figures to quote' if args.quick else ''}")
+    return 0 if all(f.verdict in ("pass", "-", "skipped") for f in figures) else 1
 
 
 if __name__ == "__main__":
