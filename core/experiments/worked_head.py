@@ -95,6 +95,14 @@ class WorkedHead:
                 value.setflags(write=False)
 
     @property
+    def reorder_factor(self) -> float:
+        return REORDER_FACTOR
+
+    @property
+    def floor_ulps(self) -> int:
+        return FLOOR_ULPS
+
+    @property
     def n_keys(self) -> int:
         return len(self.labels)
 

@@ -22,10 +22,11 @@ from gui.panels.tokens.head_split import HeadSplitView
 from gui.panels.tokens.mask import MaskView
 from gui.panels.tokens.predictions import PredictionsView
 from gui.panels.tokens.propagation import PropagationView
+from gui.panels.tokens.worked_head import WorkedHeadView
 from gui.state import TokenEdit
 from gui.widgets.token_strip import TokenStrip
 
-SUB_TABS = ("Propagation", "Mask", "Attention", "Head split", "Predictions")
+SUB_TABS = ("Propagation", "Mask", "Attention", "Head split", "One head", "Predictions")
 
 
 class _SetTokensCommand(QUndoCommand):
@@ -83,6 +84,7 @@ class TokensPanel(Panel):
         self.mask = self.add_view(MaskView(state, compute, self.controls, prefix))
         self.attention = self.add_view(AttentionView(state, compute, self.controls, prefix))
         self.head_split = self.add_view(HeadSplitView(state, compute, self.controls, prefix))
+        self.worked_head = self.add_view(WorkedHeadView(state, compute, self.controls, prefix))
         self.predictions = self.add_view(PredictionsView(state, compute, self.controls, lambda: self.strip.selected,
                                                          prefix))
         self.tabs = QTabWidget()
@@ -203,11 +205,13 @@ class TokensPanel(Panel):
             "temperature": self.temperature_spin.value(),
             "top_k": self.top_k_spin.value(),
             "bar_row": self.propagation.bar_row,
+            **self.worked_head.settings(),
         }
 
     def restore_settings(self, data: dict[str, Any]) -> None:
         if not isinstance(data, dict):
             return
+        self.worked_head.restore_settings(data)
         mode = data.get("mask_mode")
         index = self.mode_combo.findData(mode) if isinstance(mode, str) else -1
         if index >= 0:

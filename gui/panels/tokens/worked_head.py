@@ -1,0 +1,422 @@
+"""One head, worked by hand: q, every k, q.k, the scale, the mask, the softmax and weights . v for one query,
+beside the model's own head output and the verdict that they are equal."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QRectF, Qt
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QCheckBox,
+    QComboBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QSpinBox,
+    QSplitter,
+    QStyledItemDelegate,
+    QTableView,
+    QVBoxLayout,
+    QWidget,
+)
+
+from gui import theme
+from gui.panels.base import Refusal, View
+from gui.panels.tokens.common import TokensControls, caption, sequence_refusal
+
+TOP_KEYS = 12  # keys listed until "all keys" is ticked: the largest weights, in key order
+LAST_TOKEN = -1  # the query spin's special value: follow the last token as the text changes
+# The steps a student may leave out, as the combo names them; which are offered depends on the model.
+OMIT_CHOICES: tuple[tuple[str, str], ...] = (
+    ("", "nothing"),
+    ("scale", "the 1/\u221ad_head scale"),
+    ("mask", "the mask"),
+    ("rope", "the RoPE rotation"),
+    ("alibi", "the ALiBi penalty"),
+)
+
+
+@dataclass(frozen=True)
+class WorkedHeadInputs:
+    model: Any
+    tokenizer: Any
+    tokens: tuple[int, ...]
+    layer: int
+    head: int
+    query: int
+    mask_mode: str
+    omit: str  # "" or one of core.experiments.worked_head.OMITTABLE_STEPS
+
+
+def compute_worked_head(inputs: WorkedHeadInputs, token) -> Any:
+    from core.experiments.worked_head import worked_head
+
+    return worked_head(inputs.model, list(inputs.tokens), inputs.layer, inputs.head, inputs.query,
+                       mask_mode=inputs.mask_mode, omit=(inputs.omit,) if inputs.omit else (),
+                       tokenizer_or_labels=inputs.tokenizer)
+
+
+def number(value: float, digits: int = 4) -> str:
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "-\u221e" if value < 0 else "\u221e"
+    return f"{value:.{digits}g}"
+
+
+class NumberTable(QAbstractTableModel):
+    """Rows of plain-text cells; one column may carry a bar (a fraction of the cell's width) under its text."""
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self.headers: list[str] = []
+        self.row_headers: list[str] = []
+        self.cells: list[list[str]] = []
+        self.bars: dict[int, list[float]] = {}  # column -> fraction 0..1 per row
+        self.muted_rows: set[int] = set()
+
+    def set_rows(self, headers: list[str], row_headers: list[str], cells: list[list[str]],
+                 bars: dict[int, list[float]] | None = None, muted_rows: set[int] | None = None) -> None:
+        self.beginResetModel()
+        self.headers, self.row_headers, self.cells = headers, row_headers, cells
+        self.bars, self.muted_rows = bars or {}, muted_rows or set()
+        self.endResetModel()
+
+    def clear(self) -> None:
+        self.set_rows(self.headers, [], [])
+
+    def rowCount(self, parent=QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(self.cells)
+
+    def columnCount(self, parent=QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(self.headers)
+
+    def data(self, index: QModelIndex, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if not index.isValid():
+            return None
+        if role == Qt.ItemDataRole.DisplayRole:
+            return self.cells[index.row()][index.column()]
+        if role == Qt.ItemDataRole.TextAlignmentRole and index.column() > 0:
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        if role == Qt.ItemDataRole.ForegroundRole and index.row() in self.muted_rows:
+            return QColor(theme.current().muted)
+        if role == Qt.ItemDataRole.UserRole:
+            return self.bars.get(index.column(), [None] * len(self.cells))[index.row()]
+        return None
+
+    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if role != Qt.ItemDataRole.DisplayRole:
+            return None
+        if orientation == Qt.Orientation.Horizontal:
+            return self.headers[section] if section < len(self.headers) else None
+        return self.row_headers[section] if section < len(self.row_headers) else None
+
+
+class BarDelegate(QStyledItemDelegate):
+    """Draws a cell's bar (UserRole, 0..1) in the theme's accent colour behind its number."""
+
+    def paint(self, painter, option, index) -> None:
+        fraction = index.data(Qt.ItemDataRole.UserRole)
+        if isinstance(fraction, float) and fraction > 0:
+            color = QColor(theme.current().accent)
+            color.setAlpha(90)
+            rect = QRectF(option.rect).adjusted(2, 3, -2, -3)
+            rect.setWidth(rect.width() * min(1.0, fraction))
+            painter.fillRect(rect, color)
+        super().paint(painter, option, index)
+
+
+def make_table(name: str) -> tuple[QTableView, NumberTable]:
+    view, model = QTableView(), NumberTable()
+    view.setObjectName(name)
+    view.setModel(model)
+    view.setItemDelegate(BarDelegate(view))
+    view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+    view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+    view.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+    view.setWordWrap(False)
+    view.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+    view.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+    return view, model
+
+
+class WorkedHeadView(View):
+    name = "One head"
+    reads = frozenset({"model", "tokens", "tokenizer", "selected_layer", "selected_head"})
+    compute_fn = staticmethod(compute_worked_head)
+
+    def __init__(self, state, compute, controls: TokensControls, channel_prefix: str = "", parent=None) -> None:
+        super().__init__(state, compute, channel_prefix, parent)
+        self.controls = controls
+        self.selected_key: int | None = None  # the key whose vectors are listed; None: the largest weight
+        controls.changed.connect(self.inputs_changed)
+        layout = QVBoxLayout(self.content)
+        layout.setContentsMargins(0, 4, 0, 0)
+        row = QHBoxLayout()
+        self.layer_spin, self.head_spin, self.query_spin = QSpinBox(), QSpinBox(), QSpinBox()
+        self.layer_spin.setObjectName("worked-layer")
+        self.head_spin.setObjectName("worked-head")
+        self.query_spin.setObjectName("worked-query")
+        self.query_spin.setSpecialValueText("last token")
+        self.query_spin.setRange(LAST_TOKEN, 0)
+        self.query_spin.setValue(LAST_TOKEN)
+        self.query_spin.setToolTip("The token whose query is worked through; 'last token' follows the text")
+        self.omit_combo = QComboBox()
+        self.omit_combo.setObjectName("worked-omit")
+        self.omit_combo.setToolTip("Leave one step out of the hand computation and watch the equality break")
+        self.all_keys_box = QCheckBox("All keys")
+        self.all_keys_box.setObjectName("worked-all-keys")
+        self.all_keys_box.setToolTip(f"List every key in order, not only the {TOP_KEYS} with the largest weights")
+        for text, widget in (("Block", self.layer_spin), ("Head", self.head_spin), ("Query", self.query_spin),
+                             ("Leave out", self.omit_combo)):
+            label = QLabel(text)
+            label.setBuddy(widget)
+            if isinstance(widget, QSpinBox):
+                widget.setKeyboardTracking(False)
+            row.addWidget(label)
+            row.addWidget(widget)
+        row.addWidget(self.all_keys_box)
+        row.addStretch(1)
+        layout.addLayout(row)
+        self.verdict_label = caption("")
+        self.verdict_label.setObjectName("worked_verdict")
+        self.head_caption = caption("")
+        self.head_caption.setObjectName("worked_head_caption")
+        layout.addWidget(self.verdict_label)
+        layout.addWidget(self.head_caption)
+        splitter = QSplitter(Qt.Orientation.Horizontal)
+        left, right = QWidget(), QWidget()
+        left_layout, right_layout = QVBoxLayout(left), QVBoxLayout(right)
+        left_layout.setContentsMargins(0, 0, 0, 0)
+        right_layout.setContentsMargins(0, 0, 0, 0)
+        self.keys_caption = caption("")
+        self.keys_caption.setObjectName("worked_keys_caption")
+        self.keys_table, self.keys_model = make_table("worked_keys_table")
+        self.vectors_caption = caption("")
+        self.vectors_caption.setObjectName("worked_vectors_caption")
+        self.vectors_table, self.vectors_model = make_table("worked_vectors_table")
+        self.vectors_table.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
+        left_layout.addWidget(self.keys_caption)
+        left_layout.addWidget(self.keys_table, 1)
+        right_layout.addWidget(self.vectors_caption)
+        right_layout.addWidget(self.vectors_table, 1)
+        splitter.addWidget(left)
+        splitter.addWidget(right)
+        splitter.setSizes([560, 440])
+        layout.addWidget(splitter, 1)
+        self.tolerance_caption = caption("")
+        self.tolerance_caption.setObjectName("worked_tolerance_caption")
+        layout.addWidget(self.tolerance_caption)
+        self._key_rows: list[int] = []  # key index of each row of the keys table
+
+        self.layer_spin.valueChanged.connect(state.set_selected_layer)
+        self.head_spin.valueChanged.connect(state.set_selected_head)
+        self.query_spin.valueChanged.connect(self.inputs_changed)
+        self.omit_combo.currentIndexChanged.connect(self.inputs_changed)
+        self.all_keys_box.toggled.connect(self._redraw)
+        self.keys_table.clicked.connect(self._key_clicked)
+        state.selected_layer_changed.connect(self.sync_controls)
+        state.selected_head_changed.connect(self.sync_controls)
+        state.config_changed.connect(self.sync_controls)
+        state.model_changed.connect(self.sync_controls)
+        state.tokens_changed.connect(self.sync_controls)
+        self.stale_labels = [self.verdict_label, self.head_caption, self.keys_caption, self.vectors_caption,
+                             self.tolerance_caption]
+        self.sync_controls()
+
+    # ---- controls ------------------------------------------------------------------------------
+    def sync_controls(self) -> None:
+        config = self.state.model.config if self.state.model is not None else self.state.config
+        for spin, limit, value in ((self.layer_spin, config.n_layers, self.state.selected_layer),
+                                   (self.head_spin, config.n_heads, self.state.selected_head)):
+            spin.blockSignals(True)
+            spin.setRange(0, max(0, limit - 1))
+            spin.setValue(value)
+            spin.blockSignals(False)
+        # The query range follows the text; a query past the new end falls back to the last token.
+        self.query_spin.blockSignals(True)
+        self.query_spin.setMaximum(max(0, len(self.state.tokens) - 1))
+        self.query_spin.blockSignals(False)
+        offered = {"", "scale", "mask", config.positional}
+        current = self.omit_combo.currentData() or ""
+        self.omit_combo.blockSignals(True)
+        self.omit_combo.clear()
+        for step, label in OMIT_CHOICES:
+            if step in offered:
+                self.omit_combo.addItem(label, step)
+        self.omit_combo.setCurrentIndex(max(0, self.omit_combo.findData(current)))
+        self.omit_combo.blockSignals(False)
+        self.inputs_changed()
+
+    @property
+    def query(self) -> int | None:
+        """The chosen query position, or None for the last token."""
+        value = self.query_spin.value()
+        return None if value == LAST_TOKEN else value
+
+    def settings(self) -> dict[str, Any]:
+        return {"worked_query": self.query, "worked_omit": self.omit_combo.currentData() or "",
+                "worked_all_keys": self.all_keys_box.isChecked()}
+
+    def restore_settings(self, data: dict[str, Any]) -> None:
+        query = data.get("worked_query", LAST_TOKEN)
+        if query is None or (isinstance(query, int) and not isinstance(query, bool) and query >= 0):
+            self.query_spin.setValue(LAST_TOKEN if query is None else min(query, self.query_spin.maximum()))
+        omit = data.get("worked_omit")
+        if isinstance(omit, str) and self.omit_combo.findData(omit) >= 0:
+            self.omit_combo.setCurrentIndex(self.omit_combo.findData(omit))
+        all_keys = data.get("worked_all_keys")
+        if isinstance(all_keys, bool):
+            self.all_keys_box.setChecked(all_keys)
+
+    # ---- the view contract -----------------------------------------------------------------------
+    def inputs(self) -> WorkedHeadInputs | Refusal | None:
+        model, tokens = self.state.model, self.state.tokens
+        if model is None:
+            return None
+        problem = sequence_refusal(model, tokens)
+        if problem:
+            return Refusal(problem)
+        config = model.config
+        layer = min(self.state.selected_layer, len(model.blocks) - 1)
+        head = min(self.state.selected_head, config.n_heads - 1)
+        query = len(tokens) - 1 if self.query is None else min(self.query, len(tokens) - 1)
+        omit = self.omit_combo.currentData() or ""
+        return WorkedHeadInputs(model, self.state.tokenizer, tuple(tokens), layer, head, query,
+                                self.controls.mask_mode, omit)
+
+    def on_stale(self) -> None:
+        # No number of the old inputs stays readable: the tables empty with the captions.
+        self.keys_model.clear()
+        self.vectors_model.clear()
+
+    def show_result(self, worked) -> None:
+        self.selected_key = None
+        self._draw(worked)
+
+    def _redraw(self) -> None:
+        if self.result is not None and not self.is_stale:
+            self._draw(self.result)
+
+    def _key_clicked(self, index: QModelIndex) -> None:
+        if self.result is None or self.is_stale or not 0 <= index.row() < len(self._key_rows):
+            return
+        self.selected_key = self._key_rows[index.row()]
+        self._draw_vectors(self.result)
+
+    def _draw(self, worked) -> None:
+        palette = theme.current()
+        self.verdict_label.setText(f"Hand result {worked.verdict}")
+        self.verdict_label.setStyleSheet(f"color: {palette.text if worked.equal else palette.warning};")
+        self.verdict_label.setFont(theme.font(1.15, bold=True))
+        self.head_caption.setText(self._head_text(worked))
+        self._draw_keys(worked)
+        self._draw_vectors(worked)
+        self.tolerance_caption.setText(self._tolerance_text(worked))
+
+    def _head_text(self, worked) -> str:
+        label = worked.labels[worked.query]
+        parts = [f"Block {worked.layer}, head {worked.head}, query {worked.query} '{label}' "
+                 f"({worked.mask_mode} mask). d_head = {worked.d_head}, so the scores are divided by "
+                 f"\u221a{worked.d_head} = {math.sqrt(worked.d_head):.4g}"
+                 + (" (left out here)." if "scale" in worked.omitted else ".")]
+        if worked.n_kv_heads < worked.n_heads:
+            others = [h for h in worked.shared_heads if h != worked.head]
+            sharing = (f"shared with query head{'s' if len(others) > 1 else ''} {', '.join(map(str, others))}"
+                       if others else "read by this head alone")
+            kind = "multi-query" if worked.n_kv_heads == 1 else "grouped-query"
+            parts.append(f"{kind.capitalize()} attention: {worked.n_heads} query heads, {worked.n_kv_heads} "
+                         f"key/value head{'s' if worked.n_kv_heads > 1 else ''}; this head reads kv head "
+                         f"{worked.kv_head}, {sharing}.")
+        if worked.positional == "rope":
+            parts.append("RoPE rotates each (even, odd) pair of q and every k by position \u00d7 its frequency "
+                         "before q.k" + (" (left out here)." if "rope" in worked.omitted else "."))
+        if worked.alibi_slope is not None:
+            parts.append(f"ALiBi adds -{worked.alibi_slope:.4g} \u00d7 distance to each score"
+                         + (" (left out here)." if "alibi" in worked.omitted else "."))
+        return " ".join(parts)
+
+    def _draw_keys(self, worked) -> None:
+        n_keys = worked.n_keys
+        if self.all_keys_box.isChecked() or n_keys <= TOP_KEYS:
+            rows = list(range(n_keys))
+        else:
+            rows = sorted(int(k) for k in worked.keys_by_weight()[:TOP_KEYS])
+        self._key_rows = rows
+        alibi = worked.alibi_slope is not None
+        headers = ["token", "q.k", f"\u00f7\u221a{worked.d_head}", *(["ALiBi"] if alibi else []), "mask", "score",
+                   "weight"]
+        cells, bars, muted = [], [], set()
+        for row, key in enumerate(rows):
+            visible = bool(worked.visible[key])
+            zeroed = bool(worked.zeroed_after_softmax[key])
+            mask = "visible" if visible and not zeroed else ("zeroed after" if zeroed else "masked: -\u221e")
+            weight = float(worked.weights[key])
+            cells.append([worked.labels[key], number(worked.dots[key]), number(worked.scaled[key]),
+                          *([number(worked.alibi_penalty[key])] if alibi else []), mask, number(worked.scores[key]),
+                          number(weight)])
+            bars.append(0.0 if math.isnan(weight) else weight)
+            if not visible or zeroed:
+                muted.add(row)
+        self.keys_model.set_rows(headers, [f"key {k}" for k in rows], cells, {len(headers) - 1: bars}, muted)
+        finite = np.nan_to_num(worked.weights)
+        shown = float(finite[rows].sum())
+        total = float(finite.sum())
+        listed = "every key" if len(rows) == n_keys else f"the {len(rows)} keys of largest weight, of {n_keys}"
+        self.keys_caption.setText(
+            f"Keys: {listed}; {int(worked.visible.sum())} of {n_keys} visible to query {worked.query}. "
+            f"Weights shown sum to {shown:.4f} (all keys: {total:.4f}). Click a key for its vectors.")
+
+    def _draw_vectors(self, worked) -> None:
+        key = self.selected_key
+        if key is None:
+            key = int(worked.keys_by_weight()[0])
+        rope = worked.rope_angles is not None
+        rotated = rope and "rope" not in worked.omitted
+        headers = ["q", *(["q rotated"] if rotated else []), f"k{key}", *([f"k{key} rotated"] if rotated else []),
+                   f"q\u00b7k{key} term", f"v{key}", f"w{key}\u00b7v{key}", "hand output", "model output",
+                   "|difference|"]
+        products = worked.q * worked.k[key]  # display only: the terms of q . k_key
+        contribution = np.nan_to_num(worked.weights[key]) * worked.v[key]
+        difference = np.abs(worked.hand_output - worked.model_output)
+        cells = []
+        for i in range(worked.d_head):
+            values = [worked.q_before[i], *([worked.q[i]] if rotated else []), worked.k_before[key, i],
+                      *([worked.k[key, i]] if rotated else []), products[i], worked.v[key, i], contribution[i],
+                      worked.hand_output[i], worked.model_output[i], difference[i]]
+            cells.append([number(float(v)) for v in values])
+        self.vectors_model.set_rows(headers, [f"dim {i}" for i in range(worked.d_head)], cells)
+        angle = ""
+        if rope:
+            angle = (f" RoPE turns pair 0 by {worked.rope_angles[worked.query, 0]:.4g} rad at the query and "
+                     f"{worked.rope_angles[key, 0]:.4g} rad at key {key}; the last pair, the slowest, by "
+                     f"{worked.rope_angles[worked.query, -1]:.3g} and {worked.rope_angles[key, -1]:.3g}.")
+        self.vectors_caption.setText(
+            f"Vectors of query {worked.query} and key {key} '{worked.labels[key]}': the q\u00b7k terms sum to "
+            f"{number(float(worked.dots[key]))}; weight {number(float(worked.weights[key]))} times v{key} is this "
+            f"key's share of the output.{angle}")
+
+    def _tolerance_text(self, worked) -> str:
+        checks = ", ".join(f"{step} {difference:.1e}" for step, difference, _ in worked.step_checks)
+        return (f"The hand path runs in float64. The same steps in {worked.dtype}, with every sum reversed, move the "
+                f"output by {worked.rounding:.1e}: that is {worked.dtype} rounding here. The model sums in another "
+                f"order (its matmul and attention kernels), so its rounding is of that size with other values: the "
+                f"difference is held to {worked.reorder_factor:g} \u00d7 that plus {worked.floor_ulps} units in the last "
+                f"place, {worked.tolerance:.1e}. "
+                f"On the way, against the model's hook_q, hook_k, hook_v: {checks}.")
+
+    def refresh_hover(self) -> None:
+        """No hover readouts: the selected key is redrawn with the result."""
+
+    def apply_theme(self) -> None:
+        for table in (self.keys_table, self.vectors_table):
+            table.setFont(theme.font(0.95))
+        super().apply_theme()
+
+    def export_targets(self) -> list[tuple[str, Any]]:
+        return [("One head: keys", self.keys_table), ("One head: vectors", self.vectors_table)]
