@@ -13,13 +13,23 @@ from __future__ import annotations
 from typing import Any
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QHBoxLayout, QSizePolicy, QSpinBox, QTabWidget, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QHBoxLayout,
+    QSizePolicy,
+    QSpinBox,
+    QStackedWidget,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
 
 from gui.panels.base import Panel
 from gui.panels.positions.common import PositionsControls, ScrubPosition, labelled, model_rope_problem, plain_label
 from gui.panels.positions.encodings import EncodingsView
 from gui.panels.positions.grids import GridsView
 from gui.panels.positions.permutation import PermutationView, parse_permutation
+from gui.panels.positions.reading import ReadingPositionsView
 from gui.panels.positions.scrubber import ScrubberView
 
 SUB_TABS = ("RoPE scrubber", "Score grids", "Encodings", "Permutation")
@@ -49,6 +59,10 @@ class PositionsPanel(Panel):
         self.position = ScrubPosition(self.controls, self)
         for name in CONTROL_NAMES:
             setattr(self, name, getattr(self.controls, name))
+        self.reading_check = QCheckBox("Reading's script")
+        self.reading_check.setObjectName("positions-reading-toggle")
+        self.reading_check.setToolTip("Show the reading's RoPE and permutation scripts, run here with their seeds "
+                                      "and random inputs; uncheck to return to the views and their settings")
         layout = self.layout()
         layout.addLayout(self._build_source_rows())
 
@@ -62,7 +76,15 @@ class PositionsPanel(Panel):
         self.tabs.setDocumentMode(True)
         for view in self.views:
             self.tabs.addTab(view, view.name)
-        layout.addWidget(self.tabs, 1)
+        # The reading's scripts replace the sub-tabs while checked; they read none of the controls above,
+        # so leaving them shows the views as the user left them.
+        self.reading_view = self.add_view(ReadingPositionsView(state, compute, prefix))
+        self.reading_seed_spin = self.reading_view.reading_seed_spin
+        self.modes = QStackedWidget()
+        self.modes.addWidget(self.tabs)
+        self.modes.addWidget(self.reading_view)
+        layout.addWidget(self.modes, 1)
+        self.reading_check.toggled.connect(self.set_reading_script)
         for view, names in ((self.scrubber_view, SCRUBBER_NAMES), (self.grids_view, GRIDS_NAMES),
                             (self.encodings_view, ENCODINGS_NAMES), (self.permutation_view, PERMUTATION_NAMES)):
             for name in names:
@@ -103,6 +125,7 @@ class PositionsPanel(Panel):
         first.addWidget(self.model_controls)
         self.model_controls.hide()
         first.addStretch(1)
+        first.addWidget(self.reading_check)
         self.source_label = plain_label(name="positions-source-label")
         # Long model labels must not widen the panel past a projector screen; the tooltip keeps the whole text.
         self.source_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
@@ -204,7 +227,18 @@ class PositionsPanel(Panel):
         self._own_error = message
 
     def current_view(self):
-        return self.tabs.currentWidget()
+        return self.reading_view if self.reading_script else self.tabs.currentWidget()
+
+    @property
+    def reading_script(self) -> bool:
+        return self.modes.currentWidget() is self.reading_view
+
+    def set_reading_script(self, on: bool) -> None:
+        """Show the reading's scripts instead of the sub-tabs (on), or the sub-tabs again."""
+        if self.reading_check.isChecked() != on:
+            self.reading_check.setChecked(on)  # comes back here through toggled
+            return
+        self.modes.setCurrentWidget(self.reading_view if on else self.tabs)
 
     # ---- theme, export, session ----------------------------------------------------------------
 
@@ -222,6 +256,8 @@ class PositionsPanel(Panel):
             compare_sinusoidal=self.compare_sinusoidal_check.isChecked(),
             permutation=list(permutation) if permutation is not None else None,
             tab=self.tabs.tabText(self.tabs.currentIndex()),
+            reading_script=self.reading_script,
+            reading_seed=self.reading_seed_spin.value(),
         )
         return data
 
@@ -256,3 +292,8 @@ class PositionsPanel(Panel):
         positions_m, positions_n = data.get("m"), data.get("n")
         if all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in (positions_m, positions_n)):
             self.position.set(m=positions_m, n=positions_n)
+        seed = data.get("reading_seed")
+        if isinstance(seed, int) and not isinstance(seed, bool):
+            self.reading_seed_spin.setValue(seed)
+        # Settings that do not ask for the reading's scripts (a lesson step's) show the sub-tabs they set up.
+        self.set_reading_script(data.get("reading_script") is True)

@@ -13,7 +13,7 @@ import math
 from typing import Any
 
 from PySide6.QtGui import QUndoCommand
-from PySide6.QtWidgets import QTabWidget, QToolButton, QWidget
+from PySide6.QtWidgets import QCheckBox, QStackedWidget, QTabWidget, QToolButton, QWidget
 
 from gui.panels.base import Panel
 from gui.panels.tokens.attention import AttentionView
@@ -22,6 +22,7 @@ from gui.panels.tokens.head_split import HeadSplitView
 from gui.panels.tokens.mask import MaskView
 from gui.panels.tokens.predictions import PredictionsView
 from gui.panels.tokens.propagation import PropagationView
+from gui.panels.tokens.reading import ReadingCausalView
 from gui.panels.tokens.worked_head import WorkedHeadView
 from gui.state import TokenEdit
 from gui.widgets.token_strip import TokenStrip
@@ -91,7 +92,20 @@ class TokensPanel(Panel):
         self.tabs.setDocumentMode(True)
         for view in self.views:
             self.tabs.addTab(view, view.name)
-        layout.addWidget(self.tabs, 1)
+        # The reading's script replaces the sub-tabs while checked; it reads none of the lab's state,
+        # so leaving it shows the user's model, tokens and settings as they were.
+        self.reading_view = self.add_view(ReadingCausalView(state, compute, prefix))
+        self.reading_seed_spin = self.reading_view.reading_seed_spin
+        self.reading_check = QCheckBox("Reading's script")
+        self.reading_check.setObjectName("tokens-reading-toggle")
+        self.reading_check.setToolTip("Show the reading's causal-mask script, run here with its seed and random "
+                                      "inputs x ~ N(0,1); uncheck to return to your model and tokens")
+        self.reading_check.toggled.connect(self.set_reading_script)
+        self.strip.add_control_group(self.reading_check)
+        self.modes = QStackedWidget()
+        self.modes.addWidget(self.tabs)
+        self.modes.addWidget(self.reading_view)
+        layout.addWidget(self.modes, 1)
         # Names lessons and tests point at.
         self.verdict = self.propagation.verdict
         self.propagation_map = self.propagation.map
@@ -191,7 +205,18 @@ class TokensPanel(Panel):
         return self.controls.mask_mode
 
     def current_view(self):
-        return self.tabs.currentWidget()
+        return self.reading_view if self.reading_script else self.tabs.currentWidget()
+
+    @property
+    def reading_script(self) -> bool:
+        return self.modes.currentWidget() is self.reading_view
+
+    def set_reading_script(self, on: bool) -> None:
+        """Show the reading's script instead of the sub-tabs (on), or the sub-tabs again."""
+        if self.reading_check.isChecked() != on:
+            self.reading_check.setChecked(on)  # comes back here through toggled
+            return
+        self.modes.setCurrentWidget(self.reading_view if on else self.tabs)
 
     # ---- theme, export, session ----------------------------------------------------------------
     def export_targets(self) -> list[tuple[str, Any]]:
@@ -206,6 +231,8 @@ class TokensPanel(Panel):
             "top_k": self.top_k_spin.value(),
             "bar_row": self.propagation.bar_row,
             **self.worked_head.settings(),
+            "reading_script": self.reading_script,
+            "reading_seed": self.reading_seed_spin.value(),
         }
 
     def restore_settings(self, data: dict[str, Any]) -> None:
@@ -230,3 +257,8 @@ class TokensPanel(Panel):
         row = data.get("bar_row")
         if (isinstance(row, int) and not isinstance(row, bool) and row >= 0) or row is None:
             self.propagation.restore_bar_row(row)
+        seed = data.get("reading_seed")
+        if isinstance(seed, int) and not isinstance(seed, bool):
+            self.reading_seed_spin.setValue(seed)
+        # Settings that do not ask for the reading's script (a lesson step's) show the sub-tabs they set up.
+        self.set_reading_script(data.get("reading_script") is True)
