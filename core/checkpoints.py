@@ -34,6 +34,8 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from core.config import ConfigError, ModelConfig
+from core.json_files import JsonFileError, read_json_document
+from core.limits import MAX_MODEL_JSON_CONTAINERS, MAX_MODEL_JSON_DIGITS, MAX_MODEL_JSON_VALUES
 from core.model import Transformer
 from core.quiet_stderr import quiet_native_stderr
 from core.tokenizers import Tokenizer, TokenizerFileError, tokenizer_from_json
@@ -46,7 +48,7 @@ CONFIG_FILE = "config.json"
 TOKENIZER_FILE = "tokenizer.json"
 METADATA_FILE = "training.json"
 BUNDLED_DIR = ("models",)  # under resources/
-MAX_JSON_FILE_BYTES = 64 * 2**20  # a large model's tokenizer.json is some 10 MiB
+MAX_JSON_FILE_BYTES = 64 * 2**20  # a large model's tokenizer.json is some 10 MiB, Gemma 3's 33 MiB
 
 
 class CheckpointError(ValueError):
@@ -367,23 +369,19 @@ def _megabytes(count: int) -> str:
 
 
 def read_json_file(path: Path, what: str) -> Any:
-    """Parse a JSON file of a checkpoint, turning every failure into a CheckpointError naming it."""
-    if not path.is_file():
+    """Parse a JSON file of a checkpoint, turning every failure into a CheckpointError naming it.
+
+    Read by core.json_files: a regular file only (a FIFO or a link to /dev/zero is refused at once),
+    its size, integers, lists and objects, values and nesting bounded.
+    """
+    if not path.exists() and not path.is_symlink():
         raise CheckpointError(f"{path.parent}: missing {path.name} ({what})")
     try:
-        if path.stat().st_size > MAX_JSON_FILE_BYTES:
-            raise CheckpointError(f"{path} is larger than {MAX_JSON_FILE_BYTES // 2**20} MiB; it cannot be {what}")
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
-        raise CheckpointError(f"{path} is not valid JSON (line {error.lineno}: {error.msg})") from None
-    except UnicodeDecodeError:
-        raise CheckpointError(f"{path} is not UTF-8 text") from None
-    except RecursionError:  # "[[[[..." nested deeper than the parser's stack
-        raise CheckpointError(f"{path} nests too deeply to be {what}") from None
-    except ValueError as error:  # an integer of more than 4,300 digits, which Python will not convert
-        raise CheckpointError(f"{path} cannot be {what}: {str(error).splitlines()[0]}") from None
-    except OSError as error:
-        raise CheckpointError(f"cannot read {path}: {error.strerror or error}") from None
+        return read_json_document(path, MAX_JSON_FILE_BYTES, what, max_containers=MAX_MODEL_JSON_CONTAINERS,
+                                  max_values=MAX_MODEL_JSON_VALUES,
+                                  max_integer_digits=MAX_MODEL_JSON_DIGITS)
+    except JsonFileError as error:
+        raise CheckpointError(f"{path.parent.name}/{error}" if str(error).startswith(path.name) else str(error)) from None
 
 
 def read_safetensors(path: Path) -> dict[str, torch.Tensor]:

@@ -3,40 +3,65 @@
 Only a regular file is read (a FIFO would block and /dev/zero never ends), at most `max_bytes`
 of it; integers longer than MAX_INTEGER_DIGITS and containers nested deeper than MAX_DEPTH are
 refused, so no document can make the parser, or what runs on its result, take unbounded time.
+A document holds at most `max_containers` lists and objects (counted as the brackets that open them,
+strings included, before the parse), and the parse runs with the garbage collector paused (a document
+of a million empty lists otherwise spends most of its parse in collections), so a file at the size
+limit is read in a fraction of a second, short enough for the GUI thread.
 Each problem is a JsonFileError in one English sentence naming the file.
 """
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 MAX_INTEGER_DIGITS = 30  # far above any seed or count the lab stores; Python refuses 4,300 with a ValueError
 MAX_DEPTH = 32  # sessions and lessons nest a few levels; a panel's settings a few more
+MAX_CONTAINERS = 100_000  # a lesson of 200 steps has a few thousand lists and objects, a session a few hundred
 
 
 class JsonFileError(ValueError):
     """Why a JSON file cannot be read, in one line."""
 
 
-def read_json_document(path: str | Path, max_bytes: int, what: str) -> Any:
-    """The decoded JSON of the regular file `path`; `what` names the kind of file in messages ("a session file")."""
+def read_json_document(path: str | Path, max_bytes: int, what: str, max_containers: int = MAX_CONTAINERS,
+                       max_values: int | None = None, max_integer_digits: int = MAX_INTEGER_DIGITS) -> Any:
+    """The decoded JSON of the regular file `path`; `what` names the kind of file in messages ("a session file").
+
+    `max_values` bounds the values (counted as commas, strings included): a file of millions of short
+    strings costs some 50 bytes of memory per byte of its own, which a size limit alone does not bound.
+    """
     path = Path(path)
     raw = _read_regular_file(path, max_bytes, what)
+    brackets = raw.count(b"[") + raw.count(b"{")
+    if brackets > max_containers:
+        raise JsonFileError(f"{path.name} cannot be {what}: it has {brackets:,} '[' and '{{', more than the "
+                            f"{max_containers:,} lists and objects it may hold")
+    commas = raw.count(b",") if max_values is not None else 0
+    if max_values is not None and commas >= max_values:
+        raise JsonFileError(f"{path.name} cannot be {what}: it has {commas:,} commas, more than the {max_values:,} values "
+                            "it may hold")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise JsonFileError(f"{path.name} is not a text file (not UTF-8), so it is not {what}") from None
+    collecting = gc.isenabled()
+    gc.disable()  # the parse makes only new objects, none of them garbage; collections would find nothing
     try:
-        data = json.loads(text, parse_int=_bounded_int, parse_constant=_no_constant)
+        data = json.loads(text, parse_int=_bounded_int(max_integer_digits), parse_constant=_no_constant)
     except json.JSONDecodeError as error:
         raise JsonFileError(f"{path.name} is not valid JSON (line {error.lineno}, column {error.colno}: {error.msg})") from None
     except (ValueError, RecursionError) as error:  # _bounded_int, _no_constant, or "[[[[..." past the parser's stack
         reason = str(error) if isinstance(error, ValueError) else f"it nests deeper than {MAX_DEPTH} levels"
         raise JsonFileError(f"{path.name} cannot be {what}: {reason}") from None
+    finally:
+        if collecting:
+            gc.enable()
     depth = nesting_depth(data)
     if depth > MAX_DEPTH:
         raise JsonFileError(f"{path.name} cannot be {what}: it nests {depth} levels deep, more than {MAX_DEPTH} levels")
@@ -80,10 +105,13 @@ def _read_regular_file(path: Path, max_bytes: int, what: str) -> bytes:
     return raw
 
 
-def _bounded_int(digits: str) -> int:
-    if len(digits.lstrip("-")) > MAX_INTEGER_DIGITS:
-        raise ValueError(f"it holds an integer of {len(digits.lstrip('-')):,} digits (at most {MAX_INTEGER_DIGITS})")
-    return int(digits)
+def _bounded_int(limit: int) -> Callable[[str], int]:
+    def parse(digits: str) -> int:
+        if len(digits.lstrip("-")) > limit:
+            raise ValueError(f"it holds an integer of {len(digits.lstrip('-')):,} digits (at most {limit})")
+        return int(digits)
+
+    return parse
 
 
 def _no_constant(name: str) -> Any:
@@ -91,20 +119,20 @@ def _no_constant(name: str) -> Any:
 
 
 def nesting_depth(data: Any) -> int:
-    """How many lists and objects deep `data` goes (a scalar is 0), without recursion."""
-    deepest = 0
-    stack = [(data, 1)]
-    while stack:
-        value, depth = stack.pop()
-        if isinstance(value, dict):
-            children = value.values()
-        elif isinstance(value, list):
-            children = value
-        else:
-            continue
-        deepest = max(deepest, depth)
-        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
-    return deepest
+    """How many lists and objects deep `data` goes (a scalar is 0), level by level, without recursion."""
+    level = [data] if type(data) in (dict, list) else []
+    depth = 0
+    while level:
+        depth += 1
+        below: list[Any] = []
+        for value in level:
+            below += [child for child in (value.values() if type(value) is dict else value) if type(child) in _CONTAINERS]
+        level = below
+    return depth
 
 
-__all__ = ["JsonFileError", "MAX_DEPTH", "MAX_INTEGER_DIGITS", "nesting_depth", "read_json_document"]
+_CONTAINERS = (dict, list)  # what json.loads makes; exact types, so that the walk stays a C-speed filter
+
+
+__all__ = ["JsonFileError", "MAX_CONTAINERS", "MAX_DEPTH", "MAX_INTEGER_DIGITS", "nesting_depth", "read_json_document",
+           "read_regular_file"]

@@ -13,9 +13,16 @@ MAX_TEXT_CHARS = 10_000  # the text the panels tokenize and draw as chips (a few
 MAX_TITLE_CHARS = 200  # a lesson's or a step's title: one line in a menu or a heading
 MAX_PROSE_CHARS = 20_000  # a lesson step's text, question or reveal
 MAX_LESSON_STEPS = 200
+# A model folder's JSON files (tokenizer.json, config.json, a shard index). Gemma 3's tokenizer.json holds
+# some 262,000 pieces with their scores, Llama 3's 280,000 merges: far below these. At these bounds a
+# hostile file of empty objects or one-letter strings still parses in well under 1 GiB.
+MAX_MODEL_JSON_CONTAINERS = 2_000_000
+MAX_MODEL_JSON_VALUES = 8_000_000
+MAX_MODEL_JSON_DIGITS = 100  # transformers writes model_max_length as int(1e30), 31 digits
 MAX_WINDOW_SIDE = 8192  # --size: an 8K screen; a larger window makes Qt allocate (or crash on) a huge backing store
 # A device name as core.device reads it, checkable before torch is imported (the window opens first).
 DEVICE_NAME = re.compile(r"\s*(auto|cpu|mps|cuda(:\d{1,2})?)\s*", re.IGNORECASE)
 DEVICE_NAMES_HINT = "cpu, cuda, cuda:N, mps or auto"
 
-__all__ = ["DEVICE_NAME", "DEVICE_NAMES_HINT", "MAX_WINDOW_SIDE", "MAX_LESSON_STEPS", "MAX_PROSE_CHARS", "MAX_SEED", "MAX_TEXT_CHARS", "MAX_TITLE_CHARS"]
+__all__ = ["DEVICE_NAME", "DEVICE_NAMES_HINT", "MAX_MODEL_JSON_CONTAINERS", "MAX_MODEL_JSON_DIGITS",
+           "MAX_MODEL_JSON_VALUES", "MAX_WINDOW_SIDE", "MAX_LESSON_STEPS", "MAX_PROSE_CHARS", "MAX_SEED", "MAX_TEXT_CHARS", "MAX_TITLE_CHARS"]

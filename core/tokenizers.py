@@ -453,20 +453,20 @@ def load_pretrained_tokenizer(folder: str | Path) -> HuggingFaceTokenizer | None
 
 
 def _read_json_object(path: Path, required: bool) -> dict[str, Any]:
-    if not path.is_file():
+    """A JSON object of a tokenizer folder: a regular file, its size, values and nesting bounded (core.json_files)."""
+    from core.json_files import JsonFileError, read_json_document
+    from core.limits import MAX_MODEL_JSON_CONTAINERS, MAX_MODEL_JSON_DIGITS, MAX_MODEL_JSON_VALUES
+
+    if not path.exists() and not path.is_symlink():
         if required:
             raise TokenizerFileError(f"no tokenizer file at {path}")
         return {}
     try:
-        if path.stat().st_size > MAX_TOKENIZER_FILE_BYTES:
-            raise TokenizerFileError(f"{path} is larger than {MAX_TOKENIZER_FILE_BYTES // 2**20} MiB; not a tokenizer file")
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as error:
-        raise TokenizerFileError(f"cannot read {path}: {error}") from None
-    except json.JSONDecodeError as error:
-        raise TokenizerFileError(f"{path} is not valid JSON (line {error.lineno}: {error.msg})") from None
-    except RecursionError:
-        raise TokenizerFileError(f"{path} nests its JSON too deeply to be a tokenizer file") from None
+        data = read_json_document(path, MAX_TOKENIZER_FILE_BYTES, "a tokenizer file", max_containers=MAX_MODEL_JSON_CONTAINERS,
+                                  max_values=MAX_MODEL_JSON_VALUES,
+                                  max_integer_digits=MAX_MODEL_JSON_DIGITS)
+    except JsonFileError as error:
+        raise TokenizerFileError(f"{path.parent}/{error}" if str(error).startswith(path.name) else str(error)) from None
     if not isinstance(data, dict):
         raise TokenizerFileError(f"{path} must hold a JSON object")
     return data
@@ -481,12 +481,15 @@ def _byte_level_bpe(folder: Path, add_prefix_space: bool) -> Any:
     if not all(isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) for k, v in vocab.items()):
         raise TokenizerFileError(f"{folder / VOCAB_JSON} must map token strings to integer ids")
     merges_path = folder / MERGES_TXT
+    from core.json_files import JsonFileError, read_regular_file
+
     try:
-        if merges_path.stat().st_size > MAX_TOKENIZER_FILE_BYTES:
-            raise TokenizerFileError(f"{merges_path} is larger than {MAX_TOKENIZER_FILE_BYTES // 2**20} MiB")
-        lines = merges_path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as error:
-        raise TokenizerFileError(f"cannot read {merges_path}: {error}") from None
+        # A regular file only: stat gives a FIFO or a link to /dev/zero the size 0, and reading either never ends.
+        lines = read_regular_file(merges_path, MAX_TOKENIZER_FILE_BYTES, "a merges file").decode("utf-8").splitlines()
+    except JsonFileError as error:
+        raise TokenizerFileError(str(error)) from None
+    except UnicodeDecodeError:
+        raise TokenizerFileError(f"{merges_path} is not UTF-8 text") from None
     merges = []
     for number, line in enumerate(lines, start=1):
         if not line.strip() or (number == 1 and line.startswith("#version")):
@@ -577,17 +580,17 @@ def _apply_tokenizer_config(
 
 
 def load_tokenizer(path: str | Path) -> Tokenizer:
+    """A tokenizer file: a regular file, its size, values and nesting bounded (core.json_files)."""
+    from core.json_files import JsonFileError, read_json_document
+    from core.limits import MAX_MODEL_JSON_CONTAINERS, MAX_MODEL_JSON_DIGITS, MAX_MODEL_JSON_VALUES
+
     path = Path(path)
+    if not path.exists() and not path.is_symlink():
+        raise TokenizerFileError(f"no tokenizer file at {path}")
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise TokenizerFileError(f"no tokenizer file at {path}") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise TokenizerFileError(f"cannot read {path}: {error}") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise TokenizerFileError(f"{path.name} is not valid JSON (line {error.lineno}: {error.msg})") from None
-    except RecursionError:
-        raise TokenizerFileError(f"{path.name} nests its JSON too deeply to be a tokenizer") from None
+        data = read_json_document(path, MAX_TOKENIZER_FILE_BYTES, "a tokenizer", max_containers=MAX_MODEL_JSON_CONTAINERS,
+                                  max_values=MAX_MODEL_JSON_VALUES,
+                                  max_integer_digits=MAX_MODEL_JSON_DIGITS)
+    except JsonFileError as error:
+        raise TokenizerFileError(str(error)) from None
     return tokenizer_from_json(data)

@@ -139,7 +139,8 @@ class ShapesControls(QWidget):
         for key, value in values.items():
             spin = spins[key]
             spin.blockSignals(True)
-            spin.setValue(value)
+            # Clamped here: a spin box holds 32-bit values and raises on a larger one (a hand-edited session).
+            spin.setValue(min(max(value, spin.minimum()), spin.maximum()))
             spin.blockSignals(False)
         self.changed.emit()
 

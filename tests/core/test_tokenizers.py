@@ -103,5 +103,5 @@ def test_missing_and_binary_tokenizer_files(tmp_path):
         load_tokenizer(tmp_path / "absent.json")
     binary = tmp_path / "binary.json"
     binary.write_bytes(b"\xff\xfe\x00\x81")
-    with pytest.raises(TokenizerFileError, match="cannot read"):
+    with pytest.raises(TokenizerFileError, match="not a text file"):
         load_tokenizer(binary)
