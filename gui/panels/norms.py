@@ -24,7 +24,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QObject, QPointF, Qt, Signal
 from PySide6.QtGui import QFontMetrics
-from PySide6.QtWidgets import QCheckBox, QComboBox, QLabel, QSlider, QSpinBox, QSplitter, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QCheckBox, QComboBox, QGridLayout, QLabel, QSlider, QSpinBox, QVBoxLayout, QWidget
 
 from gui import theme
 from gui.panels.base import Panel, View
@@ -37,6 +37,7 @@ NORM_CHOICES = (("LayerNorm", "layernorm"), ("RMSNorm", "rmsnorm"))
 NORM_NAMES = dict((value, text) for text, value in NORM_CHOICES)
 PLACEMENTS = ("pre", "post")
 DEFAULT_DEPTH = 12
+PLOT_MIN_CHARS = 32  # a plot narrower than this many characters of the UI font loses its tick labels
 
 
 @dataclass(frozen=True)
@@ -112,6 +113,45 @@ def describe_parameter_gradients(pre, post) -> str:
         spreads.append(f"{curves.placement}-norm {_ratio_text(weights.max() / weights.min())}")
     return (f"Weight gradient ‖∂L/∂W‖, block {pre.depth} against block 1: " + "; ".join(parts)
             + ". Largest ÷ smallest block: " + ", ".join(spreads) + ".")
+
+
+class WrappingPlots(QWidget):
+    """The plots side by side while each gets a readable width; otherwise the last one under the others."""
+
+    def __init__(self, plots: tuple[pg.PlotWidget, ...], parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.plots = plots
+        self.grid = QGridLayout(self)
+        self.grid.setContentsMargins(0, 0, 0, 0)
+        self.columns = 0
+        self.arrange(len(plots))
+
+    def readable_width(self) -> int:
+        return PLOT_MIN_CHARS * QFontMetrics(theme.font()).averageCharWidth()
+
+    def arrange(self, columns: int) -> None:
+        """One row of all the plots, or (fewer columns) the others on top and the last spanning a row below."""
+        columns = max(1, min(columns, len(self.plots)))
+        if columns == self.columns:
+            return
+        self.columns = columns
+        for plot in self.plots:
+            self.grid.removeWidget(plot)
+        wrapped = columns < len(self.plots)
+        top = self.plots[:-1] if wrapped else self.plots
+        for column, plot in enumerate(top):
+            self.grid.addWidget(plot, 0, column)
+        if wrapped:
+            self.grid.addWidget(self.plots[-1], 1, 0, 1, len(top))
+        for column in range(len(self.plots)):
+            self.grid.setColumnStretch(column, 1 if column < len(top) else 0)
+        self.grid.setRowStretch(0, 1)
+        self.grid.setRowStretch(1, 1 if wrapped else 0)
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        fits = event.size().width() >= len(self.plots) * self.readable_width()
+        self.arrange(len(self.plots) if fits else len(self.plots) - 1)
 
 
 class NormsControls(QObject):
@@ -190,7 +230,6 @@ class NormsView(View):
         self.parameter_caption.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         layout.addWidget(self.parameter_caption)
 
-        splitter = QSplitter(Qt.Orientation.Horizontal)
         self.forward_plot = self._make_plot("Residual stream: mean per-token ‖x‖", "‖x‖")
         self.gradient_plot = self._make_plot("Stream gradient: ‖∂L/∂x‖", "‖∂L/∂x‖")
         self.parameter_plot = self._make_plot("Weight gradient per block: ‖∂L/∂W‖", "‖∂L/∂W‖",
@@ -215,9 +254,8 @@ class NormsView(View):
             self.crosshairs.append(line)
             self.hover_labels.append(label)
             plot.scene().sigMouseMoved.connect(lambda pos, plot=plot: self._on_mouse_moved(plot, pos))
-            splitter.addWidget(plot)
-        splitter.setSizes([400, 400, 400])
-        layout.addWidget(splitter, 1)
+        self.plot_area = WrappingPlots(self.plots)
+        layout.addWidget(self.plot_area, 1)
         self.stale_labels = [self.caption, self.parameter_caption]
 
         controls.changed.connect(self.inputs_changed)

@@ -210,3 +210,26 @@ def test_one_block_captions_name_the_single_step_and_the_single_block(qtbot, pan
         f"Weight gradient ‖∂L/∂W‖ of the one block: pre-norm {result.pre.parameter_gradient_norms[0]:.3g}; "
         f"post-norm {result.post.parameter_gradient_norms[0]:.3g}.")
     assert panel.view.parameter_curves["pre"].getData()[0].tolist() == [1.0]
+
+
+def test_the_weight_gradient_plot_goes_under_the_others_when_three_would_be_too_narrow(qtbot, panel):
+    start(qtbot, panel, 2)  # the plots are laid out once a result replaces the waiting message
+    view = panel.view
+    area = view.plot_area
+    forward, gradient, parameter = view.plots
+
+    def laid_out(width: int) -> None:
+        panel.resize(width, 700)
+        qtbot.waitUntil(lambda: area.width() > 0 and abs(panel.width() - width) <= 1, timeout=5000)
+        qtbot.waitUntil(lambda: parameter.geometry().isValid() and not parameter.geometry().isEmpty(), timeout=5000)
+
+    readable = area.readable_width()
+    laid_out(3 * readable + 200)
+    qtbot.waitUntil(lambda: area.columns == 3, timeout=5000)
+    qtbot.waitUntil(lambda: parameter.y() == forward.y() and parameter.x() > gradient.x() > forward.x(), timeout=5000)
+    laid_out(2 * readable + 50)
+    qtbot.waitUntil(lambda: area.columns == 2, timeout=5000)
+    # Below the other two, as wide as both together: every plot keeps a readable width.
+    qtbot.waitUntil(lambda: parameter.y() > forward.y() + forward.height() - 1 and gradient.y() == forward.y(), timeout=5000)
+    assert parameter.width() >= forward.width() + gradient.width()
+    assert min(plot.width() for plot in view.plots) >= readable - 2 * area.grid.spacing()
