@@ -25,6 +25,7 @@ import math
 import numpy as np
 import torch
 
+from core import kernels
 from core.choices import MASK_MODES
 from core.experiments.causal import token_labels
 from core.hooks import capture
@@ -86,7 +87,7 @@ class WorkedHead:
     rounding: float  # max |hand path in the model's dtype - hand path in float64|
     tolerance: float  # what the difference is held to: REORDER_FACTOR * rounding + a floor
     unit_roundoff: float  # of the model's dtype (2^-24 for float32)
-    dtype: str
+    dtype: str  # the model's dtype, and its matmuls' where they are reduced ("float32 with bfloat16 matmuls")
 
     def __post_init__(self) -> None:
         for item in fields(self):
@@ -130,7 +131,8 @@ class WorkedHead:
                     f"(tolerance {self.tolerance:.1e})")
         shown = "their NaNs differ" if np.isinf(self.max_difference) else f"max |difference| {self.max_difference:.3g}"
         left_out = f" ({', '.join(OMITTABLE_STEPS[s] for s in self.omitted)} left out)" if self.omitted else ""
-        return f"NOT the model's head output: {shown}, above the {self.dtype} rounding tolerance {self.tolerance:.1e}{left_out}"
+        return (f"NOT the model's head output: {shown}, above the {self.dtype} rounding tolerance "
+                f"{self.tolerance:.1e}{left_out}")
 
     def keys_by_weight(self) -> np.ndarray:
         """Key indices, the largest weight first (NaN weights last), ties in key order."""
@@ -203,6 +205,9 @@ def worked_head(
             model(batch, mask_mode=mode, n_blocks=layer + 1, head=False)
         resid = seen[f"{prefix}.hook_resid_pre"]  # (1, T, D)
         x_in = block.norm1(resid) if block.pre_norm else resid  # (1, T, D) what the attention reads
+        # Reduced-precision matmuls (--precision bf16 / fp16) round the projections' inputs: the hand path's
+        # rounding pass does the same, so that the tolerance is the rounding the model actually did.
+        matmul_dtype = kernels._low_dtype(x_in)
         q_width, kv_width = attn.n_heads * d, n_kv * d
         weight = attn.qkv.weight.detach().cpu()  # (q_width + 2 kv_width, D) in the model's dtype
         bias = None if attn.qkv.bias is None else attn.qkv.bias.detach().cpu()  # (q_width + 2 kv_width,)
@@ -227,7 +232,7 @@ def worked_head(
         x=x_in[0].detach().cpu(), w_q=weight[rows_q], w_k=weight[rows_k], w_v=weight[rows_v],
         b_q=None if bias is None else bias[rows_q], b_k=None if bias is None else bias[rows_k],
         b_v=None if bias is None else bias[rows_v], rope=rope, query=query, d_head=d, alibi_slope=slope,
-        mask_mode=mode, omitted=omitted)
+        mask_mode=mode, omitted=omitted, matmul_dtype=matmul_dtype)
     with torch.inference_mode():
         exact = _by_hand(parts, torch.float64)
         # The same steps again in the model's own dtype: how far its rounding moves this very computation.
@@ -239,7 +244,8 @@ def worked_head(
     step_checks = []
     for step, model_value in (("q", model_q[query]), ("k", model_k), ("v", model_v)):
         scale = float(np.nan_to_num(np.abs(out[step])).max(initial=0.0))
-        step_checks.append((step, _max_difference(out[step], model_value), _tolerance(rounded[step], out[step], scale, unit)[1]))
+        step_tolerance = _tolerance(rounded[step], out[step], scale, unit)[1]
+        step_checks.append((step, _max_difference(out[step], model_value), step_tolerance))
     return WorkedHead(
         layer=layer, head=head, query=query, mask_mode=mode, positional=config.positional,
         n_heads=attn.n_heads, n_kv_heads=n_kv, kv_head=kv_head,
@@ -253,8 +259,12 @@ def worked_head(
         hand_output=out["output"], model_output=model_out, model_q=model_q[query],
         max_difference=_max_difference(out["output"], model_out),
         step_checks=tuple(step_checks), rounding=rounding, tolerance=tolerance, unit_roundoff=unit,
-        dtype=str(dtype).removeprefix("torch."),
+        dtype=_dtype_name(dtype) + (f" with {_dtype_name(matmul_dtype)} matmuls" if matmul_dtype else ""),
     )
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
 
 
 @dataclass(frozen=True)
@@ -274,6 +284,7 @@ class _HeadParts:
     alibi_slope: float | None
     mask_mode: str
     omitted: tuple[str, ...]
+    matmul_dtype: torch.dtype | None = None  # the projections' reduced precision, None for the model's dtype
 
 
 def _project(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, reverse: bool) -> torch.Tensor:
@@ -294,9 +305,16 @@ def _by_hand(parts: _HeadParts, dtype: torch.dtype, reverse: bool = False) -> di
 
     x, query = cast(parts.x), parts.query  # (T, D)
     n_tokens = x.shape[0]
-    q_before = _project(x[query], cast(parts.w_q), cast(parts.b_q), reverse)  # (d,)
-    k_before = _project(x, cast(parts.w_k), cast(parts.b_k), reverse)  # (T, d)
-    v = _project(x, cast(parts.w_v), cast(parts.b_v), reverse)  # (T, d)
+    low = parts.matmul_dtype if dtype != torch.float64 else None
+
+    def project(rows: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+        if low is None:
+            return _project(rows, cast(weight), cast(bias), reverse)
+        return _project(rows.to(low), weight.to(low), None if bias is None else bias.to(low), reverse).to(dtype)
+
+    q_before = project(x[query], parts.w_q, parts.b_q)  # (d,)
+    k_before = project(x, parts.w_k, parts.b_k)  # (T, d)
+    v = project(x, parts.w_v, parts.b_v)  # (T, d)
     q, k = q_before, k_before
     if parts.rope is not None and "rope" not in parts.omitted:
         cos, sin = cast(parts.rope[0]), cast(parts.rope[1])  # (T, d/2) each
@@ -316,7 +334,9 @@ def _by_hand(parts: _HeadParts, dtype: torch.dtype, reverse: bool = False) -> di
         visible = keys <= query
     elif masked and parts.mask_mode == "off-by-one":
         visible = keys < query
-    zeroed = (keys > query) if masked and parts.mask_mode == "after-softmax" else torch.zeros(n_tokens, dtype=torch.bool)
+    zeroed = torch.zeros(n_tokens, dtype=torch.bool)  # (T,)
+    if masked and parts.mask_mode == "after-softmax":
+        zeroed = keys > query
     scores = (scaled + penalty).masked_fill(~visible, float("-inf"))  # (T,)
     if visible.any():
         exps = (scores - scores.max()).exp()  # (T,) exp(-inf) = 0 where masked

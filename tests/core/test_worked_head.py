@@ -137,7 +137,8 @@ def test_other_dtypes_are_held_to_their_own_rounding():
 @pytest.mark.parametrize(("arguments", "message"), [
     ({"layer": 2, "head": 0}, "block 2 is out of range: this model has blocks 0 to 1"),
     ({"layer": 0, "head": 4}, "head 4 is out of range: each block has heads 0 to 3"),
-    ({"layer": 0, "head": 0, "query": N_TOKENS}, f"query {N_TOKENS} is out of range: the sequence has tokens 0 to {N_TOKENS - 1}"),
+    ({"layer": 0, "head": 0, "query": N_TOKENS},
+     f"query {N_TOKENS} is out of range: the sequence has tokens 0 to {N_TOKENS - 1}"),
     ({"layer": 0, "head": 0, "query": -1}, "query -1 is out of range"),
     ({"layer": 0, "head": 0, "omit": ["rope"]}, "this model uses learned positions: it has no rope step"),
     ({"layer": 0, "head": 0, "omit": ["softmax"]}, "unknown step 'softmax'"),
@@ -151,3 +152,19 @@ def test_bad_choices_are_refused_with_a_message(arguments, message):
 def test_bad_token_ids_are_the_models_own_message():
     with pytest.raises(SequenceError, match="outside the vocabulary"):
         worked_head(small_model(), [0, 999], 0, 0)
+
+
+def test_reduced_precision_matmuls_are_held_to_their_rounding(monkeypatch):
+    """--precision bf16 rounds the linear layers' inputs and weights: the hand path's rounding pass does too."""
+    import core.kernels as kernels
+
+    model = small_model("rope", n_kv_heads=2)
+    full = worked_head(model, IDS, 1, 1, 9)
+    monkeypatch.setattr(kernels, "_low_dtype", lambda x: torch.bfloat16 if x.dtype == torch.float32 else None)
+    reduced = worked_head(model, IDS, 1, 1, 9)
+    assert reduced.dtype == "float32 with bfloat16 matmuls"
+    assert reduced.equal, reduced.verdict
+    assert reduced.max_difference > 100 * full.max_difference  # the model really ran in bf16
+    # A coarser tolerance: small slips (this random model's RoPE or scale) now hide in bf16's rounding,
+    # a forgotten mask still does not.
+    assert not worked_head(model, IDS, 1, 1, 4, omit=["mask"]).equal

@@ -406,8 +406,8 @@ class WorkedHeadView(View):
         return (f"The hand path runs in float64. The same steps in {worked.dtype}, with every sum reversed, move the "
                 f"output by {worked.rounding:.1e}: that is {worked.dtype} rounding here. The model sums in another "
                 f"order (its matmul and attention kernels), so its rounding is of that size with other values: the "
-                f"difference is held to {worked.reorder_factor:g} \u00d7 that plus {worked.floor_ulps} units in the last "
-                f"place, {worked.tolerance:.1e}. "
+                f"difference is held to {worked.reorder_factor:g} \u00d7 that plus {worked.floor_ulps} units in the "
+                f"last place, {worked.tolerance:.1e}. "
                 f"On the way, against the model's hook_q, hook_k, hook_v: {checks}.")
 
     def refresh_hover(self) -> None:
