@@ -60,9 +60,15 @@ def read_cache(path: Path) -> dict[str, dict]:
 def _valid_entry(entry) -> bool:
     if not isinstance(entry, dict) or entry.get("path") not in KERNEL_PATHS:
         return False
-    rates = entry.get("rates")
+    rates, load = entry.get("rates"), entry.get("load_per_cpu")
+    if load is not None and not (_is_number(load) and 0 <= load < 1e6):
+        return False
     return (isinstance(rates, dict) and set(rates) == set(KERNEL_PATHS)
-            and all(isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < 1e7 for v in rates.values()))
+            and all(_is_number(v) and 0 < v < 1e7 for v in rates.values()))
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def write_cache(path: Path, key: str, entry: dict) -> None:

@@ -29,8 +29,9 @@ BF16_UNIT = 2.0**-8
 
 
 @pytest.fixture(autouse=True)
-def restore_the_process_setting():
+def restore_the_process_setting(monkeypatch):
     choice, precision = kernels.current_choice(), kernels.current_precision()
+    monkeypatch.setattr(kernels, "load_per_cpu", lambda: 0.25)  # a quiet machine, whatever else runs now
     yield
     kernels.set_choice(choice)
     kernels.set_precision(precision)
@@ -225,6 +226,23 @@ def test_a_corrupt_cache_is_ignored_and_measured_again(tmp_path, content):
     choice = kernels.choose_kernels("auto", cache, lambda: {"default": 100.0, "onednn": 101.0})
     assert choice.path == "default" and "measured now" in choice.reason
     assert json.loads(cache.read_text(encoding="utf-8"))["entries"][kernels.machine_key()]["path"] == "default"
+
+
+@pytest.mark.skipif(not ONEDNN, reason=WHY_NOT or "no oneDNN")
+def test_a_verdict_measured_on_a_busy_machine_is_measured_again_when_it_is_quieter(tmp_path, monkeypatch):
+    cache = tmp_path / "kernels.json"
+    calls = []
+
+    def measure():
+        calls.append(1)
+        return {"default": 100.0, "onednn": 300.0 if len(calls) == 1 else 90.0}
+
+    for load, measured in ((3.0, 1), (4.0, 1), (0.5, 2), (0.1, 2)):
+        monkeypatch.setattr(kernels, "load_per_cpu", lambda load=load: load)
+        choice = kernels.choose_kernels("auto", cache, measure)
+        assert len(calls) == measured, load
+    assert choice.path == "default"  # the quiet measurement replaced the busy one
+    assert read_cache(cache)[kernels.machine_key()]["load_per_cpu"] == 0.5
 
 
 def test_onednn_must_win_by_the_margin():
