@@ -148,10 +148,14 @@ class WrappingPlots(QWidget):
         self.grid.setRowStretch(0, 1)
         self.grid.setRowStretch(1, 1 if wrapped else 0)
 
+    def fit(self) -> None:
+        """Arrange for the present width and text size."""
+        fits = self.width() >= len(self.plots) * self.readable_width()
+        self.arrange(len(self.plots) if fits else len(self.plots) - 1)
+
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
-        fits = event.size().width() >= len(self.plots) * self.readable_width()
-        self.arrange(len(self.plots) if fits else len(self.plots) - 1)
+        self.fit()
 
 
 class NormsControls(QObject):
@@ -436,6 +440,7 @@ class NormsView(View):
     # ---- theme, export -------------------------------------------------------------------------
     def apply_theme(self) -> None:
         super().apply_theme()  # re-styles the plots and redraws the result (show_result)
+        self.plot_area.fit()  # a larger text needs wider plots: one row may no longer fit
         muted = theme.color("muted")
         self.root_d_line.setPen(theme.pen("muted", width=max(1.0, theme.current().line_width / 2), style=Qt.PenStyle.DashLine))
         self.root_d_line.label.setColor(muted)

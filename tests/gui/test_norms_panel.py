@@ -233,3 +233,24 @@ def test_the_weight_gradient_plot_goes_under_the_others_when_three_would_be_too_
     qtbot.waitUntil(lambda: parameter.y() > forward.y() + forward.height() - 1 and gradient.y() == forward.y(), timeout=5000)
     assert parameter.width() >= forward.width() + gradient.width()
     assert min(plot.width() for plot in view.plots) >= readable - 2 * area.grid.spacing()
+
+
+def test_a_larger_text_size_can_wrap_the_plots_without_a_resize(qtbot, panel):
+    from PySide6.QtWidgets import QApplication
+
+    from gui import theme
+
+    start(qtbot, panel, 2)
+    area = panel.view.plot_area
+    normal = area.readable_width()
+    panel.resize(3 * normal + 100, 700)
+    qtbot.waitUntil(lambda: area.columns == 3 and area.width() >= 3 * normal, timeout=5000)
+    width = area.width()
+    try:
+        theme.apply_theme(QApplication.instance(), "light", 2.0)
+        panel.state.set_font_scale(2.0)  # the signal the window sends with it: the view restyles itself
+        assert area.readable_width() * 3 > width  # the same width no longer holds three readable plots
+        assert area.columns == 2 and area.width() == width
+    finally:
+        theme.apply_theme(QApplication.instance(), "light", 1.0)
+        panel.state.set_font_scale(1.0)
