@@ -8,6 +8,7 @@ import gc
 
 import numpy as np
 import pytest
+from PySide6.QtCore import Qt
 
 from core.experiments.reading import causal_printout, permutation_printout, rope_printout
 from core.model import Transformer
@@ -73,10 +74,19 @@ def positions_lab(qtbot, tokenizer):
 
 def enter(qtbot, panel) -> dict[str, str]:
     view = panel.reading_view
+    assert panel.tabs.cornerWidget(Qt.Corner.TopLeftCorner) is panel.reading_check and panel.reading_check.isVisible()
     with qtbot.waitSignal(view.result_shown, timeout=RESULT_TIMEOUT_MS):
         panel.reading_check.setChecked(True)
+        # Above the view, outside its content: it can be unchecked while the view says "Computing...".
+        assert view.showing_message and panel.reading_check.isVisible() and panel.reading_seed_spin.isVisible()
     assert panel.reading_script and view.isVisible() and not panel.tabs.isVisible()
     return view.shown_figures()
+
+
+def leave(panel) -> None:
+    panel.reading_check.setChecked(False)
+    assert not panel.reading_script and panel.tabs.isVisible() and not panel.reading_seed_spin.isVisible()
+    assert panel.tabs.cornerWidget(Qt.Corner.TopLeftCorner) is panel.reading_check and panel.reading_check.isVisible()
 
 
 def assert_cleared_now(view) -> None:
@@ -158,8 +168,8 @@ def test_leaving_the_tokens_mode_restores_the_users_model_tokens_and_settings(qt
     computations = panel.propagation.computations
     enter(qtbot, panel)
     assert panel.settings()["reading_script"] is True
-    panel.reading_check.setChecked(False)
-    assert not panel.reading_script and panel.tabs.isVisible() and panel.current_view() is panel.propagation
+    leave(panel)
+    assert panel.current_view() is panel.propagation
     assert state.model is model and state.tokens == tokens
     assert panel.settings() == settings
     assert panel.propagation.shown_inputs == shown_inputs and not panel.propagation.is_stale
@@ -222,8 +232,8 @@ def test_leaving_the_positions_mode_restores_the_views_and_settings(qtbot, posit
     computations, shown_inputs = scrubber.computations, scrubber.shown_inputs
     enter(qtbot, panel)
     assert panel.reading_view.computations == 1
-    panel.reading_check.setChecked(False)
-    assert not panel.reading_script and panel.current_view() is scrubber
+    leave(panel)
+    assert panel.current_view() is scrubber
     assert {k: v for k, v in panel.settings().items() if not k.startswith("reading")} == \
            {k: v for k, v in settings.items() if not k.startswith("reading")}
     assert scrubber.shown_inputs == shown_inputs and not scrubber.is_stale and scrubber.computations == computations

@@ -13,16 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import (
-    QCheckBox,
-    QHBoxLayout,
-    QSizePolicy,
-    QSpinBox,
-    QStackedWidget,
-    QTabWidget,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtWidgets import QHBoxLayout, QSizePolicy, QSpinBox, QTabWidget, QVBoxLayout, QWidget
 
 from gui.panels.base import Panel
 from gui.panels.positions.common import PositionsControls, ScrubPosition, labelled, model_rope_problem, plain_label
@@ -31,6 +22,7 @@ from gui.panels.positions.grids import GridsView
 from gui.panels.positions.permutation import PermutationView, parse_permutation
 from gui.panels.positions.reading import ReadingPositionsView
 from gui.panels.positions.scrubber import ScrubberView
+from gui.panels.reading_mode import ReadingMode
 
 SUB_TABS = ("RoPE scrubber", "Score grids", "Encodings", "Permutation")
 
@@ -59,10 +51,6 @@ class PositionsPanel(Panel):
         self.position = ScrubPosition(self.controls, self)
         for name in CONTROL_NAMES:
             setattr(self, name, getattr(self.controls, name))
-        self.reading_check = QCheckBox("Reading's script")
-        self.reading_check.setObjectName("positions-reading-toggle")
-        self.reading_check.setToolTip("Show the reading's RoPE and permutation scripts, run here with their seeds "
-                                      "and random inputs; uncheck to return to the views and their settings")
         layout = self.layout()
         layout.addLayout(self._build_source_rows())
 
@@ -80,11 +68,11 @@ class PositionsPanel(Panel):
         # so leaving them shows the views as the user left them.
         self.reading_view = self.add_view(ReadingPositionsView(state, compute, prefix))
         self.reading_seed_spin = self.reading_view.reading_seed_spin
-        self.modes = QStackedWidget()
-        self.modes.addWidget(self.tabs)
-        self.modes.addWidget(self.reading_view)
-        layout.addWidget(self.modes, 1)
-        self.reading_check.toggled.connect(self.set_reading_script)
+        self.reading_mode = ReadingMode(self.tabs, self.reading_view, "positions-reading-toggle",
+                                        "Show the reading's RoPE and permutation scripts, run here with their seeds "
+                                        "and random inputs; uncheck to return to the views and their settings", self)
+        self.reading_check = self.reading_mode.check
+        layout.addWidget(self.reading_mode.container, 1)
         for view, names in ((self.scrubber_view, SCRUBBER_NAMES), (self.grids_view, GRIDS_NAMES),
                             (self.encodings_view, ENCODINGS_NAMES), (self.permutation_view, PERMUTATION_NAMES)):
             for name in names:
@@ -125,7 +113,6 @@ class PositionsPanel(Panel):
         first.addWidget(self.model_controls)
         self.model_controls.hide()
         first.addStretch(1)
-        first.addWidget(self.reading_check)
         self.source_label = plain_label(name="positions-source-label")
         # Long model labels must not widen the panel past a projector screen; the tooltip keeps the whole text.
         self.source_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
@@ -231,14 +218,11 @@ class PositionsPanel(Panel):
 
     @property
     def reading_script(self) -> bool:
-        return self.modes.currentWidget() is self.reading_view
+        return self.reading_mode.on
 
     def set_reading_script(self, on: bool) -> None:
         """Show the reading's scripts instead of the sub-tabs (on), or the sub-tabs again."""
-        if self.reading_check.isChecked() != on:
-            self.reading_check.setChecked(on)  # comes back here through toggled
-            return
-        self.modes.setCurrentWidget(self.reading_view if on else self.tabs)
+        self.reading_mode.set_on(on)
 
     # ---- theme, export, session ----------------------------------------------------------------
 

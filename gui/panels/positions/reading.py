@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QScrollArea, QSpinBox, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QLabel, QScrollArea, QSpinBox, QVBoxLayout, QWidget
 
 from gui import theme
 from gui.panels.base import View
@@ -71,7 +71,8 @@ class _ScriptSection:
         return [self.setup, self.contrast, *self.printout.figure_labels()]
 
     def apply_theme(self) -> None:
-        self.title.setFont(theme.font(1.1, bold=True))
+        self.title.setFont(theme.font(1.1))
+        self.title.setStyleSheet("font-weight: bold;")  # a stylesheet weight survives the app-wide sheet
         self.contrast.setStyleSheet(f"color: {theme.current().muted};")
         self.printout.apply_theme()
 
@@ -84,7 +85,6 @@ class ReadingPositionsView(View):
         super().__init__(state, compute, channel_prefix, parent)
         outer = QVBoxLayout(self.content)
         outer.setContentsMargins(0, 4, 0, 0)
-        seed_row = QHBoxLayout()
         self.reading_seed_spin = QSpinBox()
         self.reading_seed_spin.setObjectName("positions-reading-seed")
         self.reading_seed_spin.setRange(0, MAX_SEED)
@@ -92,12 +92,8 @@ class ReadingPositionsView(View):
         self.reading_seed_spin.setKeyboardTracking(False)
         self.reading_seed_spin.setToolTip("The scripts' seed (np.random.seed for RoPE, torch.manual_seed for the "
                                           "permutation): 0 is the reading's")
-        seed_caption = QLabel("seed")
-        seed_caption.setBuddy(self.reading_seed_spin)
-        seed_row.addWidget(seed_caption)
-        seed_row.addWidget(self.reading_seed_spin)
-        seed_row.addStretch(1)
-        outer.addLayout(seed_row)
+        self.seed_caption = QLabel("seed")
+        self.seed_caption.setBuddy(self.reading_seed_spin)
         self.reading_seed_spin.valueChanged.connect(self.inputs_changed)
         body = QWidget()
         column = QVBoxLayout(body)
@@ -112,6 +108,10 @@ class ReadingPositionsView(View):
         area.setWidget(body)
         outer.addWidget(area, 1)
         self.apply_theme()
+
+    def header_widgets(self) -> tuple[QWidget, ...]:
+        """The controls the panel shows above this view, beside its Reading's script check box."""
+        return self.seed_caption, self.reading_seed_spin
 
     def inputs(self) -> ReadingPositionsInputs:
         return ReadingPositionsInputs(self.reading_seed_spin.value())

@@ -13,9 +13,10 @@ import math
 from typing import Any
 
 from PySide6.QtGui import QUndoCommand
-from PySide6.QtWidgets import QCheckBox, QStackedWidget, QTabWidget, QToolButton, QWidget
+from PySide6.QtWidgets import QTabWidget, QToolButton, QWidget
 
 from gui.panels.base import Panel
+from gui.panels.reading_mode import ReadingMode
 from gui.panels.tokens.attention import AttentionView
 from gui.panels.tokens.common import TokensControls
 from gui.panels.tokens.head_split import HeadSplitView
@@ -96,16 +97,11 @@ class TokensPanel(Panel):
         # so leaving it shows the user's model, tokens and settings as they were.
         self.reading_view = self.add_view(ReadingCausalView(state, compute, prefix))
         self.reading_seed_spin = self.reading_view.reading_seed_spin
-        self.reading_check = QCheckBox("Reading's script")
-        self.reading_check.setObjectName("tokens-reading-toggle")
-        self.reading_check.setToolTip("Show the reading's causal-mask script, run here with its seed and random "
-                                      "inputs x ~ N(0,1); uncheck to return to your model and tokens")
-        self.reading_check.toggled.connect(self.set_reading_script)
-        self.strip.add_control_group(self.reading_check)
-        self.modes = QStackedWidget()
-        self.modes.addWidget(self.tabs)
-        self.modes.addWidget(self.reading_view)
-        layout.addWidget(self.modes, 1)
+        self.reading_mode = ReadingMode(self.tabs, self.reading_view, "tokens-reading-toggle",
+                                        "Show the reading's causal-mask script, run here with its seed and random "
+                                        "inputs x ~ N(0,1); uncheck to return to your model and tokens", self)
+        self.reading_check = self.reading_mode.check
+        layout.addWidget(self.reading_mode.container, 1)
         # Names lessons and tests point at.
         self.verdict = self.propagation.verdict
         self.propagation_map = self.propagation.map
@@ -209,14 +205,11 @@ class TokensPanel(Panel):
 
     @property
     def reading_script(self) -> bool:
-        return self.modes.currentWidget() is self.reading_view
+        return self.reading_mode.on
 
     def set_reading_script(self, on: bool) -> None:
         """Show the reading's script instead of the sub-tabs (on), or the sub-tabs again."""
-        if self.reading_check.isChecked() != on:
-            self.reading_check.setChecked(on)  # comes back here through toggled
-            return
-        self.modes.setCurrentWidget(self.reading_view if on else self.tabs)
+        self.reading_mode.set_on(on)
 
     # ---- theme, export, session ----------------------------------------------------------------
     def export_targets(self) -> list[tuple[str, Any]]:

@@ -64,7 +64,6 @@ class ReadingCausalView(View):
         self.setup_label = caption("")
         self.setup_label.setObjectName("tokens-reading-setup")
         column.addWidget(self.setup_label)
-        seed_row = QHBoxLayout()
         self.reading_seed_spin = QSpinBox()
         self.reading_seed_spin.setObjectName("tokens-reading-seed")
         self.reading_seed_spin.setRange(0, MAX_SEED)
@@ -72,12 +71,8 @@ class ReadingCausalView(View):
         self.reading_seed_spin.setKeyboardTracking(False)
         self.reading_seed_spin.setToolTip("torch.manual_seed of the script: 0 is the reading's; another seed "
                                           "draws another block and other inputs")
-        seed_caption = QLabel("seed")
-        seed_caption.setBuddy(self.reading_seed_spin)
-        seed_row.addWidget(seed_caption)
-        seed_row.addWidget(self.reading_seed_spin)
-        seed_row.addStretch(1)
-        column.addLayout(seed_row)
+        self.seed_caption = QLabel("seed")
+        self.seed_caption.setBuddy(self.reading_seed_spin)
         self.reading_seed_spin.valueChanged.connect(self.inputs_changed)
         row = QHBoxLayout()
         self.printout = ScriptPrintout()
@@ -105,6 +100,10 @@ class ReadingCausalView(View):
         outer.addWidget(scrolled(body))
         self.stale_labels = [self.setup_label, self.contrast_label]
         self.apply_theme()
+
+    def header_widgets(self) -> tuple[QWidget, ...]:
+        """The controls the panel shows above this view, beside its Reading's script check box."""
+        return self.seed_caption, self.reading_seed_spin
 
     def inputs(self) -> ReadingCausalInputs:
         return ReadingCausalInputs(self.reading_seed_spin.value())
@@ -134,7 +133,8 @@ class ReadingCausalView(View):
         return self.printout.shown_figures()
 
     def apply_theme(self) -> None:
-        self.title.setFont(theme.font(1.1, bold=True))
+        self.title.setFont(theme.font(1.1))
+        self.title.setStyleSheet("font-weight: bold;")  # a stylesheet weight survives the app-wide sheet
         self.contrast_label.setStyleSheet(f"color: {theme.current().muted};")
         self.printout.apply_theme()
         super().apply_theme()
