@@ -24,6 +24,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "params": ("core.cli.inspect", "count a model's parameters by formula and by instantiation"),
     "shapes": ("core.cli.shapes", "trace every tensor's shape and memory through one block"),
     "causal": ("core.cli.causal", "edit one token and measure which positions move in every layer"),
+    "head": ("core.cli.head", "one attention head worked by hand for one query, checked against the model's own output"),
     "rope": ("core.cli.positions", "RoPE scores depend on the offset m - n only; additive sinusoids do not"),
     "permutation": ("core.cli.positions", "attention is blind to order until an encoding is added"),
     "norms": ("core.cli.norms", "forward and gradient norms per layer of a random pre- or post-norm stack"),

@@ -201,13 +201,14 @@ class WorkedHeadView(View):
         self.vectors_caption.setObjectName("worked_vectors_caption")
         self.vectors_table, self.vectors_model = make_table("worked_vectors_table")
         self.vectors_table.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
+        self.keys_table.horizontalHeader().setStretchLastSection(True)  # the weight bars take the spare width
         left_layout.addWidget(self.keys_caption)
         left_layout.addWidget(self.keys_table, 1)
         right_layout.addWidget(self.vectors_caption)
         right_layout.addWidget(self.vectors_table, 1)
         splitter.addWidget(left)
         splitter.addWidget(right)
-        splitter.setSizes([560, 440])
+        splitter.setSizes([480, 620])  # the vectors table is the wider one
         layout.addWidget(splitter, 1)
         self.tolerance_caption = caption("")
         self.tolerance_caption.setObjectName("worked_tolerance_caption")
@@ -349,8 +350,8 @@ class WorkedHeadView(View):
             rows = sorted(int(k) for k in worked.keys_by_weight()[:TOP_KEYS])
         self._key_rows = rows
         alibi = worked.alibi_slope is not None
-        headers = ["token", "q.k", f"\u00f7\u221a{worked.d_head}", *(["ALiBi"] if alibi else []), "mask", "score",
-                   "weight"]
+        scaled = "not scaled" if "scale" in worked.omitted else f"\u00f7\u221a{worked.d_head}"
+        headers = ["token", "q.k", scaled, *(["ALiBi"] if alibi else []), "mask", "score", "weight"]
         cells, bars, muted = [], [], set()
         for row, key in enumerate(rows):
             visible = bool(worked.visible[key])
