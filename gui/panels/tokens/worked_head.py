@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QRectF, Qt
-from PySide6.QtGui import QColor
+from PySide6.QtGui import QColor, QFontMetrics
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
@@ -30,6 +30,7 @@ from gui.panels.base import Refusal, View
 from gui.panels.tokens.common import TokensControls, caption, sequence_refusal
 
 TOP_KEYS = 12  # keys listed until "all keys" is ticked: the largest weights, in key order
+RESIZE_ROWS = 64  # rows a column's width is measured on: the numbers' widths vary little, 1,024 rows add nothing
 LAST_TOKEN = -1  # the query spin's special value: follow the last token as the text changes
 # The steps a student may leave out, as the combo names them; which are offered depends on the model.
 OMIT_CHOICES: tuple[tuple[str, str], ...] = (
@@ -141,7 +142,9 @@ def make_table(name: str) -> tuple[QTableView, NumberTable]:
     view.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
     view.setWordWrap(False)
     view.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-    view.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+    view.horizontalHeader().setResizeContentsPrecision(RESIZE_ROWS)
+    # Fixed row heights (set from the font in apply_theme): measuring 1,024 rows one by one would stall a redraw.
+    view.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
     return view, model
 
 
@@ -417,6 +420,7 @@ class WorkedHeadView(View):
     def apply_theme(self) -> None:
         for table in (self.keys_table, self.vectors_table):
             table.setFont(theme.font(0.95))
+            table.verticalHeader().setDefaultSectionSize(QFontMetrics(theme.font(0.95)).height() + 6)
         super().apply_theme()
 
     def export_targets(self) -> list[tuple[str, Any]]:
