@@ -43,7 +43,8 @@ def test_norms_prints_each_blocks_weight_gradient_beside_its_output(capsys):
     assert rows[0][3] == rows[0][6] == "-"  # the embeddings belong to no block
     for placement, column in (("pre", 3), ("post", 6)):
         expected = norm_curves(3, placement, seed=4).parameter_gradient_norms
-        assert [float(row[column]) for row in rows[1:]] == pytest.approx(expected.tolist(), abs=1e-6)  # 6 decimals printed
+        printed = [float(row[column]) for row in rows[1:]]
+        assert printed == pytest.approx(expected.tolist(), abs=1e-6)  # 6 decimals printed
     summaries = [line for line in lines if "weight gradient of block 3 / block 1: " in line]
     assert len(summaries) == 2  # pre's, then post's
     for summary, placement in zip(summaries, ("pre", "post")):

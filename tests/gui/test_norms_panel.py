@@ -75,11 +75,12 @@ def test_twelve_blocks_plot_exactly_what_norm_curves_measures(qtbot, panel, tmp_
     assert f"post-norm's is ×{within:.2f} from block 12 down to block 1, then ×{step:.0f} in the one step" in caption
     assert f"whose length {post_forward[0]:.2f} the first LayerNorm stretched to {post_forward[1]:.2f}" in caption
     weights = {p: getattr(view.result, p).parameter_gradient_norms for p in ("pre", "post")}
+    pre_w, post_w = weights["pre"], weights["post"]
     assert panel.parameter_caption.text() == (
-        f"Weight gradient ‖∂L/∂W‖, block 12 against block 1: pre-norm ×{weights['pre'][-1] / weights['pre'][0]:.2f} "
-        f"({weights['pre'][0]:.3g} → {weights['pre'][-1]:.3g}); post-norm ×{weights['post'][-1] / weights['post'][0]:.2f} "
-        f"({weights['post'][0]:.3g} → {weights['post'][-1]:.3g}). Largest ÷ smallest block: "
-        f"pre-norm ×{weights['pre'].max() / weights['pre'].min():.2f}, post-norm ×{weights['post'].max() / weights['post'].min():.2f}.")
+        f"Weight gradient ‖∂L/∂W‖, block 12 against block 1: pre-norm ×{pre_w[-1] / pre_w[0]:.2f} "
+        f"({pre_w[0]:.3g} → {pre_w[-1]:.3g}); post-norm ×{post_w[-1] / post_w[0]:.2f} "
+        f"({post_w[0]:.3g} → {post_w[-1]:.3g}). Largest ÷ smallest block: "
+        f"pre-norm ×{pre_w.max() / pre_w.min():.2f}, post-norm ×{post_w.max() / post_w.min():.2f}.")
 
     readout = view.show_layer_values(3)
     assert readout.startswith("layer 3:")
@@ -203,7 +204,8 @@ def test_one_block_captions_name_the_single_step_and_the_single_block(qtbot, pan
     result = panel.view.result
     gradient, forward = result.post.gradient_norms, result.post.forward_norms
     caption = panel.caption.text()
-    assert f"post-norm's is ×{gradient[0] / gradient[1]:.0f} in the one step from block 1 into the embeddings" in caption
+    step = gradient[0] / gradient[1]
+    assert f"post-norm's is ×{step:.0f} in the one step from block 1 into the embeddings" in caption
     assert "down to block 1" not in caption  # one block: there is nothing level to report
     assert f"stretched to {forward[1]:.2f}" in caption
     assert panel.parameter_caption.text() == (
@@ -230,7 +232,8 @@ def test_the_weight_gradient_plot_goes_under_the_others_when_three_would_be_too_
     laid_out(2 * readable + 50)
     qtbot.waitUntil(lambda: area.columns == 2, timeout=5000)
     # Below the other two, as wide as both together: every plot keeps a readable width.
-    qtbot.waitUntil(lambda: parameter.y() > forward.y() + forward.height() - 1 and gradient.y() == forward.y(), timeout=5000)
+    qtbot.waitUntil(lambda: parameter.y() > forward.y() + forward.height() - 1 and gradient.y() == forward.y(),
+                    timeout=5000)
     assert parameter.width() >= forward.width() + gradient.width()
     assert min(plot.width() for plot in view.plots) >= readable - 2 * area.grid.spacing()
 
