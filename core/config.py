@@ -136,6 +136,7 @@ _OPTIONAL_INT_FIELDS = {"n_kv_heads", "n_encoder_layers"}
 _FLOAT_FIELDS = {"norm_eps", "rope_base", "rope_scale"}
 _BOOL_FIELDS = {"bias", "qkv_bias", "tie_embeddings", "final_norm"}
 
+MAX_NAME_CHARS = 256  # one line in the title bar, status bar and captions; a folder name (255 bytes) fits
 # Beyond these sizes a single dimension is a typo, not a model (Llama-3 405B has d_model 16384).
 _MAX_DIM = 1 << 20
 _MAX_VOCAB = 1 << 22
@@ -145,20 +146,20 @@ def _coerce_field(name: str, spec: dataclasses.Field, value: Any) -> Any:
     """Check the JSON type of one field value; numbers stay numbers, strings stay strings."""
     if name in _BOOL_FIELDS:
         if not isinstance(value, bool):
-            raise ConfigError(name, f"expected true or false, got {value!r}")
+            raise ConfigError(name, f"expected true or false, got {_shown(value)}")
         return value
     if name in _INT_FIELDS or name in _OPTIONAL_INT_FIELDS:
         if value is None and name in _OPTIONAL_INT_FIELDS:
             return None
         if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(name, f"expected a whole number, got {value!r}")
+            raise ConfigError(name, f"expected a whole number, got {_shown(value)}")
         return value
     if name in _FLOAT_FIELDS:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ConfigError(name, f"expected a number, got {value!r}")
+            raise ConfigError(name, f"expected a number, got {_shown(value)}")
         return float(value)
     if not isinstance(value, str):
-        raise ConfigError(name, f"expected text, got {value!r}")
+        raise ConfigError(name, f"expected text, got {_shown(value)}")
     return value
 
 
@@ -168,11 +169,11 @@ def validate(config: ModelConfig) -> None:
     for name in _LITERAL_CHOICES:
         value = getattr(c, name)
         if value not in _LITERAL_CHOICES[name]:
-            raise ConfigError(name, f"{value!r} is not one of {', '.join(_LITERAL_CHOICES[name])}")
+            raise ConfigError(name, f"{_shown(value)} is not one of {', '.join(_LITERAL_CHOICES[name])}")
     for name in ("vocab_size", "context_length", "d_model", "n_heads", "n_layers", "d_ff"):
         value = getattr(c, name)
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ConfigError(name, f"must be a positive whole number, got {value!r}")
+            raise ConfigError(name, f"must be a positive whole number, got {_shown(value)}")
     if c.vocab_size > _MAX_VOCAB:
         raise ConfigError("vocab_size", f"{c.vocab_size:,} is beyond any real tokenizer; use at most {_MAX_VOCAB:,}")
     for name in ("context_length", "d_model", "d_ff"):
@@ -208,16 +209,16 @@ def validate(config: ModelConfig) -> None:
     for name in ("rope_base", "rope_scale", "norm_eps"):
         value = getattr(c, name)
         if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value) or value <= 0:
-            raise ConfigError(name, f"must be a positive finite number, got {value!r}")
+            raise ConfigError(name, f"must be a positive finite number, got {_shown(value)}")
     if c.rope_base <= 1:
         raise ConfigError("rope_base", f"must be greater than 1 so that wavelengths grow, got {c.rope_base}")
     if isinstance(c.n_experts, bool) or not isinstance(c.n_experts, int) or c.n_experts < 0:
-        raise ConfigError("n_experts", f"must be 0 (dense FFN) or a positive number of experts, got {c.n_experts!r}")
+        raise ConfigError("n_experts", f"must be 0 (dense FFN) or a positive number of experts, got {_shown(c.n_experts)}")
     if c.n_experts > 1024:
         raise ConfigError("n_experts", "use at most 1024 experts")
     if c.n_experts:
         if isinstance(c.top_k, bool) or not isinstance(c.top_k, int) or not 1 <= c.top_k <= c.n_experts:
-            raise ConfigError("top_k", f"must be between 1 and n_experts ({c.n_experts}), got {c.top_k!r}")
+            raise ConfigError("top_k", f"must be between 1 and n_experts ({c.n_experts}), got {_shown(c.top_k)}")
     if c.architecture == "encoder" and c.attention == "causal":
         raise ConfigError(
             "attention",
@@ -226,13 +227,21 @@ def validate(config: ModelConfig) -> None:
         )
     if not isinstance(c.name, str) or not c.name.strip():
         raise ConfigError("name", "give the model a non-empty name")
+    if len(c.name) > MAX_NAME_CHARS:
+        raise ConfigError("name", f"{len(c.name):,} characters; a name has at most {MAX_NAME_CHARS} (it titles the window)")
+
+
+def _shown(value: Any) -> str:
+    """A value as a message quotes it: a list of a million items or a page of text is cut to a glance."""
+    text = repr(value)
+    return text if len(text) <= 60 else f"{text[:57]}..."
 
 
 def _check_optional_count(config: ModelConfig, name: str) -> None:
     """An optional size: empty (None, meaning "same as the main setting") or a positive whole number."""
     value = getattr(config, name)
     if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise ConfigError(name, f"must be a positive whole number or empty, got {value!r}")
+        raise ConfigError(name, f"must be a positive whole number or empty, got {_shown(value)}")
 
 
 def _divisors_hint(n: int, near: int | None = None) -> str:

@@ -53,7 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from core.json_files import JsonFileError, read_json_document
-from core.limits import MAX_LESSON_STEPS, MAX_PROSE_CHARS, MAX_SEED, MAX_TEXT_CHARS, MAX_TITLE_CHARS
+from core.limits import MAX_LESSON_STEPS, MAX_PROSE_CHARS, MAX_SEED, MAX_TEXT_CHARS, MAX_TITLE_CHARS, settings_problem
 from core.config import ConfigError, ModelConfig
 from core.presets import PRESETS
 from resources import resource_path
@@ -202,6 +202,9 @@ def _step(data: Any, number: int, panels: Collection[str] | None, themes: Collec
     settings = data.get("panel_settings", {})
     if not isinstance(settings, dict):
         raise LessonError(f"{where}'panel_settings': must be an object")
+    problem = settings_problem(settings, "'panel_settings'")
+    if problem:
+        raise LessonError(f"{where}{problem}")
     focus = _text(data, "focus", where, required=False, limit=MAX_TITLE_CHARS)
     for key, value in (("panel_settings", settings), ("focus", focus)):
         if value and not panel:

@@ -20,10 +20,20 @@ STARTED_AT = time.time()
 TIMING_ENV = "TRANSFORMER_EXPLORER_TIMING"
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """A mistaken option is one line that names it and what to give, as in the subcommands; no usage block."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message[:300]} (see {self.prog} --help)\n")
+
+
 def window_options_parser(add_help: bool = True) -> argparse.ArgumentParser:
     """The window's options, in a group of their own so that the root --help can list them as a parent."""
-    parser = argparse.ArgumentParser(prog="transformer-explorer gui", description="Open the Transformer Explorer window.",
-                                     add_help=add_help)
+    from core.cli.bounds import real_number, whole_number
+    from core.limits import MAX_LESSON_STEPS
+
+    parser = _OneLineParser(prog="transformer-explorer gui", description="Open the Transformer Explorer window.",
+                            add_help=add_help)
     window = parser.add_argument_group("window options (no subcommand, or `gui`, opens the desktop app)")
     window.add_argument("--device", metavar="NAME", help="cpu, cuda, cuda:N or mps (default: the best present)")
     from core.kernel_cache import KERNEL_OPTIONS, PRECISIONS
@@ -42,9 +52,10 @@ def window_options_parser(add_help: bool = True) -> argparse.ArgumentParser:
     window.add_argument("--size", metavar="WxH", help="window size in pixels for this run, e.g. 1920x1080")
     window.add_argument("--lesson", metavar="NAME|FILE",
                         help="open straight into a lesson: a bundled one by name (e.g. causal-mask) or a lesson file")
-    window.add_argument("--step", type=int, metavar="N", help="with --lesson: start at step N (counted from 1)")
+    window.add_argument("--step", type=whole_number(1, MAX_LESSON_STEPS), metavar="N",
+                        help="with --lesson: start at step N (counted from 1)")
     window.add_argument("--presentation", action="store_true", help="with --lesson: start in presentation view")
-    window.add_argument("--timeout", type=float, default=180.0, help=argparse.SUPPRESS)
+    window.add_argument("--timeout", type=real_number(1.0, 3600.0), default=180.0, help=argparse.SUPPRESS)
     return parser
 
 
@@ -136,6 +147,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"--font-scale expects a number from {FONT_SCALE_RANGE[0]} to {FONT_SCALE_RANGE[1]} (got {args.font_scale})",
               file=sys.stderr)
         return 2
+    problem = _file_option_problem(args)
+    if problem:
+        print(f"transformer-explorer: {problem}", file=sys.stderr)
+        return 2
     lesson = None
     if args.lesson is not None or args.step is not None or args.presentation:
         from gui.lesson_launch import LaunchError, lesson_to_launch
@@ -214,6 +229,29 @@ def main(argv: list[str] | None = None) -> int:
             window.close()
     leave_if_worker_unfinished(window.compute, code)
     return code
+
+
+def _file_option_problem(args) -> str:
+    """Why --session or --screenshot cannot work, checked before the window opens ("" when both can)."""
+    if args.session is not None:
+        from gui.session import SessionError, read_session
+
+        try:
+            read_session(args.session)  # read again once torch is ready; a bad file is refused here, not in a box
+        except SessionError as error:
+            return f"--session: {error}"
+    if args.screenshot is not None:
+        path = Path(args.screenshot)
+        folder = path.parent
+        if not args.screenshot.strip() or path.is_dir():
+            return f"--screenshot expects the name of a PNG file to write (got {args.screenshot[:80]!r})"
+        if path.exists() and not path.is_file():
+            return f"--screenshot: {path} is not a regular file (a device, pipe or socket)"
+        if not folder.is_dir():
+            return f"--screenshot: the folder {folder} does not exist"
+        if not os.access(folder, os.W_OK):
+            return f"--screenshot: there is no permission to write in {folder}"
+    return ""
 
 
 def _run_headless(app, window, args, reporter) -> int:

@@ -16,7 +16,7 @@ from typing import Any
 
 from core.config import ConfigError, ModelConfig
 from core.json_files import JsonFileError, read_json_document
-from core.limits import DEVICE_NAME, DEVICE_NAMES_HINT, MAX_SEED, MAX_TEXT_CHARS
+from core.limits import DEVICE_NAME, DEVICE_NAMES_HINT, MAX_SEED, MAX_TEXT_CHARS, settings_problem
 
 # The process umask, read once (os.umask can only be read by setting it).
 _UMASK = os.umask(0)
@@ -89,11 +89,12 @@ def parse_session(data: Any) -> Session:
     if tokens is not None:
         if not isinstance(tokens, list) or any(isinstance(t, bool) or not isinstance(t, int) for t in tokens):
             raise SessionError("'tokens' must be a list of whole numbers")
+        if len(tokens) > config.context_length:
+            raise SessionError(f"{len(tokens):,} tokens exceed the model's context length of {config.context_length:,}")
         bad = [t for t in tokens if not 0 <= t < config.vocab_size]
         if bad:
-            raise SessionError(f"token id {bad[0]} is outside the model's vocabulary (0..{config.vocab_size - 1})")
-        if len(tokens) > config.context_length:
-            raise SessionError(f"{len(tokens)} tokens exceed the model's context length of {config.context_length}")
+            shown = str(bad[0]) if len(str(bad[0])) <= 40 else str(bad[0])[:37] + "..."
+            raise SessionError(f"token id {shown} is outside the model's vocabulary (0..{config.vocab_size - 1})")
         tokens = tuple(tokens)
     device = data.get("device")
     if device is not None and (not isinstance(device, str) or not DEVICE_NAME.fullmatch(device)):
@@ -107,6 +108,9 @@ def parse_session(data: Any) -> Session:
     panels = data.get("panels", {})
     if not isinstance(panels, dict) or any(not isinstance(v, dict) for v in panels.values()):
         raise SessionError("'panels' must map panel names to settings objects")
+    problem = settings_problem(panels, "panels")
+    if problem:
+        raise SessionError(problem)
     return Session(config, seed, text, tokens, device, layer, head, panels)
 
 
