@@ -48,6 +48,7 @@ FONT_STEP = 1.1
 QWIDGETSIZE_MAX = (1 << 24) - 1  # Qt's "no maximum" for a widget's size
 FIRST_LAUNCH_SHARE = 0.92  # of the screen's free area: the window fits with its frame and shows the desktop around it
 SESSION_FILTER = "Transformer Explorer session (*.json)"
+MAX_MESSAGE_CHARS = 2000  # a message box's text: a few sentences and paths
 
 
 def keys(standard: QKeySequence.StandardKey | None = None, *extra: str) -> list[QKeySequence]:
@@ -716,6 +717,8 @@ class MainWindow(QMainWindow):
 
     # ---- dialogs -------------------------------------------------------------------------------
     def _show_message(self, title: str, text: str) -> QMessageBox:
+        if len(text) > MAX_MESSAGE_CHARS:  # a message quoting a whole file would take Qt seconds to lay out
+            text = text[: MAX_MESSAGE_CHARS - 3] + "..."
         box = QMessageBox(QMessageBox.Icon.Warning, title, text, QMessageBox.StandardButton.Ok, self)
         box.setTextFormat(Qt.TextFormat.PlainText)  # messages quote paths and file contents
         self.message_boxes = [b for b in self.message_boxes if b.isVisible()] + [box]
