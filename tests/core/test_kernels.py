@@ -87,6 +87,22 @@ def test_the_head_split_check_holds_on_each_path(path):
     assert check.wrong_difference > 1e-3
 
 
+@pytest.mark.parametrize("path", PATHS)
+def test_the_worked_head_and_the_kv_cache_proof_hold_on_each_path(path):
+    from core.experiments.kv_cache import kv_cache_proof, logits_scale
+    from core.experiments.worked_head import worked_head
+
+    use(path)
+    model = tiny_model("tiny-llama")
+    ids = ids_for(model, 24)
+    head = worked_head(model, ids, layer=1, head=2)
+    assert head.equal, head.verdict
+    proof = kv_cache_proof(model, ids, decode_steps=4)
+    assert len(proof.steps) == 4
+    assert proof.max_difference <= _depth_bound(model, torch.tensor(logits_scale(model, ids)), 1.0)
+    assert kernels.current_choice().path == path
+
+
 # ---- agreement between the paths ---------------------------------------------------------------------
 def _depth_bound(model: Transformer, reference: torch.Tensor, x_scale: float) -> float:
     """Worst-case float32 rounding of the forward: per matmul in depth, K units of the largest |sum of terms|."""
