@@ -25,7 +25,6 @@ from PySide6.QtWidgets import (
     QProgressBar,
     QScrollArea,
     QSpinBox,
-    QTabWidget,
     QToolButton,
     QWidget,
 )
@@ -38,6 +37,7 @@ from gui.save_model_dialog import choose_model_folder
 from gui.session import Session, SessionError, read_session, write_session
 from gui.state import LabState
 from gui.widgets.config_form import ModelSidebar
+from gui.widgets.page_tabs import PageTabs
 
 if TYPE_CHECKING:
     from gui.panels import Panel
@@ -150,7 +150,7 @@ class MainWindow(QMainWindow):
         for field in ("config", "seed", "device"):
             self.state.signal(field).connect(self._on_model_inputs_changed)
 
-        self.tabs = QTabWidget()
+        self.tabs = PageTabs()  # sized by the panel on show: one wide panel must not make the others scroll
         self.tabs.setObjectName("panel-tabs")
         self.tabs.setDocumentMode(True)
         self.panels: list[Panel] = []

@@ -1,0 +1,39 @@
+"""Tabs whose size follows the page on show, not the largest page behind it.
+
+A QTabWidget asks for the largest minimum size among all its pages, so one wide page (a table at
+projector scale) makes every other page scroll sideways. Pages that are not current get the
+Ignored size policy, which QStackedLayout leaves out of its size hints; the current page keeps the
+policy it asked for.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtWidgets import QSizePolicy, QTabWidget, QWidget
+
+OWN_POLICY = "page_tabs_own_size_policy"
+
+
+class PageTabs(QTabWidget):
+    """A QTabWidget sized by its current page."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.currentChanged.connect(self._size_to_current)
+
+    def tabInserted(self, index: int) -> None:  # noqa: N802 (Qt override)
+        super().tabInserted(index)
+        self._size_to_current()
+
+    def _size_to_current(self, _index: int = -1) -> None:
+        current = self.currentWidget()
+        for index in range(self.count()):
+            page = self.widget(index)
+            own = page.property(OWN_POLICY)  # the page's own policy while it is set aside
+            if page is current:
+                if own is not None:
+                    page.setSizePolicy(own)
+                    page.setProperty(OWN_POLICY, None)
+            elif own is None:
+                page.setProperty(OWN_POLICY, page.sizePolicy())
+                page.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Ignored)
+        self.updateGeometry()
