@@ -30,6 +30,10 @@ MASK_MODE_DESCRIPTIONS: dict[str, str] = {
     "after-softmax": "pitfall: the future is zeroed after the softmax, so it already shaped the denominator",
 }
 
+# The masks a training run can use. Off-by-one is not one: it hides token 0 from every key, its softmax
+# is 0/0, and the NaN reaches every position in the next layer, so no step could be taken.
+TRAIN_MASK_MODES: tuple[str, ...] = tuple(mode for mode in MASK_MODES if mode != "off-by-one")
+
 # ---- positional encodings --------------------------------------------------------------------------
 POSITIONAL_ENCODINGS: tuple[str, ...] = get_args(Positional)
 
@@ -58,6 +62,7 @@ __all__ = [
     "MASK_MODE_DESCRIPTIONS",
     "MASK_MODE_LABELS",
     "PERMUTATION_ENCODINGS",
+    "TRAIN_MASK_MODES",
     "PERMUTATION_ENCODING_CAPTIONS",
     "POSITIONAL_DISPLAY_NAMES",
     "POSITIONAL_ENCODINGS",

@@ -7,6 +7,12 @@ Reproducibility: the weights come from `Transformer.from_seed(config, seed)` and
 from a generator seeded with the same seed, so one seed on one device and thread count gives the
 same run step for step. The validation split is the last 10% of the corpus and is never trained on.
 
+mask_mode trains with one of the reading's mask pitfalls instead of the causal mask (after-softmax
+leaks the future through the softmax denominator, none leaks it outright). Every validation loss is
+still scored with the causal mask: it is what the model predicts when the next token is not there to
+see, the loss a generation meets. grad_norm_every records each block's parameter-gradient norm (before
+clipping) every N steps; a long run thins the record to at most MAX_GRAD_NORM_RECORDS entries.
+
 With tokenizer="bpe" a byte-level BPE of bpe_vocab tokens is first learned from the training split
 (the same characters a character model trains on), and the validation loss is still reported per
 character: the nats of every predicted token, summed, over the characters those tokens spell.
@@ -23,6 +29,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from core.choices import MASK_MODES, TRAIN_MASK_MODES
 from core.config import ModelConfig
 from core.device import choose_device
 from core.model import Transformer
@@ -45,8 +52,11 @@ BUNDLED_RECIPES: dict[str, dict[str, float | int | bool]] = {
 }
 DEFAULT_RECIPE: dict[str, float | int | bool] = {"steps": 1000, "batch_size": 16, "seq_len": 128, "lr": 1e-3, "seed": 0}
 
+MAX_GRAD_NORM_RECORDS = 512  # per-block gradient norms kept per run; beyond it every other record is dropped
+
 ProgressCallback = Callable[[int, float, float, float, "float | None"], None]
 SampleCallback = Callable[[int, str], None]
+GradNormCallback = Callable[[int, tuple[float, ...]], None]  # (step, one norm per block)
 
 
 class TrainingError(ValueError):
@@ -72,6 +82,8 @@ class TrainSettings:
     bf16_autocast: bool = False  # forward matmuls in bfloat16 (weights, optimizer and evaluation stay float32)
     tokenizer: str = "char"  # "char": one token per character; "bpe": a byte-level BPE learned from the training split
     bpe_vocab: int = 1536  # tokens of the BPE (256 bytes + merges); unused for "char"
+    mask_mode: str = "causal"  # the self-attention mask of the training forward (TRAIN_MASK_MODES)
+    grad_norm_every: int = 0  # steps between per-block gradient-norm records (0: none)
 
     def validated(self) -> TrainSettings:
         for name in ("steps", "batch_size", "seq_len"):
@@ -90,6 +102,11 @@ class TrainSettings:
             raise TrainingError(f"min_lr_ratio must lie between 0 and 1, got {self.min_lr_ratio}")
         if self.grad_clip <= 0:
             raise TrainingError(f"grad_clip must be positive, got {self.grad_clip}")
+        if self.mask_mode not in TRAIN_MASK_MODES:
+            why = " (it hides token 0 from every key: its attention is 0/0, NaN)" if self.mask_mode == "off-by-one" else ""
+            raise TrainingError(f"a run trains with the mask {', '.join(TRAIN_MASK_MODES)}, not {self.mask_mode!r}{why}")
+        if isinstance(self.grad_norm_every, bool) or not isinstance(self.grad_norm_every, int) or self.grad_norm_every < 0:
+            raise TrainingError(f"grad_norm_every must be a whole number >= 0, got {self.grad_norm_every!r}")
         return self
 
     def to_dict(self) -> dict[str, Any]:
@@ -106,6 +123,8 @@ class TrainResult:
     settings: TrainSettings
     loss_history: list[tuple[int, float]] = field(default_factory=list)  # (step, training loss of that batch)
     val_history: list[tuple[int, float]] = field(default_factory=list)  # (step, estimate on eval_windows windows)
+    # (step, one parameter-gradient norm per block, before clipping), every grad_norm_every steps (thinned)
+    grad_norms: list[tuple[int, tuple[float, ...]]] = field(default_factory=list)
     final_val_loss: float = float("nan")  # nats/char over the WHOLE validation split (see evaluate_loss)
     check_loss: float = float("nan")  # nats/token over the first CHECK_PREDICTIONS predictions of that split
     val_loss_per_token: float = float("nan")  # nats/token over the whole split (= per char for "char")
@@ -130,6 +149,7 @@ class TrainResult:
             + ("" if self.settings.tokenizer == "char" else "; for BPE the nats of all predicted tokens over the "
                "characters they spell"),
             "val_history": [[step, loss] for step, loss in self.val_history],
+            "val_loss_mask": "causal",  # whatever mask_mode trained the model
             "check_loss": {"predictions": CHECK_PREDICTIONS, "loss": self.check_loss},
             **({} if self.settings.tokenizer == "char" else {
                 "val_loss_nats_per_token": self.val_loss_per_token,
@@ -199,6 +219,7 @@ def train(
     should_stop: Callable[[], bool] | None = None,
     sample_every: int = 0,
     on_sample: SampleCallback | None = None,
+    on_grad_norms: GradNormCallback | None = None,
     **options: Any,
 ) -> TrainResult:
     """Train a character-level decoder on `text` and return the model with its history.
@@ -207,8 +228,9 @@ def train(
     from 1); val_loss is an estimate on `eval_windows` validation windows every `eval_every`
     steps and None otherwise. should_stop() is polled before every step. Every `sample_every`
     steps on_sample(step, text) receives a 200-character sample (temperature 0.8) from the corpus's
-    first character. `options` sets the other TrainSettings fields (warmup_steps, weight_decay,
-    grad_clip, bf16_autocast, ...).
+    first character. on_grad_norms(step, norms) receives each grad_norm_every-th step's per-block
+    gradient norms. `options` sets the other TrainSettings fields (warmup_steps, weight_decay,
+    grad_clip, bf16_autocast, mask_mode, grad_norm_every, ...).
     """
     settings = TrainSettings(steps=steps, batch_size=batch_size, seq_len=seq_len, lr=lr, seed=seed, **options)
     check_run(config, settings)
@@ -242,6 +264,7 @@ def train(
     tokens_per_step = settings.batch_size * settings.seq_len
     started = time.perf_counter()
     train_time = 0.0  # excludes evaluation and sampling, so tokens/s measures the training itself
+    norm_stride = settings.grad_norm_every  # doubles each time the record is thinned
     for step in range(settings.steps):
         if should_stop is not None and should_stop():
             result.stopped = True
@@ -251,16 +274,23 @@ def train(
             group["lr"] = learning_rate(step, settings)
         inputs, targets = random_windows(train_ids, settings.batch_size, settings.seq_len, generator)  # (B, T) each
         with torch.autocast(target.type, dtype=torch.bfloat16, enabled=settings.bf16_autocast):
-            logits = model(inputs.to(target))  # (B, T, V)
+            logits = model(inputs.to(target), mask_mode=settings.mask_mode)  # (B, T, V)
         loss = F.cross_entropy(logits.float().flatten(0, 1), targets.to(target).flatten())  # scalar
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
+        done = step + 1
+        block_norms = None
+        if norm_stride and (step == 0 or done % norm_stride == 0):
+            block_norms = block_gradient_norms(model)  # before clipping: the gradients the loss really gave
         torch.nn.utils.clip_grad_norm_(model.parameters(), settings.grad_clip)
         optimizer.step()
         loss_value = float(loss.detach())
         train_time += time.perf_counter() - step_started
 
-        done = step + 1
+        if block_norms is not None:
+            norm_stride = _record_grad_norms(result.grad_norms, done, block_norms, norm_stride)
+            if on_grad_norms is not None:
+                on_grad_norms(done, block_norms)
         result.loss_history.append((done, loss_value))
         result.steps_done = done
         val_estimate = None
@@ -290,6 +320,34 @@ def train(
     result.check_loss = evaluate_loss(model, val_ids[: CHECK_PREDICTIONS + 1])
     result.val_history.append((result.steps_done, result.final_val_loss))
     return result
+
+
+def block_gradient_norms(model: Transformer) -> tuple[float, ...]:
+    """The L2 norm of each block's parameter gradients (all its tensors together), block 0 first."""
+    norms = []
+    for block in model.blocks:
+        squares = [p.grad.detach().float().pow(2).sum() for p in block.parameters() if p.grad is not None]
+        norms.append(float(torch.stack(squares).sum().sqrt()) if squares else 0.0)
+    return tuple(norms)
+
+
+def _record_grad_norms(
+    records: list[tuple[int, tuple[float, ...]]], step: int, norms: tuple[float, ...], stride: int
+) -> int:
+    """Append and return the stride of the next records. Past MAX_GRAD_NORM_RECORDS the records off a
+    multiple of twice the stride go (step 1 stays) and the stride doubles: the record stays evenly spaced."""
+    records.append((step, norms))
+    if len(records) <= MAX_GRAD_NORM_RECORDS:
+        return stride
+    records[1:] = [record for record in records[1:] if record[0] % (2 * stride) == 0]
+    return 2 * stride
+
+
+def training_mask_mode(metadata: dict[str, Any] | None) -> str:
+    """The mask a checkpoint's training record says it trained with; "causal" for records made before the choice."""
+    settings = (metadata or {}).get("settings")
+    mode = settings.get("mask_mode", "causal") if isinstance(settings, dict) else "causal"
+    return mode if mode in MASK_MODES else "causal"
 
 
 def _fixed_windows(ids: torch.Tensor, seq_len: int, count: int) -> torch.Tensor:
@@ -398,10 +456,13 @@ __all__ = [
     "BUNDLED_RECIPES",
     "CHECK_PREDICTIONS",
     "DEFAULT_RECIPE",
+    "MAX_GRAD_NORM_RECORDS",
+    "TRAIN_MASK_MODES",
     "VALIDATION_FRACTION",
     "TrainResult",
     "TrainSettings",
     "TrainingError",
+    "block_gradient_norms",
     "check_run",
     "evaluate_loss",
     "generate",
@@ -409,4 +470,5 @@ __all__ = [
     "random_windows",
     "split_corpus",
     "train",
+    "training_mask_mode",
 ]

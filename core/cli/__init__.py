@@ -29,6 +29,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "permutation": ("core.cli.positions", "attention is blind to order until an encoding is added"),
     "norms": ("core.cli.norms", "forward and gradient norms per layer of a random pre- or post-norm stack"),
     "budget": ("core.cli.norms", "training and inference FLOPs per token, weight memory and KV cache of a model"),
+    "pitfalls": (
+        "core.cli.pitfalls",
+        "train a mask or norm pitfall beside the fix (same seed and steps) and compare the curves",
+    ),
     "train": ("core.cli.models", "train a character-level model on a text corpus and save it as a checkpoint folder"),
     "logits": ("core.cli.models", "write a model's logits for a text or id sequence as a .npy file"),
     "generate": ("core.cli.models", "continue a text by sampling from a model"),

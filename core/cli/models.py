@@ -33,6 +33,7 @@ from core.presets import get_preset
 from core.training import (
     BUNDLED_RECIPES,
     DEFAULT_RECIPE,
+    TRAIN_MASK_MODES,
     TrainingError,
     TrainSettings,
     check_run,
@@ -75,6 +76,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="char: one token per character (default); bpe: a byte-level BPE learned from the training split",
     )
     trainer.add_argument("--bpe-vocab", type=whole_number(257, 65536), metavar="N", help="tokens of the BPE, 257 to 65536 (default: 1536)")
+    trainer.add_argument(
+        "--mask",
+        choices=TRAIN_MASK_MODES,
+        help="the self-attention mask of the training forward (default causal); after-softmax and none are the "
+        "reading's leaky pitfalls (the validation loss is still scored causally). off-by-one cannot train: token 0 "
+        "attends to nothing (NaN)",
+    )
     trainer.add_argument(
         "--threads",
         type=whole_number(1, 1024),
@@ -237,6 +245,7 @@ def run_train(args: argparse.Namespace) -> int:
         ("seed", "seed"),
         ("tokenizer", "tokenizer"),
         ("bpe_vocab", "bpe_vocab"),
+        ("mask", "mask_mode"),
     ):
         value = getattr(args, option)
         if value is not None:
@@ -349,6 +358,9 @@ def _train_and_save(
         f"{args.preset}: {result.steps_done} steps in {_duration(result.wall_time_s)} "
         f"({result.tokens_per_s:,.0f} tok/s); validation loss {result.final_val_loss:.4f} nats/char; saved to {out}"
     )
+    if result.settings.mask_mode != "causal" and result.loss_history:
+        print(f"trained with the {result.settings.mask_mode} mask (recorded in training.json); the validation loss is "
+              f"scored with the causal mask, last training loss {result.loss_history[-1][1]:.4f}")
     return 0
 
 
