@@ -11,7 +11,7 @@ import traceback
 from pathlib import Path
 from types import TracebackType
 
-from PySide6.QtCore import QObject, QStandardPaths, Signal, Slot
+from PySide6.QtCore import QObject, QStandardPaths, Qt, Signal, Slot
 from PySide6.QtWidgets import QApplication, QDialog, QDialogButtonBox, QLabel, QPushButton, QVBoxLayout, QWidget
 
 log = logging.getLogger("transformer_explorer")
@@ -57,7 +57,9 @@ class ErrorDialog(QDialog):
         layout.addWidget(message)
         where = log_file()
         if where is not None:
-            layout.addWidget(QLabel(f"Details are in {where}"))
+            location = QLabel(f"Details are in {where}")
+            location.setTextFormat(Qt.TextFormat.PlainText)  # a path, never markup
+            layout.addWidget(location)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
         self.copy_button = QPushButton("Copy details")
         self.copy_button.clicked.connect(self.copy_details)

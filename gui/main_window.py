@@ -3,6 +3,7 @@ the device, the model and what the compute worker is doing."""
 
 from __future__ import annotations
 
+import html
 import logging
 import os
 import sys
@@ -545,7 +546,9 @@ class MainWindow(QMainWindow):
             source = ", building..."
         text = f"{config.name}: {_count(total)} parameters{source}"
         self.model_label.setText(f"{text} ({problem})" if problem else text)
-        self.model_label.setToolTip(problem or f"{total:,} parameters; {config.n_layers} layers, d_model {config.d_model}")
+        # A tooltip is rich text when it looks like markup: a problem quoting a config's name is escaped into a paragraph.
+        self.model_label.setToolTip(f"<p>{html.escape(problem)}</p>" if problem
+                                    else f"{total:,} parameters; {config.n_layers} layers, d_model {config.d_model}")
         self.setWindowTitle(f"{APP_NAME} - {config.name}")
 
     def _update_kernels_label(self, device: str) -> None:

@@ -8,6 +8,7 @@ the window's open_model(path), like File > Open model folder.
 
 from __future__ import annotations
 
+import html
 from collections.abc import Callable
 from pathlib import Path
 
@@ -160,7 +161,8 @@ class ModelLibraryDialog(QDialog):
                 if column in (3, 4):
                     item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 tip = entry.size_note if column == 4 else (entry.problem or str(entry.path or ""))
-                item.setToolTip(tip)
+                # A tooltip is rich text when it looks like markup; a folder's name or a problem quoting it is escaped.
+                item.setToolTip(f"<p>{html.escape(tip)}</p>" if tip else "")
                 self.table.setItem(row, column, item)
         if selected is not None:
             self.select(selected.name)

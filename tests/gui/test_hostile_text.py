@@ -122,3 +122,47 @@ def test_a_session_with_a_megabyte_of_text_is_refused_at_once(qtbot, window, tmp
     assert message == f"'text' has 1,048,576 characters, more than the {MAX_TEXT_CHARS:,} the lab takes"
     assert window.state.text == text_before
     assert elapsed < 1.0  # refused before anything tokenizes the text (it froze the window for 15 s)
+
+
+def test_a_problem_quoting_markup_is_an_escaped_tooltip(qtbot, window):
+    # What the status bar shows when a session opens on a model that cannot be built, before any other.
+    window._update_model_label(problem=f"{MARKUP} has 10,000,000,000 parameters")
+    tip = window.model_label.toolTip()
+    assert "&lt;img src=" in tip and "<img" not in tip and "<table" not in tip
+
+
+def test_a_message_box_quoting_a_whole_file_is_cut_short(qtbot, window):
+    from gui.main_window import MAX_MESSAGE_CHARS
+
+    box = window._show_message("Could not open the session", "x" * 1_000_000)
+    assert len(box.text()) == MAX_MESSAGE_CHARS and box.text().endswith("...")
+    box.done(0)
+
+
+def test_a_session_of_a_million_empty_lists_is_refused_at_once(qtbot, window, tmp_path):
+    import time
+
+    from core.json_files import MAX_CONTAINERS
+    from gui.session import MAX_SESSION_BYTES
+
+    path = tmp_path / "lists.json"
+    path.write_text("[" + ",".join(["[]"] * ((MAX_SESSION_BYTES - 2) // 3)) + "]", encoding="utf-8")
+    start = time.perf_counter()
+    message = window.open_session(path)
+    elapsed = time.perf_counter() - start
+    assert message.startswith("lists.json cannot be a session file: it has 1,398,101 '[' and '{'")
+    assert f"more than the {MAX_CONTAINERS:,} lists and objects" in message
+    assert elapsed < 1.0  # counted before the parse (parsing and walking them froze the window for 5 s)
+
+
+def test_a_panel_setting_beyond_32_bits_is_refused_with_the_session(qtbot, window, tmp_path):
+    import json
+
+    from gui.session import Session
+
+    session = Session(window.state.config, panels={"Tensor shapes": {"batch": -(10**29)}})
+    path = tmp_path / "huge-int.json"
+    path.write_text(json.dumps(session.to_json()), encoding="utf-8")
+    message = window.open_session(path)
+    assert message == ("panels.Tensor shapes.batch: -100000000000000000000000000000 is beyond the whole numbers a setting "
+                       "holds (at most 2,147,483,647)")
