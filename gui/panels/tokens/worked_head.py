@@ -14,7 +14,6 @@ from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
     QComboBox,
-    QHBoxLayout,
     QHeaderView,
     QLabel,
     QSpinBox,
@@ -28,6 +27,7 @@ from PySide6.QtWidgets import (
 from gui import theme
 from gui.panels.base import Refusal, View
 from gui.panels.tokens.common import TokensControls, caption, sequence_refusal
+from gui.widgets.flow_layout import FlowLayout, control_group
 
 TOP_KEYS = 12  # keys listed until "all keys" is ticked: the largest weights, in key order
 RESIZE_ROWS = 64  # rows a column's width is measured on: the numbers' widths vary little, 1,024 rows add nothing
@@ -160,7 +160,7 @@ class WorkedHeadView(View):
         controls.changed.connect(self.inputs_changed)
         layout = QVBoxLayout(self.content)
         layout.setContentsMargins(0, 4, 0, 0)
-        row = QHBoxLayout()
+        row = FlowLayout()  # wraps on a narrow window or at a large text scale
         self.layer_spin, self.head_spin, self.query_spin = QSpinBox(), QSpinBox(), QSpinBox()
         self.layer_spin.setObjectName("worked-layer")
         self.head_spin.setObjectName("worked-head")
@@ -181,10 +181,8 @@ class WorkedHeadView(View):
             label.setBuddy(widget)
             if isinstance(widget, QSpinBox):
                 widget.setKeyboardTracking(False)
-            row.addWidget(label)
-            row.addWidget(widget)
+            row.addWidget(control_group(label, widget))
         row.addWidget(self.all_keys_box)
-        row.addStretch(1)
         layout.addLayout(row)
         self.verdict_label = caption("")
         self.verdict_label.setObjectName("worked_verdict")
