@@ -9,6 +9,10 @@ run waits inside it, so the rest of the lab keeps computing while a run trains o
 stop are flags the training loop polls (its `should_stop` callback) between steps; the status bar's
 Cancel throws the run away instead. When a run ends, its model becomes the lab's model: `model_ready`
 carries it to the main window, which installs it as it installs any built model.
+
+A run may train with one of the reading's leaky masks (Mask); its validation loss is still scored
+with the causal mask. The Compare tab trains the reading's pitfalls beside their fix (train_compare.py)
+as a job of the same kind on the same channel, so a run and a comparison never overlap.
 """
 
 from __future__ import annotations
@@ -41,9 +45,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from core.choices import MASK_MODE_DESCRIPTIONS, MASK_MODE_LABELS, TRAIN_MASK_MODES
+from core.experiments.pitfall_setups import EXPERIMENTS
 from core.tokenizers import CharTokenizer
 from gui import theme
 from gui.panels.base import Panel
+from gui.panels.train_compare import ComparePage, CompareRequest, ComparisonProgress, run_pitfall_job
 from resources import resource_path
 
 BUNDLED_CORPUS = "tinyshakespeare.txt"
@@ -97,6 +104,7 @@ class TrainRequest:
     seed: int  # of the run: weights and batch order
     device: str
     state_seed: int  # the lab's seed, recorded so the main window sees the model as built
+    mask_mode: str = "causal"  # the training forward's mask (core.choices.TRAIN_MASK_MODES)
 
 
 @dataclass(frozen=True)
@@ -213,10 +221,12 @@ def run_training(request: TrainRequest, control: TrainingControl, token) -> Trai
         seq_len=request.seq_len, lr=request.lr, seed=request.seed, device=device, on_progress=on_progress,
         should_stop=should_stop, sample_every=max(1, request.steps // SAMPLE_EVERY_RUNS), on_sample=on_sample,
         warmup_steps=min(100, max(1, request.steps // 10)), eval_every=max(1, request.steps // 20),
+        mask_mode=request.mask_mode,
     )
     metadata = result.metadata()
     metadata["corpus"] = request.corpus.name
-    source = f"trained here ({result.steps_done:,} steps on {request.corpus.name})"
+    masked = "" if request.mask_mode == "causal" else f", {MASK_MODE_LABELS[request.mask_mode]} mask"
+    source = f"trained here ({result.steps_done:,} steps on {request.corpus.name}{masked})"
     from core.model import count_parameters
 
     loaded = LoadedModel(result.model, result.config, device, source, count_parameters(result.model), "",
@@ -267,11 +277,13 @@ class TrainPanel(Panel):
     generated = Signal(str)  # the continuation just shown
     saved = Signal(str)  # the checkpoint folder just written
     corpus_loaded = Signal(bool)  # a corpus file was read and is now used (True), or refused (False)
+    compared = Signal()  # a pitfall comparison ended (finished or stopped) and is shown
 
     def __init__(self, state, compute, parent: QWidget | None = None) -> None:
         super().__init__(state, compute, parent)
         self.corpus: Corpus | None = None
-        self.control: TrainingControl | None = None
+        self.control: TrainingControl | None = None  # set while a run or a comparison is on the worker
+        self.comparing = False  # the job under `control` is a comparison
         self.request: TrainRequest | None = None
         self.outcome: TrainOutcome | None = None
         self.train_points: tuple[list[float], list[float]] = ([], [])
@@ -300,6 +312,12 @@ class TrainPanel(Panel):
         self.lr_spin.setToolTip("peak learning rate (AdamW; linear warm-up, then a cosine decay to a tenth)")
         self.lr_spin.setKeyboardTracking(False)
         self.seed_spin = _spin(0, 999_999, 0, "seeds the initial weights and the batch order")
+        self.mask_combo = QComboBox()
+        for mode in TRAIN_MASK_MODES:
+            self.mask_combo.addItem(MASK_MODE_LABELS[mode], mode)
+            self.mask_combo.setItemData(self.mask_combo.count() - 1, MASK_MODE_DESCRIPTIONS[mode], Qt.ItemDataRole.ToolTipRole)
+        self.mask_combo.setToolTip("the self-attention mask of the training forward; the reading's leaky pitfalls are "
+                                   "here to train on purpose (validation is always scored with the causal mask)")
         # Two short rows rather than one long one: at the projector's text size one row outgrows the window.
         # A row of its own, so the wide file button does not set the width of a settings column.
         corpus_row = QHBoxLayout()
@@ -309,7 +327,7 @@ class TrainPanel(Panel):
         corpus_row.addWidget(self.corpus_label, 1)
         grid.addLayout(corpus_row, 0, 0, 1, 7)
         placed = ((("Steps", self.steps_spin), ("Batch", self.batch_spin), ("Seed", self.seed_spin)),
-                  (("Seq len", self.seq_spin), ("Learning rate", self.lr_spin)))
+                  (("Seq len", self.seq_spin), ("Learning rate", self.lr_spin), ("Mask", self.mask_combo)))
         for row, pairs in enumerate(placed, start=1):
             for column, (caption, box) in enumerate(pairs):
                 label = QLabel(caption)
@@ -360,7 +378,19 @@ class TrainPanel(Panel):
                                                     symbolSize=14)
         # A legend entry rather than a line label: at the projector's text size a label collides with the legend.
         self.uniform_line = self.loss_plot.plot([], [], name="uniform guess, ln V")
-        splitter.addWidget(self.loss_plot)
+        self.plot_tabs = QTabWidget()
+        self.plot_tabs.addTab(self.loss_plot, "This run")
+        self.compare_page = ComparePage()
+        self.plot_tabs.addTab(self.compare_page, "Compare pitfalls")
+        # The names lessons quote and cover.
+        self.compare_plot = self.compare_page.loss_plot
+        self.gradient_plot = self.compare_page.gradient_plot
+        self.compare_summary = self.compare_page.summary_label
+        self.compare_verdict = self.compare_page.verdict_label
+        self.compare_samples = self.compare_page.samples_label
+        self.compare_button = self.compare_page.compare_button
+        self.experiment_combo = self.compare_page.experiment_combo
+        splitter.addWidget(self.plot_tabs)
 
         self.side_tabs = QTabWidget()
         sample_page = QWidget()
@@ -418,6 +448,7 @@ class TrainPanel(Panel):
         self.save_button.clicked.connect(self.save_dialog)
         self.generate_button.clicked.connect(self.generate_text)
         self.prompt_edit.returnPressed.connect(self.generate_text)
+        self.compare_button.clicked.connect(self.start_compare)
         compute.busy_changed.connect(self._on_busy_changed)
         self._use_bundled_corpus()
         self._update_buttons()
@@ -513,7 +544,8 @@ class TrainPanel(Panel):
                             f"need at least {needed:,}. Shorten the sequence length.")
             return False
         self.request = TrainRequest(config, self.corpus, self.steps_spin.value(), self.batch_spin.value(), seq_len,
-                                    self.lr_spin.value(), self.seed_spin.value(), self.state.device, self.state.seed)
+                                    self.lr_spin.value(), self.seed_spin.value(), self.state.device, self.state.seed,
+                                    self.mask_combo.currentData())
         control = self.control = TrainingControl()
         request = self.request
         self.outcome = None
@@ -527,7 +559,9 @@ class TrainPanel(Panel):
         self.sample_text.setPlainText("")
         self.sample_caption.setText("Samples appear here during the run.")
         self.side_tabs.setCurrentIndex(0)
-        self.status_label.setText(f"Training {config.name} on {self.corpus.name}: {request.steps:,} steps of "
+        self.plot_tabs.setCurrentIndex(0)
+        masked = "" if request.mask_mode == "causal" else f" with the {MASK_MODE_LABELS[request.mask_mode]} mask"
+        self.status_label.setText(f"Training {config.name} on {self.corpus.name}{masked}: {request.steps:,} steps of "
                                   f"{request.batch_size} x {request.seq_len} characters.")
         self.clear_error()
         self.compute.submit(self.channel, lambda token: run_training(request, control, token), self._on_trained,
@@ -535,6 +569,47 @@ class TrainPanel(Panel):
                             on_partial=self._on_progress)
         self._update_buttons()
         return True
+
+    # ---- comparing pitfalls --------------------------------------------------------------------
+    def start_compare(self) -> bool:
+        """Train the chosen comparison's runs on the worker, one after the other; False if a job is running."""
+        if self.training:
+            return False
+        if not self.state.torch_ready:
+            self.show_error("torch is still loading; try again in a moment.")
+            return False
+        request = self.compare_page.request()
+        control = self.control = TrainingControl()
+        self.comparing = True
+        self.clear_error()
+        self.plot_tabs.setCurrentIndex(1)
+        self.compare_page.start(request)
+        self.status_label.setText(f"Comparing: {request.steps:,} steps per run, seed {request.seed}. The lab's model "
+                                  "stays as it is.")
+        self.compute.submit(self.channel, lambda token: run_pitfall_job(request, control, token), self._on_compared,
+                            f"comparing pitfalls ({request.experiment})", on_error=self._on_compare_failed,
+                            on_partial=self._on_compare_progress)
+        self._update_buttons()
+        return True
+
+    def _on_compare_progress(self, progress: ComparisonProgress) -> None:
+        if self.control is not None and self.comparing:
+            self.compare_page.add_progress(progress)
+
+    def _on_compared(self, comparison) -> None:
+        self._finish_run()
+        self.compare_page.show_comparison(comparison)
+        how = "Stopped" if comparison.stopped else "Finished"
+        self.status_label.setText(f"{how} comparing: {len(comparison.runs)} runs of {comparison.setup.steps:,} steps, "
+                                  f"seed {comparison.setup.seed}. The lab's model is unchanged.")
+        self._update_buttons()
+        self.result_shown.emit()
+        self.compared.emit()
+
+    def _on_compare_failed(self, message: str) -> None:
+        self._finish_run()
+        self.compare_page.stopped_without_result("The comparison ended without a result.")
+        self.show_error(message)
 
     def toggle_pause(self) -> None:
         if not self.training:
@@ -597,6 +672,9 @@ class TrainPanel(Panel):
         self.val_curve.setData(*self.val_points)
         self.final_val_marker.setData([outcome.steps_done], [outcome.final_val_loss])
         how = "Stopped" if outcome.stopped else "Finished"
+        mode = outcome.metadata.get("settings", {}).get("mask_mode", "causal")
+        if mode != "causal":
+            how += f" training with the {MASK_MODE_LABELS.get(mode, mode)} mask"
         config = outcome.loaded.config
         window_note = ""
         if self.request is not None and self.request.seq_len < config.context_length:
@@ -605,7 +683,7 @@ class TrainPanel(Panel):
                            "so it can sit above the estimates made during the run.")
         self.status_label.setText(
             f"<b>{how} after {outcome.steps_done:,} steps</b>: validation loss {outcome.final_val_loss:.3f} nats/char "
-            f"on the whole held-out split (uniform guess {math.log(config.vocab_size):.3f}), "
+            f"on the whole held-out split, scored with the causal mask (uniform guess {math.log(config.vocab_size):.3f}), "
             f"{outcome.tokens_per_s:,.0f} tokens/s. The other panels now use this model.")
         self.status_label.setToolTip(window_note)
         loaded = outcome.loaded
@@ -633,6 +711,7 @@ class TrainPanel(Panel):
 
     def _finish_run(self) -> None:
         self.control = None
+        self.comparing = False
         self._update_buttons()
 
     def _on_busy_changed(self, _busy: bool, _name: str) -> None:
@@ -641,8 +720,13 @@ class TrainPanel(Panel):
     def _check_cancelled(self) -> None:
         # Cancel from the status bar drops the run's result; nothing arrives, so notice the idle worker.
         if self.training and not self.compute.busy_with(self.channel):
+            was_comparing = self.comparing
             self._finish_run()
-            self.status_label.setText("The run was cancelled; the previous model stays.")
+            if was_comparing:
+                self.compare_page.stopped_without_result("The comparison was cancelled.")
+                self.status_label.setText("The comparison was cancelled.")
+            else:
+                self.status_label.setText("The run was cancelled; the previous model stays.")
 
     def _update_buttons(self) -> None:
         training = self.training
@@ -656,8 +740,10 @@ class TrainPanel(Panel):
         self.generate_button.setEnabled(not training)
         self.generate_button.setToolTip("generate when the run ends; its samples are in the Samples tab" if training
                                         else "sample from the current model")
+        page = self.compare_page
         for box in (self.corpus_combo, self.corpus_button, self.steps_spin, self.batch_spin, self.seq_spin,
-                    self.lr_spin, self.seed_spin):
+                    self.lr_spin, self.seed_spin, self.mask_combo, page.compare_button, page.experiment_combo,
+                    page.steps_spin, page.seed_spin):
             box.setEnabled(not training)
 
     # ---- saving --------------------------------------------------------------------------------
@@ -737,10 +823,13 @@ class TrainPanel(Panel):
         mono.setPointSizeF(theme.font().pointSizeF())
         for box in (self.sample_text, self.generated_text):
             box.setFont(mono)
+        self.compare_page.apply_theme()
         self._describe_corpus()
 
     def export_targets(self) -> list[tuple[str, Any]]:
-        return [(self.title, self), ("Loss curves (plot)", self.loss_plot.getPlotItem())]
+        return [(self.title, self), ("Loss curves (plot)", self.loss_plot.getPlotItem()),
+                ("Pitfall comparison, losses (plot)", self.compare_plot.getPlotItem()),
+                ("Pitfall comparison, block gradient norms (plot)", self.gradient_plot.getPlotItem())]
 
     def settings(self) -> dict[str, Any]:
         return {
@@ -753,6 +842,11 @@ class TrainPanel(Panel):
             "max_new": self.max_new_spin.value(),
             "temperature": self.temperature_spin.value(),
             "top_k": self.top_k_spin.value(),
+            "mask_mode": self.mask_combo.currentData(),
+            "plot_tab": "compare" if self.plot_tabs.currentIndex() == 1 else "run",
+            "compare_experiment": self.compare_page.experiment_combo.currentData(),
+            "compare_steps": self.compare_page.steps_spin.value(),
+            "compare_seed": self.compare_page.seed_spin.value(),
         }
 
     def restore_settings(self, data: dict[str, Any]) -> None:
@@ -770,6 +864,19 @@ class TrainPanel(Panel):
                 box.setValue(float(value))
         if isinstance(data.get("prompt"), str):
             self.prompt_edit.setText(data["prompt"])
+        if self.training:  # a running job's settings stay as they are
+            return
+        if data.get("mask_mode") in TRAIN_MASK_MODES:
+            self.mask_combo.setCurrentIndex(self.mask_combo.findData(data["mask_mode"]))
+        page = self.compare_page
+        if data.get("compare_experiment") in EXPERIMENTS:
+            page.experiment_combo.setCurrentIndex(page.experiment_combo.findData(data["compare_experiment"]))
+        for key, box in (("compare_steps", page.steps_spin), ("compare_seed", page.seed_spin)):
+            value = data.get(key)
+            if isinstance(value, int) and not isinstance(value, bool) and box.minimum() <= value <= box.maximum():
+                box.setValue(value)
+        if data.get("plot_tab") in ("run", "compare"):
+            self.plot_tabs.setCurrentIndex(1 if data["plot_tab"] == "compare" else 0)
 
 
 __all__ = ["TrainPanel", "Corpus", "CorpusError", "TrainingProgress", "read_corpus", "run_training", "run_generation",

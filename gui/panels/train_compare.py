@@ -1,0 +1,380 @@
+"""Train's Compare page: the reading's pitfalls trained beside their fix, same seed and steps, curves on one plot.
+
+The comparison is one job on the Train panel's channel (core.experiments.pitfalls.run_comparison), run
+like a training run: partial results a few times a second (`token.partial`), the other panels'
+requests between its steps (`token.let_others_run`), Pause and Stop polled between steps. Its models
+are never installed as the lab's model: a leaky model would mislead every other panel.
+
+The numbers under the plots describe exactly the comparison drawn: change the experiment, the steps
+or the seed and they are cleared and the curves dimmed until Compare runs again.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QComboBox,
+    QGridLayout,
+    QLabel,
+    QPushButton,
+    QSpinBox,
+    QSplitter,
+    QVBoxLayout,
+    QWidget,
+)
+
+from core.experiments.pitfall_setups import (
+    EXPERIMENT_TITLES,
+    EXPERIMENTS,
+    MAX_STEPS,
+    RUN_LABELS,
+    SIZES,
+    run_keys,
+)
+from gui import theme
+
+PARTIAL_INTERVAL_S = 0.1
+STALE_OPACITY = 0.3
+PAUSED_WAIT_S = 0.05
+GRADIENT_RUN_DEFAULT = {"masks": "causal", "warmup": "post"}
+
+
+@dataclass(frozen=True)
+class CompareRequest:
+    experiment: str
+    steps: int
+    seed: int
+    size: str = "lecture"  # a pitfall_setups.SIZES key: the model and batch sizes
+
+    def setup(self):
+        return SIZES[self.size][self.experiment].with_overrides(steps=self.steps, seed=self.seed)
+
+
+@dataclass(frozen=True)
+class ComparisonProgress:
+    """Steps made since the last partial result: per run key, (step, loss) and (step, per-block norms)."""
+
+    losses: dict[str, tuple[tuple[int, float], ...]] = field(default_factory=dict)
+    grad_norms: dict[str, tuple[tuple[int, tuple[float, ...]], ...]] = field(default_factory=dict)
+    running: str = ""  # the run key training now
+
+
+class _CompareBatcher:
+    def __init__(self, token) -> None:
+        self._token = token
+        self._losses: dict[str, list] = {}
+        self._norms: dict[str, list] = {}
+        self._running = ""
+        self._sent = time.perf_counter()
+
+    def add_loss(self, key: str, step: int, loss: float) -> None:
+        self._running = key
+        self._losses.setdefault(key, []).append((step, loss))
+
+    def add_norms(self, key: str, step: int, norms: tuple[float, ...]) -> None:
+        self._norms.setdefault(key, []).append((step, norms))
+
+    def send(self, force: bool = False) -> None:
+        now = time.perf_counter()
+        if not self._losses or (not force and now - self._sent < PARTIAL_INTERVAL_S):
+            return
+        record = ComparisonProgress({k: tuple(v) for k, v in self._losses.items()},
+                                    {k: tuple(v) for k, v in self._norms.items()}, self._running)
+        self._losses, self._norms = {}, {}
+        self._sent = now
+        self._token.partial(record)
+
+
+def run_pitfall_job(request: CompareRequest, control, token):
+    """Worker side: the comparison, its steps sent as partial results, others' requests run between steps."""
+    from core.experiments.pitfalls import run_comparison
+    from resources import resource_path
+
+    setup = request.setup()
+    keys = run_keys(request.experiment)
+    total = setup.steps * len(keys)
+    text = resource_path("tinyshakespeare.txt").read_text(encoding="utf-8")
+    batcher = _CompareBatcher(token)
+    last_report = [0.0]
+    done = {key: 0 for key in keys}
+
+    def report() -> None:
+        last_report[0] = time.perf_counter()
+        made = sum(done.values())
+        token.report(made / total, f"comparing pitfalls: step {made:,}/{total:,}")
+
+    def should_stop() -> bool:
+        if control.paused.is_set() and not control.stop_requested.is_set():
+            batcher.send(force=True)
+        while control.paused.is_set() and not control.stop_requested.is_set():
+            token.let_others_run(PAUSED_WAIT_S)
+        token.let_others_run(0.0)
+        return control.stop_requested.is_set()
+
+    def on_step(key: str, step: int, loss: float) -> None:
+        done[key] = step
+        batcher.add_loss(key, step, loss)
+        batcher.send(force=step == setup.steps)
+        if time.perf_counter() - last_report[0] >= 0.25:
+            report()
+
+    return run_comparison(request.experiment, text, setup, on_step=on_step, should_stop=should_stop,
+                          on_grad_norms=batcher.add_norms)
+
+
+class ComparePage(QWidget):
+    """The controls, the two plots and the summary of one comparison."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        layout = QVBoxLayout(self)
+        controls = QGridLayout()
+        self.experiment_combo = QComboBox()
+        for name in EXPERIMENTS:
+            self.experiment_combo.addItem(EXPERIMENT_TITLES[name], name)
+        self.experiment_combo.setToolTip("which of the reading's pitfalls to train beside its fix")
+        self.steps_spin = QSpinBox()
+        self.steps_spin.setRange(1, MAX_STEPS)
+        self.steps_spin.setSingleStep(50)
+        self.steps_spin.setKeyboardTracking(False)
+        self.steps_spin.setToolTip("optimizer steps of every run in the comparison")
+        self.seed_spin = QSpinBox()
+        self.seed_spin.setRange(0, 999_999)
+        self.seed_spin.setKeyboardTracking(False)
+        self.seed_spin.setToolTip("one seed for every run: the same initial weights and the same batches")
+        self.compare_button = QPushButton("Compare")
+        self.compare_button.setToolTip("train every run of the comparison, one after the other, on the bundled corpus")
+        for column, (caption, widget) in enumerate((("Experiment", self.experiment_combo), ("Steps", self.steps_spin),
+                                                    ("Seed", self.seed_spin))):
+            label = QLabel(caption)
+            label.setBuddy(widget)
+            controls.addWidget(label, 0, 2 * column)
+            controls.addWidget(widget, 0, 2 * column + 1)
+        controls.addWidget(self.compare_button, 0, 6)
+        controls.setColumnStretch(1, 1)
+        layout.addLayout(controls)
+        self.setup_label = QLabel("")
+        self.setup_label.setWordWrap(True)
+        self.setup_label.setTextFormat(Qt.TextFormat.PlainText)
+        layout.addWidget(self.setup_label)
+
+        splitter = QSplitter(Qt.Orientation.Vertical)
+        self.loss_plot = pg.PlotWidget()
+        self.loss_plot.setMenuEnabled(False)
+        self.loss_plot.setTitle("Training loss, same seed and steps")
+        self.loss_plot.setLabel("bottom", "step")
+        self.loss_plot.setLabel("left", "loss (nats/char)")
+        self.loss_plot.showGrid(x=True, y=True, alpha=0.25)
+        self.loss_plot.addLegend(offset=(-10, 5))
+        self.loss_curves: dict[str, pg.PlotDataItem] = {}
+        splitter.addWidget(self.loss_plot)
+
+        gradient_box = QWidget()
+        gradient_layout = QVBoxLayout(gradient_box)
+        gradient_layout.setContentsMargins(0, 0, 0, 0)
+        row = QGridLayout()
+        self.gradient_run_combo = QComboBox()
+        self.gradient_run_combo.setToolTip("the run whose per-block gradient norms are drawn")
+        row.addWidget(QLabel("Gradient norms of"), 0, 0)
+        row.addWidget(self.gradient_run_combo, 0, 1)
+        row.setColumnStretch(1, 1)
+        gradient_layout.addLayout(row)
+        self.gradient_plot = pg.PlotWidget()
+        self.gradient_plot.setMenuEnabled(False)
+        self.gradient_plot.setTitle("Each block's gradient norm, before clipping")
+        self.gradient_plot.setLabel("bottom", "step")
+        self.gradient_plot.setLabel("left", "||dL/dθ|| of the block")
+        self.gradient_plot.setLogMode(y=True)
+        self.gradient_plot.showGrid(x=True, y=True, alpha=0.25)
+        self.gradient_plot.addLegend(offset=(-10, 5))
+        gradient_layout.addWidget(self.gradient_plot, 1)
+        splitter.addWidget(gradient_box)
+        layout.addWidget(splitter, 1)
+
+        self.summary_label = QLabel("")
+        self.summary_label.setWordWrap(True)
+        self.summary_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        layout.addWidget(self.summary_label)
+        self.verdict_label = QLabel("")
+        self.verdict_label.setWordWrap(True)
+        self.verdict_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.verdict_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        layout.addWidget(self.verdict_label)
+        self.samples_label = QLabel("")  # generated text: plain, whatever characters the models produced
+        self.samples_label.setWordWrap(True)
+        self.samples_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.samples_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.samples_label.setToolTip("each model continues the held-out text's first character (temperature 0.8, "
+                                      "the comparison's seed), as Generate would")
+        layout.addWidget(self.samples_label)
+
+        self.size = "lecture"  # the sizes every comparison from this page trains at (tests choose "ci")
+        self.request_shown: CompareRequest | None = None  # what the curves and numbers describe
+        self.comparison = None  # core.experiments.pitfalls.PitfallComparison of request_shown, once finished
+        self.partial_losses: dict[str, tuple[list[float], list[float]]] = {}
+        self.partial_norms: dict[str, list[tuple[int, tuple[float, ...]]]] = {}
+        self.experiment_combo.currentIndexChanged.connect(self._on_experiment_changed)
+        self.steps_spin.valueChanged.connect(self.mark_if_stale)
+        self.seed_spin.valueChanged.connect(self.mark_if_stale)
+        self.gradient_run_combo.currentIndexChanged.connect(self._draw_gradients)
+        self._on_experiment_changed()
+
+    # ---- inputs --------------------------------------------------------------------------------
+    def request(self) -> CompareRequest:
+        return CompareRequest(self.experiment_combo.currentData(), self.steps_spin.value(), self.seed_spin.value(),
+                              self.size)
+
+    @property
+    def is_stale(self) -> bool:
+        return self.request_shown is not None and self.request_shown != self.request()
+
+    def _on_experiment_changed(self) -> None:
+        experiment = self.experiment_combo.currentData()
+        self.steps_spin.blockSignals(True)
+        self.steps_spin.setValue(SIZES[self.size][experiment].steps)
+        self.steps_spin.blockSignals(False)
+        self._describe_setup()
+        self.mark_if_stale()
+
+    def _describe_setup(self) -> None:
+        request = self.request()
+        setup = request.setup()
+        warm = f", the warm-up run warms up over {setup.warmup_steps} steps" if request.experiment == "warmup" else ""
+        self.setup_label.setText(
+            f"{setup.n_layers} blocks, d_model {setup.d_model}, {setup.n_heads} heads; {setup.steps:,} steps of "
+            f"{setup.batch_size} x {setup.seq_len} characters at learning rate {setup.lr:g}{warm}; the first "
+            f"{setup.corpus_chars:,} characters of the bundled Shakespeare (the last tenth held out). "
+            "These models are not installed as the lab's model.")
+
+    def mark_if_stale(self) -> None:
+        """Numbers of another request are cleared at once; its curves stay, dimmed, for comparison."""
+        self._describe_setup()
+        stale = self.is_stale
+        for plot in (self.loss_plot, self.gradient_plot):
+            plot.setOpacity(STALE_OPACITY if stale else 1.0)
+        if stale:
+            shown = self.request_shown
+            self.summary_label.setText("")
+            self.samples_label.setText("")
+            self.verdict_label.setText(f"The curves are of {EXPERIMENT_TITLES[shown.experiment]}, {shown.steps:,} "
+                                       f"steps, seed {shown.seed}; press Compare to measure the settings above.")
+        elif self.comparison is not None:
+            self._show_numbers()
+
+    # ---- a run ---------------------------------------------------------------------------------
+    def start(self, request: CompareRequest) -> None:
+        self.request_shown = request
+        self.comparison = None
+        self.partial_losses = {key: ([], []) for key in run_keys(request.experiment)}
+        self.partial_norms = {key: [] for key in run_keys(request.experiment)}
+        self._build_curves(request.experiment)
+        self.loss_plot.setXRange(0, request.steps, padding=0.02)
+        self.summary_label.setText("")
+        self.samples_label.setText("")
+        self.verdict_label.setText("Training the runs one after the other...")
+        self.mark_if_stale()
+
+    def add_progress(self, progress: ComparisonProgress) -> None:
+        for key, points in progress.losses.items():
+            xs, ys = self.partial_losses.setdefault(key, ([], []))
+            for step, loss in points:
+                xs.append(step)
+                ys.append(loss)
+            if key in self.loss_curves:
+                self.loss_curves[key].setData(xs, ys)
+        for key, records in progress.grad_norms.items():
+            self.partial_norms.setdefault(key, []).extend(records)
+        if progress.running:
+            self.verdict_label.setText(f"Training {RUN_LABELS[progress.running]}...")
+        self._draw_gradients()
+
+    def show_comparison(self, comparison) -> None:
+        """The finished comparison: every curve from its full record, then the measured numbers."""
+        self.comparison = comparison
+        for run in comparison.runs:
+            self.partial_losses[run.key] = ([s for s, _ in run.loss_history], [v for _, v in run.loss_history])
+            self.partial_norms[run.key] = list(zip(run.grad_norm_steps, run.grad_norms))
+            if run.key in self.loss_curves:
+                self.loss_curves[run.key].setData(*self.partial_losses[run.key])
+        self._draw_gradients()
+        self._show_numbers()
+
+    def stopped_without_result(self, message: str) -> None:
+        self.comparison = None
+        self.summary_label.setText("")
+        self.samples_label.setText("")
+        self.verdict_label.setText(message)
+
+    def _show_numbers(self) -> None:
+        from core.experiments.pitfalls import summary_rows, verdict
+
+        comparison = self.comparison
+        rows = summary_rows(comparison)
+        header = ("run", "training loss, last tenth", "held-out, own mask", "held-out, causal mask",
+                  "last / first block gradient: first tenth", "last tenth")
+        cells = "".join(f"<th>{h}</th>" for h in header)
+        keys = ("final_train_loss", "held_out_own_mask", "held_out_causal", "gradient_ratio_first_tenth",
+                "gradient_ratio_last_tenth")
+        body = "".join(
+            "<tr>" + f"<td>{row['label']}</td>"
+            + "".join(f"<td align='right'>{_number(row[k], k.startswith('gradient'))}</td>" for k in keys)
+            + "</tr>" for row in rows)
+        self.summary_label.setText(f"<table cellspacing='0' cellpadding='3'><tr>{cells}</tr>{body}</table>")
+        self.verdict_label.setText(verdict(comparison))
+        self.samples_label.setText("\n".join(f"{run.label} generates: {' '.join(run.sample.split())[:100]}"
+                                             for run in comparison.runs))
+
+    # ---- drawing -------------------------------------------------------------------------------
+    def _build_curves(self, experiment: str) -> None:
+        self.loss_plot.clear()
+        self.loss_curves = {}
+        for index, key in enumerate(run_keys(experiment)):
+            curve = self.loss_plot.plot([], [], name=RUN_LABELS[key], pen=pg.mkPen(theme.series_color(index),
+                                                                                   width=theme.current().line_width))
+            curve.setDownsampling(auto=True, method="peak")
+            self.loss_curves[key] = curve
+        self.gradient_run_combo.blockSignals(True)
+        self.gradient_run_combo.clear()
+        for key in run_keys(experiment):
+            self.gradient_run_combo.addItem(RUN_LABELS[key], key)
+        self.gradient_run_combo.setCurrentIndex(max(0, self.gradient_run_combo.findData(GRADIENT_RUN_DEFAULT[experiment])))
+        self.gradient_run_combo.blockSignals(False)
+
+    def _draw_gradients(self) -> None:
+        self.gradient_plot.clear()
+        records = self.partial_norms.get(self.gradient_run_combo.currentData(), [])
+        if not records:
+            return
+        steps = [step for step, _ in records]
+        blocks = len(records[0][1])
+        colors = theme.colormap().getLookupTable(0.0, 0.85, max(blocks, 2))  # (blocks, 3): dark = first block
+        for block in range(blocks):
+            values = [max(norms[block], 1e-12) for _, norms in records]
+            name = f"block {block}" if block in (0, blocks - 1) else None
+            color = tuple(int(c) for c in colors[block][:3])
+            self.gradient_plot.plot(steps, values, name=name, pen=pg.mkPen(color, width=theme.current().line_width))
+
+    def apply_theme(self) -> None:
+        for index, curve in enumerate(self.loss_curves.values()):
+            curve.setPen(pg.mkPen(theme.series_color(index), width=theme.current().line_width))
+        self._draw_gradients()
+        for plot in (self.loss_plot, self.gradient_plot):
+            legend = plot.getPlotItem().legend
+            fill = theme.color("base")
+            fill.setAlpha(220)
+            legend.setBrush(pg.mkBrush(fill))
+            legend.setPen(theme.pen("muted", width=1))
+
+
+def _number(value: float, ratio: bool) -> str:
+    if not math.isfinite(value):
+        return "-"
+    return f"x{value:.3g}" if ratio else f"{value:.3f}"
+
+
+__all__ = ["ComparePage", "CompareRequest", "ComparisonProgress", "run_pitfall_job"]
