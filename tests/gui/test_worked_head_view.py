@@ -148,6 +148,10 @@ def test_leaving_out_a_step_flips_the_verdict_on_screen(qtbot, lab, step, query)
     assert not view.result.equal
     assert view.verdict_label.text().startswith("Hand result NOT the model's head output")
     assert "left out" in view.verdict_label.text()
+    if step == "rope":  # the unrotated q is not the model's hook_q either, and the caption says so
+        assert "would turn (left out here)" in view.vectors_caption.text()
+        assert "q " in view.tolerance_caption.text() and "(above its tolerance)" in view.tolerance_caption.text()
+        assert "k_rotated" not in view.vectors_model.headers and "q rotated" not in view.vectors_model.headers
 
 
 def test_only_the_models_own_steps_can_be_left_out(qtbot, lab, tokenizer):

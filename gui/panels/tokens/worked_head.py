@@ -395,7 +395,8 @@ class WorkedHeadView(View):
         self.vectors_model.set_rows(headers, [f"dim {i}" for i in range(worked.d_head)], cells)
         angle = ""
         if rope:
-            angle = (f" RoPE turns pair 0 by {worked.rope_angles[worked.query, 0]:.4g} rad at the query and "
+            turns = "would turn (left out here)" if not rotated else "turns"
+            angle = (f" RoPE {turns} pair 0 by {worked.rope_angles[worked.query, 0]:.4g} rad at the query and "
                      f"{worked.rope_angles[key, 0]:.4g} rad at key {key}; the last pair, the slowest, by "
                      f"{worked.rope_angles[worked.query, -1]:.3g} and {worked.rope_angles[key, -1]:.3g}.")
         self.vectors_caption.setText(
@@ -404,7 +405,8 @@ class WorkedHeadView(View):
             f"key's share of the output.{angle}")
 
     def _tolerance_text(self, worked) -> str:
-        checks = ", ".join(f"{step} {difference:.1e}" for step, difference, _ in worked.step_checks)
+        checks = ", ".join(f"{step} {difference:.1e}" + ("" if difference <= tolerance else " (above its tolerance)")
+                           for step, difference, tolerance in worked.step_checks)
         return (f"The hand path runs in float64. The same steps in {worked.dtype}, with every sum reversed, move the "
                 f"output by {worked.rounding:.1e}: that is {worked.dtype} rounding here. The model sums in another "
                 f"order (its matmul and attention kernels), so its rounding is of that size with other values: the "
