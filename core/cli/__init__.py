@@ -62,7 +62,16 @@ class _OneLineParser(argparse.ArgumentParser):
     """argparse prints usage plus a message on error; the app's rule is one line that says what to fix."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        self.exit(2, f"{self.prog}: error: {shorten(message)} (see {self.prog} --help)\n")
+
+
+MAX_MESSAGE_CHARS = 500  # an error line quotes what was given: a 5,000-character path is cut, not printed whole
+
+
+def shorten(message: str) -> str:
+    """The first line of a message, at most MAX_MESSAGE_CHARS long."""
+    line = (message.strip().splitlines() or [""])[0]
+    return line if len(line) <= MAX_MESSAGE_CHARS else line[: MAX_MESSAGE_CHARS - 3] + "..."
 
 
 def _parser_with_subcommands(parents: Sequence[argparse.ArgumentParser] = ()):
@@ -175,7 +184,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except _expected_errors() as error:
         message = error.strerror + f": {error.filename}" if isinstance(error, OSError) and error.filename else str(error)
-        print(f"{PROG} {args.command}: error: {message}", file=sys.stderr)
+        print(f"{PROG} {args.command}: error: {shorten(message)}", file=sys.stderr)
         return 2
     except Exception as error:  # a bug: still one line for the user, details in the log
         log = _log_path()
@@ -186,5 +195,5 @@ def main(argv: Sequence[str] | None = None) -> int:
             where = f" (details in {log})"
         except OSError:
             where = ""
-        print(f"{PROG} {args.command}: unexpected error: {type(error).__name__}: {error}{where}", file=sys.stderr)
+        print(f"{PROG} {args.command}: unexpected error: {type(error).__name__}: {shorten(str(error))}{where}", file=sys.stderr)
         return 1

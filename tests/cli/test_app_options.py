@@ -109,3 +109,17 @@ def test_screenshot_needs_a_file_it_can_write(capsys, tmp_path):
     for value, expected in ((str(tmp_path / "missing" / "x.png"), "does not exist"), (str(tmp_path), "the name of a PNG file"),
                             (str(fifo), "not a regular file"), ("", "the name of a PNG file")):
         assert expected in _refused(capsys, ["--self-test", "--screenshot", value]), value
+
+
+@pytest.mark.parametrize("argv", [["shapes", "--config", "x" * 5000], ["pitfalls", "a" * 5000], ["params", "--preset", "p" * 5000]])
+def test_a_subcommands_error_quoting_a_long_value_is_one_short_line(capsys, argv):
+    from core.cli import MAX_MESSAGE_CHARS
+    from core.cli import main as cli_main
+
+    try:
+        code = cli_main(argv)
+    except SystemExit as exit_:
+        code = exit_.code
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1, err[:300]
+    assert len(err) < MAX_MESSAGE_CHARS + 100 and "..." in err
