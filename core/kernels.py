@@ -250,9 +250,14 @@ def load_per_cpu() -> float | None:
 
 
 def _measured_busier(entry: dict, now: float | None) -> bool:
-    """A verdict measured while the machine was busier than it is now (and busy at all): measure it again."""
+    """A verdict measured while the machine was busier than it is now (and busy at all), or at a load that
+    was not recorded, while the machine is quiet now: measure it again."""
+    if now is None:
+        return False
     then = entry.get("load_per_cpu")
-    return then is not None and now is not None and then >= BUSY_LOAD and now < then
+    if then is None:
+        return now < BUSY_LOAD
+    return then >= BUSY_LOAD and now < then
 
 
 def decide(rates: dict[str, float]) -> str:

@@ -18,7 +18,7 @@ from torch import nn
 
 from core import kernels
 from core.experiments.causal import causal_edit_diff, head_split_check, residual_run
-from core.kernel_cache import read_cache, version_lines
+from core.kernel_cache import read_cache, version_lines, write_cache
 from core.model import Transformer
 from core.presets import get_preset
 
@@ -259,6 +259,12 @@ def test_a_verdict_measured_on_a_busy_machine_is_measured_again_when_it_is_quiet
         assert len(calls) == measured, load
     assert choice.path == "default"  # the quiet measurement replaced the busy one
     assert read_cache(cache)[kernels.machine_key()]["load_per_cpu"] == 0.5
+    unknown = {"path": "onednn", "rates": {"default": 100.0, "onednn": 300.0}}  # no load recorded
+    for load, measured in ((2.0, 2), (0.5, 3)):
+        write_cache(cache, kernels.machine_key(), unknown)
+        monkeypatch.setattr(kernels, "load_per_cpu", lambda load=load: load)
+        kernels.choose_kernels("auto", cache, measure)
+        assert len(calls) == measured, load
 
 
 def test_onednn_must_win_by_the_margin():
