@@ -2,6 +2,7 @@
 
 from gui.panels.architecture import ArchitecturePanel
 from gui.panels.base import Panel
+from gui.panels.generate import GeneratePanel
 from gui.panels.norms import NormsPanel
 from gui.panels.parameters import ParametersPanel
 from gui.panels.positions import PositionsPanel
@@ -17,6 +18,7 @@ PANEL_CLASSES: list[type[Panel]] = [
     ParametersPanel,
     ShapesPanel,
     TrainPanel,
+    GeneratePanel,
 ]
 
 __all__ = ["PANEL_CLASSES", "Panel"]
