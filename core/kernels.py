@@ -32,6 +32,7 @@ comparisons within one run remain exact: both sides are rounded alike.
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from collections.abc import Callable
@@ -108,7 +109,7 @@ class Precision:
 # ---- the process's setting ---------------------------------------------------------------------------
 _choice = KernelChoice("default", "default", "the default path (nothing else was asked for)")
 _precision = Precision("fp32", "cpu")
-_low_weights = WeakIdKeyDictionary()  # weight -> (data_ptr, version, dtype, rounded copy)
+_low_weights = WeakIdKeyDictionary()  # weight -> ((data_ptr, version, dtype), its rounded copy)
 
 
 def current_choice() -> KernelChoice:
@@ -204,6 +205,7 @@ def onednn_status() -> tuple[bool, str]:
     return True, ""
 
 
+@functools.cache
 def cpu_has_native_bf16() -> bool:
     """oneDNN's own check (AVX-512 BF16, AMX or the ARM equivalents): bf16 in hardware, not emulated."""
     try:
