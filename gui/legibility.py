@@ -1,8 +1,12 @@
-"""The legibility rule at projector scale: text readable from the back row, controls big enough to hit.
+"""The legibility rule at projector scale: text readable from the back row, controls big enough to hit,
+no label dropped.
 
-No text is drawn under MIN_TEXT_PX pixels, and no control (button, check box, spin box, combo box,
-slider, text field) is under MIN_CONTROL_PX pixels across. `legibility_problems(window)` lists what
-breaks the rule among the widgets on screen and the text items of their plots.
+No text is drawn under MIN_TEXT_PX pixels (a scaled-down drawing's text counted at its drawn size), no
+control (button, check box, spin box, combo box, slider, text field) is under MIN_CONTROL_PX pixels
+across, and nothing that carries a lesson is dropped or cut: every pie wedge of MIN_LABELED_SHARE or more
+has a visible label inside the view, labels do not overlap, a table shows all its rows or at least
+MIN_TABLE_ROWS of them with a scroll bar, and an axis is as wide as its tick labels.
+`legibility_problems(window)` lists what breaks the rule among the widgets on screen.
 """
 
 from __future__ import annotations
@@ -10,12 +14,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
-from PySide6.QtGui import QFont, QFontInfo
+from PySide6.QtCore import QRectF, Qt
+from PySide6.QtGui import QFont, QFontInfo, QFontMetrics
 from PySide6.QtWidgets import (
     QAbstractButton,
+    QAbstractItemView,
     QAbstractSpinBox,
     QComboBox,
+    QGraphicsSimpleTextItem,
+    QGraphicsTextItem,
     QGraphicsView,
     QLabel,
     QLineEdit,
@@ -25,19 +32,23 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-MIN_TEXT_PX = 14
-MIN_CONTROL_PX = 24
+from gui.theme import MIN_CONTROL_PX, MIN_TEXT_PX
+
+MIN_TABLE_ROWS = 3  # a table shorter than its rows scrolls, and shows at least this many
 TEXT_WIDGETS = (QLabel, QAbstractButton, QLineEdit, QComboBox, QAbstractSpinBox, QTabBar)
 CONTROLS = (QAbstractButton, QAbstractSpinBox, QComboBox, QSlider, QLineEdit)
 
 
 @dataclass(frozen=True)
 class Problem:
-    kind: str  # "text" or "control"
+    kind: str  # "text", "control", or "dropped" (a label left out, cut off or covered)
     where: str  # the widget's objectName, else its class and text
     pixels: int
+    what: str = ""  # for "dropped": what is missing
 
     def __str__(self) -> str:
+        if self.kind == "dropped":
+            return f"{self.where}: {self.what}"
         limit = MIN_TEXT_PX if self.kind == "text" else MIN_CONTROL_PX
         return f"{self.where}: {self.kind} {self.pixels} px, under {limit} px"
 
@@ -85,6 +96,68 @@ def legibility_problems(root: QWidget) -> list[Problem]:
             problems.append(Problem("control", describe(widget), control_px(widget)))
         if isinstance(widget, QGraphicsView) and widget.scene() is not None:
             problems += plot_text_problems(widget)
+            problems += dropped_plot_labels(widget)
+        if isinstance(widget, QAbstractItemView) and not isinstance(widget.parentWidget(), QComboBox):
+            problems += hidden_rows(widget)
+    return problems
+
+
+def hidden_rows(table: QAbstractItemView) -> list[Problem]:
+    """A table that neither shows all its rows nor at least MIN_TABLE_ROWS of them with a scroll bar."""
+    model = table.model()
+    if model is None or not hasattr(table, "rowHeight") or model.rowCount() == 0:
+        return []
+    rows = model.rowCount()
+    row_px = max(1, max(table.rowHeight(row) for row in range(min(rows, 50))))
+    shown = table.viewport().height() // row_px
+    bar = table.verticalScrollBar()
+    scrolls = bar.isVisible() and bar.maximum() > 0
+    if shown >= rows or (scrolls and shown >= MIN_TABLE_ROWS):
+        return []
+    return [Problem("dropped", describe(table), shown, f"shows {shown} of {rows} rows" + ("" if scrolls else " and cannot scroll"))]
+
+
+def dropped_plot_labels(view: QGraphicsView) -> list[Problem]:
+    """Pie wedges without their label, labels outside the view or on top of each other, axes narrower than
+    their tick labels."""
+    from gui.widgets.pie import MIN_LABELED_SHARE, NestedPieItem
+
+    where = view.objectName() or type(view).__name__
+    problems = []
+    visible = QRectF(view.viewport().rect())
+    for item in view.scene().items():
+        if not item.isVisible():
+            continue
+        if isinstance(item, NestedPieItem):
+            boxes = []
+            for key in item.keys():
+                label = item._labels.get(key)
+                if item.share(key) < MIN_LABELED_SHARE:
+                    continue
+                name = f"{where} wedge {key!r} ({item.share(key):.1%})"
+                if label is None or not label.isVisible() or not label.textItem.toPlainText().strip():
+                    problems.append(Problem("dropped", name, 0, "has no label"))
+                    continue
+                # Less the text's document margin: blank, and where two labels stacked edge to edge meet.
+                margin = label.textItem.document().documentMargin()
+                box = view.mapFromScene(label.sceneBoundingRect()).boundingRect().adjusted(margin, margin, -margin, -margin)
+                if not visible.contains(QRectF(box)):
+                    problems.append(Problem("dropped", name, 0, f"label {box.getRect()} is cut by the view {visible.getRect()}"))
+                if any(QRectF(box).intersects(QRectF(other)) for other in boxes):
+                    problems.append(Problem("dropped", name, 0, "label overlaps another label"))
+                boxes.append(box)
+        elif isinstance(item, pg.AxisItem) and item.style.get("showValues", True) and item.orientation in ("left", "right"):
+            if item._tickLevels and item.linkedView() is not None:
+                # Labels the plot chose (token names): pyqtgraph drops those that would overlap, silently.
+                low, high = sorted(item.linkedView().viewRange()[1])
+                shown = [v for v, _text in item._tickLevels[0] if low <= v <= high]
+                line = QFontMetrics(item.style.get("tickFont") or item.font()).height()
+                if len(shown) * line > item.height() + 1:
+                    problems.append(Problem("dropped", f"{where} {item.orientation} axis", int(item.height()),
+                                            f"{len(shown)} tick labels of {line} px in {item.height():.0f} px: some are left out"))
+            if item.fixedWidth is not None and item.textWidth > item.fixedWidth - max(0, item.style["tickLength"]):
+                problems.append(Problem("dropped", f"{where} {item.orientation} axis", int(item.textWidth),
+                                        f"tick labels {item.textWidth} px wide in a {item.fixedWidth} px axis"))
     return problems
 
 
@@ -102,7 +175,14 @@ def plot_text_problems(view: QGraphicsView) -> list[Problem]:
         elif isinstance(item, pg.TextItem) and item.textItem.toPlainText().strip():
             if text_px(item.textItem.font()) < MIN_TEXT_PX:
                 problems.append(Problem("text", f"{where} label {item.textItem.toPlainText()[:20]!r}", text_px(item.textItem.font())))
+        elif isinstance(item, (QGraphicsSimpleTextItem, QGraphicsTextItem)) and not isinstance(view, pg.GraphicsView):
+            # A drawing of its own (the block diagram), which the view may scale down: text at its drawn size.
+            text = item.text() if isinstance(item, QGraphicsSimpleTextItem) else item.toPlainText()
+            drawn = round(text_px(item.font()) * view.transform().m22() * item.sceneTransform().m22())
+            if text.strip() and drawn < MIN_TEXT_PX:
+                problems.append(Problem("text", f"{where} text {text[:20]!r}", drawn))
     return problems
 
 
-__all__ = ["MIN_CONTROL_PX", "MIN_TEXT_PX", "Problem", "legibility_problems"]
+__all__ = ["MIN_CONTROL_PX", "MIN_TABLE_ROWS", "MIN_TEXT_PX", "Problem", "dropped_plot_labels", "hidden_rows",
+           "legibility_problems"]

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QEvent, QObject, QPoint, QRect, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QColor, QKeyEvent, QKeySequence, QPainter, QPen
+from PySide6.QtGui import QAction, QColor, QFontMetrics, QKeyEvent, QKeySequence, QPainter, QPen
 from PySide6.QtWidgets import (
     QAbstractButton,
     QAbstractScrollArea,
@@ -86,7 +86,8 @@ def shown_rect(widget: QWidget) -> QRect:
     rect = widget.rect()
     ancestor = widget.parentWidget()
     while ancestor is not None and not rect.isEmpty():
-        if isinstance(ancestor, QAbstractScrollArea):
+        # Only a viewport the widget lies in: a cover over a table is the table's child, beside its viewport.
+        if isinstance(ancestor, QAbstractScrollArea) and ancestor.viewport().isAncestorOf(widget):
             port = ancestor.viewport()
             rect = rect.intersected(QRect(widget.mapFrom(port, QPoint(0, 0)), port.size()))
         ancestor = ancestor.parentWidget()
@@ -171,6 +172,7 @@ class AnswerCover(QWidget):
     """
 
     TEXT = "Predict first, then Reveal (Ctrl+Shift+R)"
+    SHORTER = ("Predict first, then Reveal", "Predict, then Reveal")  # for a cover too small for TEXT
 
     def __init__(self, target: QWidget) -> None:
         super().__init__(target)
@@ -178,7 +180,26 @@ class AnswerCover(QWidget):
         self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent)
         self.target = target
         target.installEventFilter(self)
+        # The text sits in the part on screen: scrolling a panel wider than its room moves that part.
+        ancestor = target.parentWidget()
+        while ancestor is not None:
+            if isinstance(ancestor, QAbstractScrollArea):
+                for bar in (ancestor.horizontalScrollBar(), ancestor.verticalScrollBar()):
+                    bar.valueChanged.connect(self.update)
+            ancestor = ancestor.parentWidget()
         self._fit()
+
+    def shown_text(self) -> tuple[str, QRect]:
+        """The longest of the texts that fits the part of the cover on screen, and that part."""
+        shown = shown_rect(self)
+        room = (shown if not shown.isEmpty() else self.rect()).adjusted(6, 2, -6, -2)
+        metrics = QFontMetrics(theme.font(1.0, bold=True))
+        flags = int(Qt.AlignmentFlag.AlignCenter | Qt.TextFlag.TextWordWrap)
+        for text in (self.TEXT, *self.SHORTER):
+            needed = metrics.boundingRect(room, flags, text)
+            if needed.width() <= room.width() and needed.height() <= room.height():
+                return text, room
+        return self.SHORTER[-1], room
 
     def restyle(self) -> None:
         self.update()
@@ -192,7 +213,8 @@ class AnswerCover(QWidget):
         painter.setFont(theme.font(1.0, bold=True))
         painter.setPen(accent)
         flags = Qt.AlignmentFlag.AlignCenter | Qt.TextFlag.TextWordWrap
-        painter.drawText(self.rect().adjusted(6, 2, -6, -2), int(flags), self.TEXT)
+        text, room = self.shown_text()
+        painter.drawText(room, int(flags), text)
 
     def _fit(self) -> None:
         self.setGeometry(self.target.rect())

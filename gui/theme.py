@@ -12,8 +12,9 @@ import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QFont, QPalette
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QProxyStyle
 
 if TYPE_CHECKING:
     import pyqtgraph as pg
@@ -101,9 +102,22 @@ THEMES: dict[str, Theme] = {
 THEME_NAMES = tuple(THEMES)
 DEFAULT_THEME = "light"
 
+# The legibility rule at projector scale (gui.legibility checks it): no text under MIN_TEXT_PX pixels,
+# no control under MIN_CONTROL_PX pixels across.
+MIN_TEXT_PX = 14
+MIN_CONTROL_PX = 24
+
+# Control parts at 100% text, in pixels (Fusion's own sizes); scaled_style grows them with the text.
+INDICATOR_PX = 13  # a check box's or radio button's box
+SLIDER_HANDLE_PX = 15
+SLIDER_THICKNESS_PX = 16
+SLIDER_STEPS = 128  # the most positions a slider offers (the context of the Positions panel's m and n)
+SLIDER_PX_PER_STEP = 2
+
 _current = THEMES[DEFAULT_THEME]
 _font_scale = 1.0
 _base_point_size: float | None = None
+_style: QProxyStyle | None = None  # held here: the application does not keep a Python style alive
 
 
 def current() -> Theme:
@@ -124,8 +138,12 @@ def apply_theme(app: QApplication, name: str, scale: float = 1.0) -> Theme:
     if _base_point_size is None:
         size = app.font().pointSizeF()
         _base_point_size = size if size > 0 else 10.0
-    # The Fusion style is chosen where the QApplication is made (gui.app passes -style Fusion): calling
-    # setStyle from Python wraps QStyle and builds its enums, a third of a second at start-up.
+    # Fusion is chosen where the QApplication is made (gui.app passes -style Fusion); the proxy over it is
+    # set once, before the palette (a new style resets the palette), and its sizes follow the scale.
+    global _style
+    if _style is None or app.style() is not _style:
+        _style = scaled_style()
+        app.setStyle(_style)
     app.setPalette(_palette(theme))
     font = QFont(app.font())
     font.setPointSizeF(_base_point_size * font_scale())
@@ -133,6 +151,49 @@ def apply_theme(app: QApplication, name: str, scale: float = 1.0) -> Theme:
     if "pyqtgraph" in sys.modules:
         configure_pyqtgraph()
     return theme
+
+
+def control_px(base_px: int) -> int:
+    """A control part's size in pixels: the style's size at 100% grown with the text, never below it."""
+    return max(base_px, round(base_px * font_scale()))
+
+
+def scaled_style() -> QProxyStyle:
+    """The application style: Fusion, with check-box and radio indicators and slider handles that grow
+    with the text.
+
+    Fusion draws them at a fixed size whatever the font: at the projector's 160% a 13 px box sits beside
+    30 px text. These sizes are read at every layout and paint, so a new text scale needs no re-polish;
+    at projector scale every control is at least MIN_CONTROL_PX to hit. A horizontal slider is long enough
+    to give each of SLIDER_STEPS positions SLIDER_PX_PER_STEP pixels.
+    """
+    from PySide6.QtWidgets import QSlider, QStyle
+
+    metric = QStyle.PixelMetric
+    sizes = {
+        metric.PM_IndicatorWidth: INDICATOR_PX, metric.PM_IndicatorHeight: INDICATOR_PX,
+        metric.PM_ExclusiveIndicatorWidth: INDICATOR_PX, metric.PM_ExclusiveIndicatorHeight: INDICATOR_PX,
+        metric.PM_SliderThickness: SLIDER_THICKNESS_PX, metric.PM_SliderControlThickness: SLIDER_HANDLE_PX,
+        metric.PM_SliderLength: SLIDER_HANDLE_PX,
+    }
+
+    class ScaledStyle(QProxyStyle):
+        def pixelMetric(self, which, option=None, widget=None) -> int:  # noqa: N802 (Qt's name)
+            base = sizes.get(which)
+            return control_px(base) if base is not None else super().pixelMetric(which, option, widget)
+
+        def polish(self, target):
+            result = super().polish(target)
+            if isinstance(target, QSlider):
+                # A slider's minimum length is its handle's: too short to reach each of 128 positions.
+                length = SLIDER_STEPS * SLIDER_PX_PER_STEP + control_px(SLIDER_HANDLE_PX)
+                if target.orientation() == Qt.Orientation.Horizontal:
+                    target.setMinimumWidth(max(target.minimumWidth(), length))
+                else:
+                    target.setMinimumHeight(max(target.minimumHeight(), length))
+            return result
+
+    return ScaledStyle("Fusion")
 
 
 def configure_pyqtgraph() -> None:
@@ -245,9 +306,13 @@ __all__ = [
     "THEMES",
     "THEME_NAMES",
     "DEFAULT_THEME",
+    "MIN_CONTROL_PX",
+    "MIN_TEXT_PX",
     "OKABE_ITO",
     "apply_theme",
     "configure_pyqtgraph",
+    "control_px",
+    "scaled_style",
     "current",
     "font_scale",
     "color",

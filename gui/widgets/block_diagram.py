@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
-from PySide6.QtGui import QBrush, QColor, QFontMetricsF, QPainter, QPainterPath, QPen, QPolygonF, QTransform
+from PySide6.QtGui import QBrush, QColor, QFontInfo, QFontMetricsF, QPainter, QPainterPath, QPen, QPolygonF, QTransform
 from PySide6.QtWidgets import (
     QGraphicsItem,
     QGraphicsPathItem,
@@ -34,6 +34,7 @@ from PySide6.QtWidgets import (
 from core.config import ModelConfig
 from core.params import attention_params, block_breakdown, ffn_params
 from gui import theme
+from gui.theme import MIN_TEXT_PX
 
 # ---- geometry, in lines of text ---------------------------------------------------------------
 MARGIN = 1.2
@@ -608,6 +609,11 @@ def _run_tower(builder: _Builder, tower: str, sx: float, direction: int, **flags
 # ---- drawing ------------------------------------------------------------------------------------
 
 MIN_VIEW_SCALE = 0.55  # below this the view scrolls sideways rather than shrinking text further
+# Shrinking to the width stops where the smallest text (a box's detail line, a marker) would fall under
+# the legibility rule's MIN_TEXT_PX, or, for text smaller than that at full size (a laptop at 100%), under
+# MIN_SHRUNK_TEXT_PX: a wide encoder-decoder scrolls sideways instead.
+MIN_SHRUNK_TEXT_PX = 10
+SMALLEST_TEXT = 0.8  # relative size of the smallest font the diagram draws (theme.font(relative))
 KIND_COLORS = {  # Okabe-Ito indices (theme.series_color); None: the theme's muted grey
     "attention": 0, "cross_attention": 0, "memory": 0,
     "norm": 1, "final_norm": 1,
@@ -751,8 +757,15 @@ class BlockDiagramView(QGraphicsView):
         if rect.width() <= 0:
             return
         available = max(1.0, self.viewport().width() - 2)
-        scale = min(1.0, max(MIN_VIEW_SCALE, available / rect.width()))
+        scale = min(1.0, max(self.min_scale(), available / rect.width()))
         self.setTransform(QTransform.fromScale(scale, scale))
+
+    @staticmethod
+    def min_scale() -> float:
+        """How far the diagram may shrink: its smallest text stays legible."""
+        smallest = max(1, QFontInfo(theme.font(SMALLEST_TEXT)).pixelSize())
+        floor = MIN_TEXT_PX if smallest >= MIN_TEXT_PX else min(smallest, MIN_SHRUNK_TEXT_PX)
+        return min(1.0, max(MIN_VIEW_SCALE, floor / smallest))
 
     def set_hovered(self, part: Part | None) -> None:
         if self.hovered is not None and self.hovered.key in self.items:

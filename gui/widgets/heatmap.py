@@ -103,6 +103,18 @@ class Heatmap(QWidget):
             ticks = [(i + 0.5, _visible(label)) for i, label in enumerate(labels) if i % step == 0]
             self.plot.getAxis(axis_name).setTicks([ticks])
 
+    def _style_colorbar(self) -> None:
+        """The colour bar's axis in the theme's font, as wide as its labels: pyqtgraph fixes it at 45 px,
+        which cuts "-0.75" or "1e-05" at projector sizes."""
+        axis = self.colorbar.axis
+        axis.setPen(pg.mkPen(theme.current().text, width=theme.current().axis_width))
+        axis.setTextPen(pg.mkPen(theme.current().text))
+        axis.setStyle(tickFont=theme.font(0.9), autoExpandTextSpace=True)
+        if axis.labelText:
+            label_px = max(8, round(theme.font(0.9).pointSizeF() * 1.35))
+            axis.setLabel(axis.labelText, **{"color": theme.current().text, "font-size": f"{label_px}px"})
+        axis.setWidth(None)  # from the widest label from now on
+
     def cell_at(self, scene_pos: QPointF) -> tuple[int, int] | None:
         point = self.plot.getViewBox().mapSceneToView(scene_pos)
         row, col = int(math.floor(point.y())), int(math.floor(point.x()))
@@ -146,6 +158,7 @@ class Heatmap(QWidget):
         """Colormap, fonts and pens of the current theme (the base Panel calls this on theme changes)."""
         theme.style_plot(self.plot)
         self.colorbar.setColorMap(theme.colormap())
+        self._style_colorbar()
         self.readout.setFont(theme.font(0.95))
         self._update_ticks()
 
@@ -165,6 +178,7 @@ class HeatmapWidget(Heatmap):
         self.value_label = value_label
         if value_label:
             self.colorbar.getAxis("left").setLabel(value_label)
+            self._style_colorbar()
         self.marker = pg.QtWidgets.QGraphicsRectItem(0, 0, 1, 1)
         self.marker.setZValue(10)
         self.marker.hide()

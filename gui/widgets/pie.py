@@ -8,13 +8,14 @@ its label, count and share in a text item; `hover_key(key)` does the same from c
 
 from __future__ import annotations
 
+import html
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QRectF, Signal
-from PySide6.QtGui import QColor, QPainter, QPainterPath, QPolygonF
+from PySide6.QtGui import QColor, QFontMetrics, QPainter, QPainterPath, QPolygonF
 
 from gui import theme
 
@@ -23,6 +24,13 @@ OUTER_GAP = 0.03
 OUTER_WIDTH = 0.42
 PULL_OUT = 0.08  # how far a hovered wedge moves out along its middle angle
 VIEW_MARGIN = 0.12
+OUTER_REACH = INNER_RADIUS + OUTER_GAP + OUTER_WIDTH
+LEAD_GAP = 0.12  # from the outer ring to the column of labels beside the pie, in radii
+LEAD_PX = 12  # pixels kept between a side label's end and the view's edge
+MIN_PIE_WIDTH = 0.4  # of the view's width: longer labels are shortened before the pie gets narrower
+MIN_PIE_RADIUS_PX = 40  # the shortest labels still too wide: the pie shrinks to this, not further
+MIN_VIEW_PX = 220
+MIN_LABELED_SHARE = 0.03  # a wedge this large always has a label: on it, or beside the pie
 STEPS_PER_TURN = 360  # arc segments per full circle: smooth at any export size
 
 
@@ -117,6 +125,8 @@ class NestedPieItem(pg.GraphicsObject):
         self._wedges: list[_Wedge] = []
         self._paths: dict[str, QPainterPath] = {}
         self._labels: dict[str, pg.TextItem] = {}  # one per wedge key ever shown, re-used across data
+        self.lead_lines: list[tuple[QPointF, QPointF, QPointF]] = []  # wedge edge, elbow, side label
+        self._fitting = False
         self.readout = pg.TextItem("", anchor=(0.5, 0.5))
         self.readout.setParentItem(self)
         self.readout.setZValue(10)
@@ -262,8 +272,6 @@ class NestedPieItem(pg.GraphicsObject):
             offset = PULL_OUT if key == self.hovered else 0.0
             radius = (wedge.r0 + wedge.r1) / 2 if wedge.ring else (0.62 if wedge.span < 0.999 else 0.0)
             label.setPos(_point(radius + offset, wedge.middle))
-            label.setText(f"{wedge.slice.short_label or wedge.slice.label}\n{format_share(wedge.span)}")
-            label.setColor(readable_text_color(wedge.slice.color))
             label.setFont(theme.font(0.95, bold=True))
             shown.add(key)
         for key, label in self._labels.items():
@@ -272,22 +280,37 @@ class NestedPieItem(pg.GraphicsObject):
         self.fit_labels()
 
     def fit_labels(self) -> None:
-        """Show a wedge's label only where its whole box lies inside the wedge at the current pixel scale."""
+        """Write a label on its wedge where its whole box fits there; else, for a wedge of at least
+        MIN_LABELED_SHARE, beside the pie with a lead line, the view widened so that the labels fit in it."""
+        if self._fitting:
+            return  # the view's own range change below calls back
         view = self.getViewBox()
+        self._fitting = True
+        try:
+            self._fit_labels(view if isinstance(view, pg.ViewBox) else None)
+        finally:
+            self._fitting = False
+
+    def _fit_labels(self, view: pg.ViewBox | None) -> None:
         # Before the item is in a ViewBox, getViewBox() answers with the GraphicsView.
-        pixel_x, pixel_y = view.viewPixelSize() if isinstance(view, pg.ViewBox) else (0.0, 0.0)
+        pixel_x, pixel_y = view.viewPixelSize() if view is not None else (0.0, 0.0)
+        self.prepareGeometryChange()
+        self.lead_lines = []
+        outside: list[_Wedge] = []
         for wedge in self._wedges:
             key = wedge.slice.key
             label = self._labels[key]
+            label.setAnchor((0.5, 0.5))
+            label.setText(self._label_text(wedge, inside=True))
+            label.setColor(readable_text_color(wedge.slice.color))
+            label.hide()
             if pixel_x <= 0 or pixel_y <= 0:
-                label.hide()
                 continue
             text = label.textItem.boundingRect()
             width, height = text.width() * pixel_x, text.height() * pixel_y
             offset = PULL_OUT if key == self.hovered else 0.0
             # The first place along the wedge's middle where the whole box lies inside the wedge.
             radii = [(wedge.r0 + wedge.r1) / 2] if wedge.ring else ([0.0] if wedge.span >= 0.999 else [0.62, 0.5, 0.4, 0.3])
-            label.hide()
             for radius in radii:
                 centre = _point(radius + offset, wedge.middle)
                 box = QRectF(centre.x() - width / 2, centre.y() - height / 2, width, height)
@@ -295,14 +318,117 @@ class NestedPieItem(pg.GraphicsObject):
                     label.setPos(centre)
                     label.show()
                     break
+            else:
+                if wedge.span >= MIN_LABELED_SHARE:
+                    outside.append(wedge)
+        if view is not None and outside:
+            self._place_outside(view, outside)
+        elif view is not None:
+            self._set_reach(view, 0.0)
 
-    def viewTransformChanged(self) -> None:
-        self.fit_labels()
+    def _label_text(self, wedge: _Wedge, inside: bool, style: int = 0) -> str:
+        """On the wedge: the short name over the share. Beside the pie, style 0: the name and share on one
+        line; 1: the short name; 2: the short name over the share (the narrowest)."""
+        short = wedge.slice.short_label or wedge.slice.label
+        share = format_share(wedge.span)
+        if inside or style == 2:
+            return f"{short}\n{share}"
+        return f"{wedge.slice.label if style == 0 else short} {share}"
+
+    def _place_outside(self, view: pg.ViewBox, wedges: list[_Wedge]) -> None:
+        """Labels in a column on each side of the pie, spread so they never overlap, joined to their wedges."""
+        room = view.width() * (0.5 - MIN_PIE_WIDTH / 2) - LEAD_PX  # pixels for the labels on either side, at first
+        for style in range(3):  # the first that fits, narrower each time
+            for wedge in wedges:
+                label = self._labels[wedge.slice.key]
+                label.setColor(theme.color("text"))
+                label.setText(self._label_text(wedge, inside=False, style=style))
+            sizes = {w.slice.key: self._labels[w.slice.key].textItem.boundingRect() for w in wedges}
+            widest = max(size.width() for size in sizes.values())
+            if widest <= room:
+                break
+        if widest > view.width() / 2 - MIN_PIE_RADIUS_PX - LEAD_PX:
+            self._place_below(view, wedges)  # a view too narrow for labels beside the pie: a key under it
+            return
+        right = [w for w in wedges if math.sin(2 * math.pi * w.middle) >= 0]
+        left = [w for w in wedges if w not in right]
+        scale = self._set_reach(view, widest + LEAD_PX)  # data units per pixel
+        column = OUTER_REACH + LEAD_GAP
+        for side, sign in ((right, 1.0), (left, -1.0)):
+            # Top to bottom, each label as near its wedge's height as the one above allows.
+            order = sorted(side, key=lambda w: -math.cos(2 * math.pi * w.middle))
+            heights = [sizes[w.slice.key].height() * scale for w in order]
+            wanted = [_point(OUTER_REACH, w.middle).y() for w in order]
+            ys, limit = [], math.inf
+            for want, height in zip(wanted, heights, strict=True):
+                y = min(want, limit - height / 2)
+                ys.append(y)
+                limit = y - height / 2
+            (_x0, _x1), (y0, _y1) = view.viewRange()
+            low = y0 - (ys[-1] - heights[-1] / 2) if ys else 0.0  # how far the last one hangs below the view
+            if low > 0:
+                ys = [y + low for y in ys]
+            for wedge, y in zip(order, ys, strict=True):
+                label = self._labels[wedge.slice.key]
+                label.setAnchor((0.0, 0.5) if sign > 0 else (1.0, 0.5))
+                anchor = QPointF(sign * column, y)
+                label.setPos(anchor)
+                label.show()
+                edge = _point(wedge.r1 + (PULL_OUT if wedge.slice.key == self.hovered else 0.0), wedge.middle)
+                elbow = QPointF(sign * (column - LEAD_GAP / 2), y)
+                self.lead_lines.append((edge, elbow, anchor))
+        self.update()
+
+    def _place_below(self, view: pg.ViewBox, wedges: list[_Wedge]) -> None:
+        """Labels in one column under the pie, each behind a swatch of its wedge's colour."""
+        width, height = max(1.0, view.width()), max(1.0, view.height())
+        for wedge in wedges:
+            label = self._labels[wedge.slice.key]
+            label.setAnchor((0.0, 0.0))
+            for style in range(3):  # the first that fits the width, narrower each time
+                text = html.escape(self._label_text(wedge, inside=False, style=style)).replace("\n", "<br>")
+                label.setHtml(f"<span style='color:{wedge.slice.color.name()}'>■</span> "
+                              f"<span style='color:{theme.color('text').name()}'>{text}</span>")
+                if label.textItem.boundingRect().width() <= width - LEAD_PX:
+                    break
+        stack = sum(self._labels[w.slice.key].textItem.boundingRect().height() for w in wedges)
+        reach = OUTER_REACH + PULL_OUT + VIEW_MARGIN
+        scale = max(2 * reach / width, 2 * reach / max(1.0, height - stack))
+        top = reach
+        bottom = top - height * scale
+        half_x = width * scale / 2
+        (x0, x1), (y0, y1) = view.viewRange()
+        if abs(x0 + half_x) > 1e-9 * half_x or abs(y1 - top) > 1e-9 * top or abs(y0 - bottom) > 1e-9 * top:
+            view.setRange(xRange=(-half_x, half_x), yRange=(bottom, top), padding=0)
+        y = -reach
+        for wedge in wedges:
+            label = self._labels[wedge.slice.key]
+            label.setPos(QPointF(-half_x + LEAD_PX * scale / 2, y))
+            label.show()
+            y -= label.textItem.boundingRect().height() * scale
+        self.update()
+
+    def _set_reach(self, view: pg.ViewBox, side_px: float) -> float:
+        """Widen the view for labels `side_px` wide on each side of the pie; returns data units per pixel."""
+        width, height = max(1.0, view.width()), max(1.0, view.height())
+        reach = OUTER_REACH + PULL_OUT + VIEW_MARGIN
+        # The pie shrinks for its labels, down to MIN_PIE_RADIUS_PX: a narrow view at projector sizes.
+        room_x = max(width / 2 - side_px, min(width / 2, MIN_PIE_RADIUS_PX))
+        scale = max(reach / room_x, reach / (height / 2))
+        half_x, half_y = width * scale / 2, height * scale / 2
+        (x0, x1), (y0, y1) = view.viewRange()
+        if abs(x1 - x0 - 2 * half_x) > 1e-9 * half_x or abs(y1 - y0 - 2 * half_y) > 1e-9 * half_y:
+            view.setRange(xRange=(-half_x, half_x), yRange=(-half_y, half_y), padding=0)
+        return scale
 
     # ---- drawing -------------------------------------------------------------------------------
     def boundingRect(self) -> QRectF:
-        reach = INNER_RADIUS + OUTER_GAP + OUTER_WIDTH + PULL_OUT
-        return QRectF(-reach, -reach, 2 * reach, 2 * reach)
+        reach = OUTER_REACH + max(PULL_OUT, LEAD_GAP)
+        rect = QRectF(-reach, -reach, 2 * reach, 2 * reach)
+        for points in self.lead_lines:
+            for point in points:
+                rect = rect.united(QRectF(point, point).adjusted(-0.01, -0.01, 0.01, 0.01))
+        return rect
 
     def shape(self) -> QPainterPath:
         path = QPainterPath()
@@ -325,6 +451,13 @@ class NestedPieItem(pg.GraphicsObject):
             painter.setBrush(pg.mkBrush(color))
             painter.setPen(hover_edge if key == self.hovered else separator)
             painter.drawPath(self._paths[key])
+        if self.lead_lines:
+            lead = pg.mkPen(theme.color("text"), width=max(1.0, theme.current().axis_width * 0.6))
+            lead.setCosmetic(True)
+            painter.setPen(lead)
+            painter.setBrush(pg.mkBrush(None))
+            for edge, elbow, anchor in self.lead_lines:
+                painter.drawPolyline(QPolygonF([edge, elbow, anchor]))
 
 
 def _with_alpha(color: QColor, alpha: int) -> QColor:
@@ -346,7 +479,7 @@ class PieView(pg.PlotWidget):
         self.setAspectLocked(True, ratio=1.0)
         reach = INNER_RADIUS + OUTER_GAP + OUTER_WIDTH + PULL_OUT + VIEW_MARGIN
         self.setRange(xRange=(-reach, reach), yRange=(-reach, reach), padding=0)
-        self.setMinimumSize(220, 220)
+        self.setMinimumSize(MIN_VIEW_PX, MIN_VIEW_PX)
         if title:
             self.setTitle(title)
         self.pie = NestedPieItem()
@@ -363,6 +496,9 @@ class PieView(pg.PlotWidget):
     def restyle(self) -> None:
         """Re-colour text for the theme (the wedge colours come with the data)."""
         theme.style_plot(self)
+        # Wide enough for a key line under the pie at the current text size ("■ attention 99.9%").
+        key_px = QFontMetrics(theme.font(0.95, bold=True)).horizontalAdvance("■ attention 99.9%")
+        self.setMinimumWidth(max(MIN_VIEW_PX, key_px + 4 * LEAD_PX))
         self.pie._update_labels()
         self.pie._update_readout()
         self.pie.update()

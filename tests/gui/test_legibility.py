@@ -12,13 +12,11 @@ from gui.legibility import MIN_CONTROL_PX, MIN_TEXT_PX, legibility_problems
 
 PROJECTOR_SCALE = 1.6
 
-# Controls of the panels and the sidebar that the rule still finds too small; each names the file that must
-# give it a minimum size at projector scale. A new problem fails the test; a fixed one leaves this list.
-KNOWN_SMALL_CONTROLS = {
-    "config-bias", "config-final_norm", "config-qkv_bias", "config-tie_embeddings",  # gui/widgets/config_form.py
-    "positions-m", "positions-n",  # gui/panels/positions: the m and n sliders
-    "QSlider 'drag to change the depth; the ' in panel-norms",  # gui/panels/norms.py: the depth slider
-    "QSlider 'd_model; heads and d_ff scale ' in qt_tabwidget_stackedwidget",  # gui/panels/parameters: width slider
+# What the rule finds dropped in panels whose layout is another part's to fix, each with its file; a new
+# problem fails the test, and a fixed one leaves this list.
+KNOWN_DROPPED = {
+    "positions-permutation-table",  # gui/panels/positions/permutation.py: its splitter leaves it 2 of its 4 rows
+    "QTableWidget in view-generate-kv-cache",  # gui/panels/generate/kv_cache.py: 2 rows of 3 or 4 shown
 }
 
 
@@ -44,6 +42,9 @@ def projected(qapp, request, tmp_path_factory):
     yield window, bot
     window.close()
     window.deleteLater()
+    from gui import theme
+
+    theme.apply_theme(qapp, theme.DEFAULT_THEME, 1.0)  # the application's style sheet outlives the window
 
 
 def every_view(window, bot):
@@ -65,12 +66,15 @@ def test_nothing_under_the_rule_at_projector_scale(projected, presentation):
     window, bot = projected
     window.lessons.set_presentation(presentation)
     try:
-        found: dict[str, set[str]] = {}
+        seen, found = [], {}
         for panel in every_view(window, bot):
+            seen.append(panel)
             for problem in legibility_problems(window):
-                found.setdefault(str(problem).split(":")[0], set()).add(panel)
-                assert problem.where in KNOWN_SMALL_CONTROLS and problem.kind == "control", f"{panel}: {problem}"
-        assert found, "the known small controls were not even seen: is the window on screen?"
+                if not (problem.kind == "dropped" and problem.where in KNOWN_DROPPED):
+                    found.setdefault(str(problem), panel)
+        assert len(seen) >= window.tabs.count()
+        unexpected = found
+        assert not unexpected, "\n".join(f"{panel}: {problem}" for problem, panel in unexpected.items())
         dock = window.lessons.dock
         assert not legibility_problems(dock)  # the lesson itself: its text, Reveal, Back and Next
     finally:
@@ -112,6 +116,7 @@ def test_the_rule_finds_small_text_and_small_controls(qtbot):
     slider = QSlider()
     slider.setObjectName("thin-slider")
     slider.setOrientation(slider.orientation().Horizontal)
+    slider.setStyleSheet("QSlider { min-height: 0px; min-width: 0px; }")  # the theme's sizes do not apply here
     slider.setFixedHeight(MIN_CONTROL_PX - 10)
     for widget in (small, box, big, slider):
         layout.addWidget(widget)
@@ -122,3 +127,129 @@ def test_the_rule_finds_small_text_and_small_controls(qtbot):
     assert ("control", "small-box") in problems
     assert ("control", "thin-slider") in problems
     assert not any(where == "big-button" for _, where in problems)
+
+
+@pytest.fixture
+def projector_look(qapp):
+    from gui import theme
+
+    theme.apply_theme(qapp, "projector", PROJECTOR_SCALE)
+    yield theme
+    theme.apply_theme(qapp, theme.DEFAULT_THEME, 1.0)
+
+
+@pytest.mark.parametrize("preset", ["tiny-gpt", "gpt2-small", "transformer-base", "tiny-moe"])
+@pytest.mark.parametrize("size", [(420, 380), (900, 620)])
+def test_every_wedge_of_a_few_percent_has_a_label_inside_the_view(qtbot, projector_look, preset, size):
+    from core.params import parameter_breakdown
+    from core.presets import get_preset
+    from gui.legibility import dropped_plot_labels
+    from gui.panels.parameters.common import pie_slices
+    from gui.widgets.pie import MIN_LABELED_SHARE, PieView
+
+    view = PieView()
+    qtbot.addWidget(view)
+    view.resize(*size)
+    view.show()
+    qtbot.waitExposed(view)
+    view.restyle()
+    view.pie.set_data(*pie_slices(parameter_breakdown(get_preset(preset))))
+    qtbot.wait(1)
+    big = [key for key in view.pie.keys() if view.pie.share(key) >= MIN_LABELED_SHARE]
+    assert big
+    assert all(view.pie._labels[key].isVisible() for key in big)
+    assert not dropped_plot_labels(view), dropped_plot_labels(view)
+
+    # The check itself: a hidden label is a dropped one.
+    view.pie._labels[big[0]].hide()
+    assert any(big[0] in problem.where for problem in dropped_plot_labels(view))
+
+
+def test_a_table_shows_all_its_rows_or_scrolls(qtbot):
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QTableWidget, QTableWidgetItem
+
+    from gui.legibility import MIN_TABLE_ROWS, hidden_rows
+
+    table = QTableWidget(5, 1)
+    qtbot.addWidget(table)
+    for row in range(5):
+        table.setItem(row, 0, QTableWidgetItem(f"guess {row}"))
+    table.verticalHeader().setDefaultSectionSize(30)
+    table.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+    table.setFixedHeight(70)  # the header and one row
+    table.show()
+    qtbot.waitExposed(table)
+    assert hidden_rows(table) and "1 of 5" in str(hidden_rows(table)[0])
+    table.setFixedHeight(30 * 5 + table.horizontalHeader().height() + 2 * table.frameWidth() + 4)
+    qtbot.waitUntil(lambda: table.viewport().height() >= 150)
+    assert not hidden_rows(table)
+    table.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
+    table.setFixedHeight(30 * MIN_TABLE_ROWS + table.horizontalHeader().height() + 2 * table.frameWidth() + 4)
+    qtbot.waitUntil(lambda: table.verticalScrollBar().isVisible())
+    assert not hidden_rows(table)
+
+
+def test_a_colour_bar_is_as_wide_as_its_labels(qtbot, projector_look):
+    import numpy as np
+
+    from gui.legibility import dropped_plot_labels
+    from gui.widgets.heatmap import HeatmapWidget
+
+    heatmap = HeatmapWidget("RoPE", "key n", "query m", "score")
+    qtbot.addWidget(heatmap)
+    heatmap.resize(640, 460)
+    heatmap.show()
+    qtbot.waitExposed(heatmap)
+    heatmap.setData(np.linspace(-0.75, 0.75, 64, dtype=np.float32).reshape(8, 8), levels=(-0.75, 0.75))
+    heatmap.plot.grab()  # the axis measures its labels as it draws them
+    axis = heatmap.colorbar.axis
+    assert axis.textWidth > 0 and not dropped_plot_labels(heatmap.plot)
+    axis.setWidth(20)  # pyqtgraph's fixed width, too narrow for projector text: the rule sees it
+    heatmap.plot.grab()
+    assert any("axis" in problem.where for problem in dropped_plot_labels(heatmap.plot))
+
+
+@pytest.mark.parametrize(("theme_name", "scale", "floor"), [("light", 1.0, 10), ("projector", PROJECTOR_SCALE, MIN_TEXT_PX)])
+def test_the_encoder_decoder_diagram_scrolls_before_its_text_gets_small(qtbot, qapp, theme_name, scale, floor):
+    from core.presets import get_preset
+    from gui import theme
+    from gui.legibility import text_px
+    from gui.widgets.block_diagram import SMALLEST_TEXT, BlockDiagramView, diagram_parts
+
+    theme.apply_theme(qapp, theme_name, scale)
+    try:
+        view = BlockDiagramView()
+        qtbot.addWidget(view)
+        view.resize(420, 500)  # far narrower than the two towers
+        view.show()
+        qtbot.waitExposed(view)
+        view.set_diagram(diagram_parts(get_preset("transformer-base"), 16))
+        drawn = text_px(theme.font(SMALLEST_TEXT)) * view.transform().m11()
+        assert drawn >= floor - 0.5, drawn
+        assert view.horizontalScrollBar().maximum() > 0  # the rest is reached by scrolling
+        problems = legibility_problems(view)
+        assert theme_name != "projector" or not problems, problems
+    finally:
+        theme.apply_theme(qapp, theme.DEFAULT_THEME, 1.0)
+
+
+def test_tick_labels_the_axis_would_leave_out_are_found(qtbot, projector_look):
+    import pyqtgraph as pg
+
+    from gui.legibility import dropped_plot_labels
+
+    plot = pg.PlotWidget()
+    qtbot.addWidget(plot)
+    theme = projector_look
+    theme.style_plot(plot)
+    guesses = [(index, f"guess {index}") for index in range(10)]
+    plot.getAxis("left").setTicks([guesses])
+    plot.setYRange(-0.6, 9.6, padding=0)
+    plot.resize(400, 160)  # room for about four labels
+    plot.show()
+    qtbot.waitExposed(plot)
+    assert any("tick labels" in problem.what for problem in dropped_plot_labels(plot))
+    plot.resize(400, 900)
+    qtbot.waitUntil(lambda: plot.getAxis("left").height() > 700)
+    assert not dropped_plot_labels(plot)

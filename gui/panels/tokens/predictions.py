@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
+from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import QDoubleSpinBox, QHBoxLayout, QLabel, QSpinBox, QVBoxLayout
 
 from gui import theme
@@ -107,6 +108,9 @@ class PredictionsView(View):
         self.bars.setOpts(x0=np.zeros(k), y=ys, width=predictions.probabilities, height=0.7,
                           brush=theme.brush("primary"), pen=theme.pen("primary", width=1))
         self.plot.getAxis("left").setTicks([list(enumerate(predictions.labels))])
+        # A line of height for each guess (the axis leaves out labels that would overlap), plus title and axis.
+        line = QFontMetrics(theme.font(0.9)).height()
+        self.plot.setMinimumHeight(round(k * line * 1.2 + 4 * line))
         top = float(predictions.probabilities.max()) if k else 1.0
         self.plot.setXRange(0, min(1.0, top * 1.25) or 1.0, padding=0)
         self.plot.setYRange(-0.6, k - 0.4, padding=0)
