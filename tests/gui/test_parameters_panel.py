@@ -298,3 +298,18 @@ def test_settings_round_trip_and_ignore_junk(qtbot, panel):
     panel.restore_settings({"model": 3, "tied": "no", "width": "wide", "tab": 99})
     assert panel.settings() == settings
     assert len(panel.export_targets()) == 8
+
+
+def test_an_encoder_decoder_spells_out_its_base_layer_then_the_decoder_block(qtbot, panel):
+    pick(qtbot, panel, "transformer-base")
+    breakdown = parameter_breakdown(get_preset("transformer-base"))
+    encoder, decoder = breakdown.encoder_block, breakdown.decoder_block
+    text = panel.block_label.text()
+    first, _, rest = text.partition("A decoder block")
+    assert first.startswith("One encoder block")
+    assert f"{encoder.total:,} = attention {encoder.attention:,} + FFN {encoder.ffn:,}" in first
+    assert format_share(encoder.ffn_share) in first
+    assert f"{decoder.total:,}" in rest and format_share(decoder.ffn_share) in rest
+    pick(qtbot, panel, "gpt2-small")
+    one = parameter_breakdown(get_preset("gpt2-small")).decoder_block
+    assert panel.block_label.text().startswith(f"One block: {one.total:,} = attention")

@@ -96,11 +96,7 @@ class BreakdownView(View):
         self.pie_view.set_title(f"{name}: {format_count(breakdown.total)} parameters")
         self.total_label.setText(f"<b>{name}</b>: {breakdown.total:,} parameters by formula")
         self.tied_label.setText(self._tying_text(config, result))
-        block = breakdown.decoder_block
-        self.block_label.setText(
-            f"One {'decoder ' if breakdown.encoder_block else ''}block: {block.total:,} = attention {block.attention:,}"
-            f" + {'experts' if config.is_moe else 'FFN'} {block.ffn:,}{f' + router {block.router:,}' if block.router else ''}"
-            f" + norms {block.norms:,}; the {'experts hold' if config.is_moe else 'FFN holds'} {format_share(block.ffn_share)} of it.")
+        self.block_label.setText(self._block_text(breakdown))
         if config.is_moe:
             self.moe_label.setText(
                 f"Mixture of experts: <b>{format_count(breakdown.total)}</b> parameters in total, <b>{format_count(breakdown.active)}</b>"
@@ -110,6 +106,25 @@ class BreakdownView(View):
         else:
             self.moe_label.hide()
         self._fill_legend(inner, outer, breakdown)
+
+    @staticmethod
+    def _block_text(breakdown: ParameterBreakdown) -> str:
+        """One block spelled out. Of an encoder-decoder, the encoder's block first: the base layer (self-attention
+        and FFN) that papers count; the decoder's block adds cross-attention and a norm to it."""
+        config = breakdown.config
+        ffn = "experts" if config.is_moe else "FFN"
+        holds = "experts hold" if config.is_moe else "FFN holds"
+
+        def spelled(block) -> str:
+            router = f" + router {block.router:,}" if block.router else ""
+            return (f"{block.total:,} = attention {block.attention:,} + {ffn} {block.ffn:,}{router} + norms {block.norms:,};"
+                    f" the {holds} {format_share(block.ffn_share)} of it")
+
+        encoder, decoder = breakdown.encoder_block, breakdown.decoder_block
+        if encoder is None:
+            return f"One block: {spelled(decoder)}."
+        return (f"One encoder block (the base layer): {spelled(encoder)}. A decoder block adds cross-attention:"
+                f" {decoder.total:,}, the {holds} {format_share(decoder.ffn_share)}.")
 
     @staticmethod
     def _tying_text(config: ModelConfig, result: BreakdownResult) -> str:
