@@ -66,11 +66,12 @@ class KVCacheView(View):
         self.proof_label = caption("")
         self.proof_label.setObjectName("generate-kv-proof")
         layout.addWidget(self.proof_label)
-        self.steps_table = table(("step", "position", "token id", "cached positions", "K (and V) per layer",
-                                  "K + V per layer", "whole cache", "max |Δ logit| vs recompute"))
+        # Short headers: at projector scale every column must stay in view.
+        self.steps_table = table(("step", "position", "token id", "cached", "K = V shape", "K+V / layer", "cache",
+                                  "max |Δ logit| vs recompute"))
         self.layers_table = table(("layer", "K shape", "V shape", "K bytes", "V bytes"))
-        self.variants_table = table(("attention", "kv heads", "bytes / token (measured)", "2·L·h_kv·d_head·B",
-                                     "Parameters budget", "at the context length"))
+        self.variants_table = table(("attention", "kv heads", "measured B/token", "2·L·h_kv·d_head·B",
+                                     "budget B/token", "full context"))
         # One above the other, full width (a projector's text makes each table wide); the splitter sets the heights.
         tables = QSplitter(Qt.Orientation.Vertical)
         tables.setChildrenCollapsible(False)
