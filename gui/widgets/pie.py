@@ -496,8 +496,8 @@ class PieView(pg.PlotWidget):
     def restyle(self) -> None:
         """Re-colour text for the theme (the wedge colours come with the data)."""
         theme.style_plot(self)
-        # Wide enough for a key line under the pie at the current text size ("■ attention 99.9%").
-        key_px = QFontMetrics(theme.font(0.95, bold=True)).horizontalAdvance("■ attention 99.9%")
+        # Wide enough for a key line under the pie at the current text size (its share wraps below it).
+        key_px = QFontMetrics(theme.font(0.95, bold=True)).horizontalAdvance("■ attention")
         self.setMinimumWidth(max(MIN_VIEW_PX, key_px + 4 * LEAD_PX))
         self.pie._update_labels()
         self.pie._update_readout()

@@ -24,6 +24,7 @@ from gui.panels.parameters.common import ParametersControls, current_entry_text,
 from gui.panels.parameters.compare import CompareView
 from gui.panels.parameters.count import MetaCountCache
 from gui.panels.parameters.sweep import SweepView
+from gui.widgets.flow_layout import FlowLayout, control_group
 
 DEFAULT_COMPARE = ("gpt2-small", "gpt2-medium")
 SUBTABS = ("Breakdown", "Compare two", "Width sweep", "Budgets")
@@ -39,13 +40,11 @@ class ParametersPanel(Panel):
         layout = self.layout()
         self.controls = ParametersControls(state.config)
         self.model_combo, self.tied_check = self.controls.model_combo, self.controls.tied_check
-        controls = QHBoxLayout()
+        controls = FlowLayout()  # wraps on a narrow window or at a large text scale
         model_caption = QLabel("Model")
         model_caption.setBuddy(self.model_combo)
-        controls.addWidget(model_caption)
-        controls.addWidget(self.model_combo)
+        controls.addWidget(control_group(model_caption, self.model_combo))
         controls.addWidget(self.tied_check)
-        controls.addStretch(1)
         layout.addLayout(controls)
         self.compare_a_combo = model_combo(state.config, "left model")
         self.compare_b_combo = model_combo(state.config, "right model")
@@ -91,13 +90,9 @@ class ParametersPanel(Panel):
     def _compare_page(self) -> QWidget:
         page = QWidget()
         column = QVBoxLayout(page)
-        pickers = QHBoxLayout()
-        pickers.addWidget(QLabel("Left"))
-        pickers.addWidget(self.compare_a_combo)
-        pickers.addSpacing(24)
-        pickers.addWidget(QLabel("Right"))
-        pickers.addWidget(self.compare_b_combo)
-        pickers.addStretch(1)
+        pickers = FlowLayout(spacing=24)
+        pickers.addWidget(control_group(QLabel("Left"), self.compare_a_combo))
+        pickers.addWidget(control_group(QLabel("Right"), self.compare_b_combo))
         column.addLayout(pickers)
         column.addWidget(self.compare, 1)
         return page
