@@ -369,10 +369,10 @@ class WorkedHeadView(View):
         finite = np.nan_to_num(worked.weights)
         shown = float(finite[rows].sum())
         total = float(finite.sum())
-        listed = "every key" if len(rows) == n_keys else f"the {len(rows)} keys of largest weight, of {n_keys}"
+        listed = "Every key" if len(rows) == n_keys else f"The {len(rows)} keys of largest weight, of {n_keys}"
         self.keys_caption.setText(
-            f"Keys: {listed}; {int(worked.visible.sum())} of {n_keys} visible to query {worked.query}. "
-            f"Weights shown sum to {shown:.4f} (all keys: {total:.4f}). Click a key for its vectors.")
+            f"{listed}; {int(worked.visible.sum())} of {n_keys} visible to query {worked.query}. Weights shown sum "
+            f"to {shown:.4f} (all keys: {total:.4f}). Click a key for its vectors.")
 
     def _draw_vectors(self, worked) -> None:
         key = self.selected_key
@@ -396,23 +396,22 @@ class WorkedHeadView(View):
         angle = ""
         if rope:
             turns = "would turn (left out here)" if not rotated else "turns"
-            angle = (f" RoPE {turns} pair 0 by {worked.rope_angles[worked.query, 0]:.4g} rad at the query and "
-                     f"{worked.rope_angles[key, 0]:.4g} rad at key {key}; the last pair, the slowest, by "
-                     f"{worked.rope_angles[worked.query, -1]:.3g} and {worked.rope_angles[key, -1]:.3g}.")
+            angles = worked.rope_angles
+            angle = (f" RoPE {turns} pair 0 by {angles[worked.query, 0]:.4g} rad at the query, {angles[key, 0]:.4g} "
+                     f"at the key; the slowest pair by {angles[worked.query, -1]:.3g} and {angles[key, -1]:.3g}.")
         self.vectors_caption.setText(
-            f"Vectors of query {worked.query} and key {key} '{worked.labels[key]}': the q\u00b7k terms sum to "
-            f"{number(float(worked.dots[key]))}; weight {number(float(worked.weights[key]))} times v{key} is this "
+            f"Query {worked.query} and key {key} '{worked.labels[key]}': the q\u00b7k terms sum to "
+            f"{number(float(worked.dots[key]))}; weight {number(float(worked.weights[key]))} \u00d7 v{key} is this "
             f"key's share of the output.{angle}")
 
     def _tolerance_text(self, worked) -> str:
         checks = ", ".join(f"{step} {difference:.1e}" + ("" if difference <= tolerance else " (above its tolerance)")
                            for step, difference, tolerance in worked.step_checks)
-        return (f"The hand path runs in float64. The same steps in {worked.dtype}, with every sum reversed, move the "
-                f"output by {worked.rounding:.1e}: that is {worked.dtype} rounding here. The model sums in another "
-                f"order (its matmul and attention kernels), so its rounding is of that size with other values: the "
-                f"difference is held to {worked.reorder_factor:g} \u00d7 that plus {worked.floor_ulps} units in the "
-                f"last place, {worked.tolerance:.1e}. "
-                f"On the way, against the model's hook_q, hook_k, hook_v: {checks}.")
+        return (f"Tolerance: the hand path runs in float64; the same steps in {worked.dtype}, every sum reversed, "
+                f"move the output by {worked.rounding:.1e}, which is {worked.dtype} rounding here. The model sums in "
+                f"its kernels' own order, so it is held to {worked.reorder_factor:g} \u00d7 that + "
+                f"{worked.floor_ulps} ulps = {worked.tolerance:.1e}. Against the model's hook_q, hook_k, hook_v: "
+                f"{checks}.")
 
     def refresh_hover(self) -> None:
         """No hover readouts: the selected key is redrawn with the result."""
