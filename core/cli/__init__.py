@@ -160,6 +160,9 @@ def _log_path() -> Path:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if any("\x00" in argument for argument in argv):  # no path or value holds one; open() would raise ValueError
+        print(f"{PROG}: error: an argument holds a NUL character, which no file name or value can hold", file=sys.stderr)
+        return 2
     if not argv or argv[0] not in COMMANDS:
         # Help, no command or a mistyped one: answered from the table, before torch is imported.
         root = build_root_parser()

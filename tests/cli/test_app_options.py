@@ -123,3 +123,13 @@ def test_a_subcommands_error_quoting_a_long_value_is_one_short_line(capsys, argv
     err = capsys.readouterr().err
     assert code == 2 and len(err.strip().splitlines()) == 1, err[:300]
     assert len(err) < MAX_MESSAGE_CHARS + 100 and "..." in err
+
+
+@pytest.mark.parametrize("argv", [["evaluate", "--checkpoint", "tiny-gpt", "--text-file", "\x00"],
+                                  ["export", "--checkpoint", "tiny-gpt", "--out", "a\x00b"]])
+def test_a_nul_character_in_any_argument_is_one_line(capsys, argv):
+    from core.cli import main as cli_main
+
+    assert cli_main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == "transformer-explorer: error: an argument holds a NUL character, which no file name or value can hold"
