@@ -335,3 +335,30 @@ def test_the_answer_is_covered_until_reveal(qtbot, window, path, index):
         quoted = widget_text(widget)
         assert quoted and quoted in " ".join(lessons.dock.reveal_text.text().split()) or quoted in widget_text(lessons.dock.reveal_text)
         assert lessons.cover_of(widget) is None
+
+
+def test_a_focus_left_a_sliver_by_an_earlier_scroll_is_brought_into_view(qtbot):
+    from PySide6.QtWidgets import QHBoxLayout, QScrollArea, QWidget
+
+    from gui.lessons import MOSTLY_SHOWN, bring_into_view, shown_rect
+
+    area = QScrollArea()
+    qtbot.addWidget(area)
+    content = QWidget()
+    row = QHBoxLayout(content)
+    target, other = QWidget(), QWidget()
+    target.setFixedSize(300, 100)
+    other.setFixedSize(900, 100)
+    row.addWidget(target)
+    row.addWidget(other)
+    area.setWidget(content)
+    area.resize(400, 200)
+    area.show()
+    qtbot.waitExposed(area)
+    area.horizontalScrollBar().setValue(target.width() - 20)  # 20 px of the target left in view
+    assert 0 < shown_rect(target).width() < MOSTLY_SHOWN * target.width()
+    bring_into_view(target)
+    assert shown_rect(target).width() == target.width()
+    area.horizontalScrollBar().setValue(40)  # mostly in view: left where it is
+    bring_into_view(target)
+    assert area.horizontalScrollBar().value() == 40
