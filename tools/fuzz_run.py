@@ -111,6 +111,8 @@ class Report:
     cases: Counter = field(default_factory=Counter)
     findings: list[Finding] = field(default_factory=list)
     longest_stall_s: float = 0.0
+    stall_cpu_s: float = 0.0  # the GUI thread's CPU time within that stall
+    stall_process_cpu_s: float = 0.0  # the whole process's (the worker's and torch's threads too)
     stall_case: str = ""
     peak_growth_bytes: int = 0
     growth_case: str = ""
@@ -145,6 +147,8 @@ class Report:
         lines.append("")
         lines.append(f"longest GUI-thread stall  {self.longest_stall_s * 1000:8.0f} ms  (bound {STALL_BOUND_S * 1000:.0f} ms)  "
                      f"{self.stall_case}")
+        lines.append(f"  GUI thread's CPU in it  {self.stall_cpu_s * 1000:8.0f} ms  (the process's {self.stall_process_cpu_s * 1000:.0f} ms; "
+                     f"load average {_load_average()})")
         lines.append(f"peak RSS growth, window   {self.peak_growth_bytes / mb:8.0f} MB  (bound {GROWTH_BOUND_BYTES / mb:.0f} MB)  "
                      f"{self.growth_case}")
         lines.append(f"peak RSS growth, CLI      {self.cli_peak_growth_bytes / mb:8.0f} MB  (bound {GROWTH_BOUND_BYTES / mb:.0f} MB)  "
@@ -492,18 +496,21 @@ class FuzzRun:
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix="fuzz-run-"))
         self.window = window
         self.catcher = TracebackCatcher()
-        self._last_tick = 0.0
+        self._last_tick = self._last_tick_cpu = self._last_tick_process = 0.0
         self._measuring = False
         self._case = ""
         self.cli: CliChild | None = None
 
     # the heartbeat
     def _tick(self) -> None:
-        now = time.perf_counter()
+        now, cpu = time.perf_counter(), time.thread_time()
         gap = now - self._last_tick
-        self._last_tick = now
         if self._measuring and gap > self.report.longest_stall_s:
             self.report.longest_stall_s, self.report.stall_case = gap, self._case
+            # The GUI thread's own CPU time in the gap: far less than the gap is a machine busy with others.
+            self.report.stall_cpu_s = cpu - self._last_tick_cpu
+            self.report.stall_process_cpu_s = time.process_time() - self._last_tick_process
+        self._last_tick, self._last_tick_cpu, self._last_tick_process = now, cpu, time.process_time()
 
     def _settle(self, timeout: float = CASE_TIMEOUT_S) -> bool:
         """Run the event loop until the worker has been idle SETTLED_S; False when it is still busy at `timeout`."""
@@ -570,7 +577,7 @@ class FuzzRun:
         self.catcher.take()
         reset_peak()
         self._case = label
-        self._last_tick = time.perf_counter()
+        self._last_tick, self._last_tick_cpu, self._last_tick_process = time.perf_counter(), time.thread_time(), time.process_time()
         self._measuring = True
         try:
             action()
@@ -695,6 +702,13 @@ class FuzzRun:
                 _remove_tree(self.workdir)
         self.report.seconds = time.perf_counter() - started
         return self.report
+
+
+def _load_average() -> str:
+    try:
+        return ", ".join(f"{value:.1f}" for value in os.getloadavg()) + f" on {os.cpu_count()} CPUs"
+    except OSError:
+        return "unknown"
 
 
 def _remove_tree(folder: Path) -> None:
