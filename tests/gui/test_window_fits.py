@@ -129,3 +129,32 @@ def test_a_flow_wraps_its_groups_instead_of_widening(qtbot):
     # A caption and its control stay together on one line.
     for first, second in zip(buttons[::2], buttons[1::2], strict=True):
         assert first.mapTo(host, first.rect().center()).y() == second.mapTo(host, second.rect().center()).y()
+
+
+@pytest.mark.parametrize(("theme_name", "scale", "screen"), [("light", 1.0, (1366, 768)), ("projector", 1.6, (1920, 1080))])
+def test_every_step_of_every_bundled_lesson_leaves_the_window_within_the_screen(full_window, qapp, theme_name, scale, screen):
+    from core.lessons import bundled_lesson_paths
+
+    window = full_window
+    window.state.set_theme(theme_name)
+    window.state.set_font_scale(scale)
+    lessons = window.lessons
+    try:
+        for path in bundled_lesson_paths():
+            assert lessons.open_lesson(path) is None, path.name
+            for presentation in (False, True):
+                lessons.set_presentation(presentation)
+                for index in range(len(lessons.lesson.steps)):
+                    lessons.go_to(index)
+                    qapp.processEvents()
+                    # A step may set its own look; the window must fit in that one too.
+                    minimum = window.minimumSizeHint().expandedTo(window.minimumSize())
+                    where = (path.stem, index + 1, presentation, window.state.theme, minimum)
+                    assert minimum.width() <= screen[0], where
+                    assert minimum.height() <= screen[1] - TITLE_BAR_AND_TASKBAR_PX, where
+                    assert lessons.dock.next_button.isVisibleTo(window)
+            lessons.set_presentation(False)
+    finally:
+        lessons.set_presentation(False)
+        window.state.set_theme("light")
+        window.state.set_font_scale(1.0)
