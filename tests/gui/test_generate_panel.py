@@ -71,9 +71,9 @@ def test_the_sampling_view_shows_core_samplings_numbers(qtbot, lab, model):
     state, panel = lab
     view = panel.sampling
     change(qtbot, view, lambda: panel.top_p_spin.setValue(0.8))
-    change(qtbot, view, lambda: panel.top_k_spin.setValue(10))
+    change(qtbot, view, lambda: panel.top_k_spin.setValue(8))
     change(qtbot, view, lambda: panel.temperature_spin.setValue(0.7))
-    expected = sampling.next_token_sampling(last_logits(model, state.tokens), len(state.tokens) - 1, 0.7, 10, 0.8,
+    expected = sampling.next_token_sampling(last_logits(model, state.tokens), len(state.tokens) - 1, 0.7, 8, 0.8,
                                             seed=0, draw_index=0)
     shown = view.result.sampling
     assert np.array_equal(shown.kept, expected.kept) and shown.token == expected.token
@@ -83,7 +83,7 @@ def test_the_sampling_view_shows_core_samplings_numbers(qtbot, lab, model):
     assert f"u = {expected.uniform:.6f}" in panel.draw_label.text()
     # The cut-off lines sit between the last kept bar and the first cut one (bars in the model's order).
     assert view.top_p_line.isVisible() and view.top_p_line.value() == expected.kept_count - 0.5
-    assert view.top_k_line.isVisible() and view.top_k_line.value() == 9.5
+    assert view.top_k_line.isVisible() and view.top_k_line.value() == 7.5
     bar_widths = view.sampled_bars.opts["width"]
     assert np.allclose(bar_widths, expected.probabilities[view.result.order], atol=1e-7)
 

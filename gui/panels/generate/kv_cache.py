@@ -19,6 +19,7 @@ from core.display import format_bytes
 from gui.panels.base import Refusal, View
 from gui.panels.generate.common import caption, fit_table, sequence_refusal, set_cell, table
 from gui.panels.tokens.common import format_change
+from gui.legibility import MIN_TABLE_ROWS
 from gui.widgets.flow_layout import FlowLayout, control_group
 
 DEFAULT_DECODE_STEPS = 8
@@ -36,6 +37,15 @@ def compute_kv_cache(inputs: KVCacheInputs, token) -> Any:
     from core.experiments import kv_cache
 
     return kv_cache.kv_cache_proof(inputs.model, list(inputs.tokens), inputs.decode_steps, token)
+
+
+def keep_rows_in_view(widget, rows: int = MIN_TABLE_ROWS) -> None:
+    """A table never shorter than its header and `rows` rows (all of them when it has fewer): it scrolls beyond."""
+    row_px = widget.verticalHeader().defaultSectionSize()
+    header_px = widget.horizontalHeader().sizeHint().height()
+    shown = min(max(1, widget.rowCount()), rows)
+    widget.setMinimumHeight(header_px + shown * row_px + 2 * widget.frameWidth()
+                            + widget.horizontalScrollBar().sizeHint().height())
 
 
 def _shape(shape: tuple[int, ...]) -> str:
@@ -125,6 +135,7 @@ class KVCacheView(View):
             set_cell(self.steps_table, row, 7, "(the model's own forward)" if step is None
                      else format_change(step.max_difference, step.exact))
         fit_table(self.steps_table)
+        keep_rows_in_view(self.steps_table)
         last = proof.steps[-1].layers
         self.layers_table.setRowCount(len(last))
         for row, layer in enumerate(last):
@@ -134,6 +145,7 @@ class KVCacheView(View):
             set_cell(self.layers_table, row, 3, format_bytes(layer.k_bytes), right=True)
             set_cell(self.layers_table, row, 4, format_bytes(layer.v_bytes), right=True)
         fit_table(self.layers_table)
+        keep_rows_in_view(self.layers_table)
         self.variants_table.setRowCount(len(proof.variants))
         for row, variant in enumerate(proof.variants):
             budget = "—" if variant.budget_bytes_per_token is None else f"{variant.budget_bytes_per_token:,} B"
@@ -146,6 +158,7 @@ class KVCacheView(View):
             set_cell(self.variants_table, row, 5, format_bytes(variant.measured_bytes_per_token * proof.context_length),
                      right=True)
         fit_table(self.variants_table)
+        keep_rows_in_view(self.variants_table)
         verdict = "0 (exact)" if proof.exact else format_change(proof.max_difference, False)
         self.proof_label.setText(
             f"Prefilled {proof.prefill_length} tokens, decoded {len(proof.steps)} one at a time against the cache. "

@@ -25,7 +25,7 @@ from gui.panels.base import Refusal, View
 from gui.panels.generate.common import SetTokensCommand, caption, sequence_refusal, set_title
 from gui.widgets.flow_layout import FlowLayout, control_group
 
-BARS_SHOWN = 12  # most likely tokens drawn as bars (legible at projector scale)
+BARS_SHOWN = 10  # most likely tokens drawn as bars (each label legible at projector scale beside a lesson)
 CONTEXT_SHOWN = 48  # tokens of context quoted above the bars
 MAX_DRAW_INDEX = 1_000_000
 DEFAULT_TEMPERATURE = 1.0
