@@ -54,7 +54,9 @@ MODEL_WAIT_MS = 30_000  # a step whose model never arrives still finishes (its p
 LESSON_FILTER = "Lesson (*.json)"
 DOCK_WIDTH = 380  # pixels: a paragraph of lesson text at a readable line length
 DOCK_MIN_WIDTH = 300
-MOSTLY_SHOWN = 0.6  # a focused widget less in view than this (of what the viewport can show) is scrolled to
+# A focused widget with less than this share in view (of what the viewport could show of it) is scrolled
+# to; one more in view stays put, so the step's setup beside it (sliders, the token strip) stays on screen.
+SLIVER = 0.25
 _TAGS = re.compile(r"<[^>]+>")
 
 
@@ -96,14 +98,14 @@ def shown_rect(widget: QWidget) -> QRect:
 
 
 def bring_into_view(widget: QWidget) -> None:
-    """Scroll the scroll areas around `widget` to it when less than MOSTLY_SHOWN of what could be in view is
-    (a panel wider than its room, left scrolled to the far end by an earlier step)."""
+    """Scroll the scroll areas around `widget` to it when only a SLIVER of what could be in view is (a panel
+    wider than its room, left scrolled to the far end by an earlier step)."""
     parent = widget.parentWidget()
     while parent is not None:
         if isinstance(parent, QScrollArea):
             shown, port = shown_rect(widget), parent.viewport().size()
             wanted_w, wanted_h = min(widget.width(), port.width()), min(widget.height(), port.height())
-            if shown.width() < MOSTLY_SHOWN * wanted_w or shown.height() < MOSTLY_SHOWN * wanted_h:
+            if shown.width() < SLIVER * wanted_w or shown.height() < SLIVER * wanted_h:
                 parent.ensureWidgetVisible(widget, 24, 24)  # a widget wider than the view: its start
         parent = parent.parentWidget()
 

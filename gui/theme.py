@@ -112,7 +112,7 @@ INDICATOR_PX = 13  # a check box's or radio button's box
 SLIDER_HANDLE_PX = 15
 SLIDER_THICKNESS_PX = 16
 SLIDER_STEPS = 128  # the most positions a slider offers (the context of the Positions panel's m and n)
-SLIDER_PX_PER_STEP = 2
+SLIDER_PX_PER_STEP = 1  # each position a pixel of its own: any one can be hit with the mouse
 
 _current = THEMES[DEFAULT_THEME]
 _font_scale = 1.0
