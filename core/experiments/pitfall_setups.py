@@ -19,6 +19,8 @@ EXPERIMENT_TITLES: dict[str, str] = {
     "warmup": "deep post-norm without warm-up vs pre-norm vs post-norm with warm-up",
 }
 
+EXPERIMENT_NAMES: dict[str, str] = {"masks": "leaky masks", "warmup": "post-norm and warm-up"}  # for a combo box
+
 MASK_RUNS: tuple[str, ...] = ("causal", "after-softmax", "none")
 WARMUP_RUNS: tuple[str, ...] = ("pre", "post", "post-warmup")
 RUN_LABELS: dict[str, str] = {
@@ -85,6 +87,7 @@ def run_keys(experiment: str) -> tuple[str, ...]:
 __all__ = [
     "CI",
     "EXPERIMENTS",
+    "EXPERIMENT_NAMES",
     "EXPERIMENT_TITLES",
     "LECTURE",
     "MASK_RUNS",

@@ -256,6 +256,8 @@ def summary_rows(comparison: PitfallComparison) -> list[dict[str, Any]]:
 def verdict(comparison: PitfallComparison) -> str:
     """What the comparison measured, in sentences whose every claim is a comparison of its own numbers."""
     runs = {run.key: run for run in comparison.runs}
+    if not runs:
+        return "Stopped before the first run ended: nothing was measured."
     lines = []
     if comparison.experiment == "masks":
         causal = runs.get("causal")
@@ -271,23 +273,25 @@ def verdict(comparison: PitfallComparison) -> str:
                 f"with the causal mask (what generation meets) {leaky.causal_val_loss:.3f}, {honest_word} the causal "
                 f"run's {causal.causal_val_loss:.3f}.")
     else:
-        for run in comparison.runs:
-            above = run.max_train_loss_after_warmup > comparison.uniform_loss
-            peak = (f"above the uniform guess ln V = {comparison.uniform_loss:.3f}" if above
-                    else f"below the uniform guess ln V = {comparison.uniform_loss:.3f}")
-            lines.append(
-                f"{run.label}: training loss {run.final_train_loss:.3f} over the last tenth, highest after the first "
-                f"tenth {run.max_train_loss_after_warmup:.3f} ({peak}); held-out {run.causal_val_loss:.3f}; last / first "
-                f"block gradient x{run.gradient_ratio('first'):.3g} over the first tenth, x{run.gradient_ratio('last'):.3g} "
-                "over the last.")
+        ln_v = f"the uniform guess ln V = {comparison.uniform_loss:.3f}"
+        diverged = [run for run in comparison.runs if run.max_train_loss_after_warmup > comparison.uniform_loss]
+        if diverged:
+            lines.extend(f"{run.label}: after the first tenth its training loss rose to "
+                         f"{run.max_train_loss_after_warmup:.3f}, above {ln_v}: it diverged." for run in diverged)
+        else:
+            highest = max(run.max_train_loss_after_warmup for run in comparison.runs)
+            lines.append(f"No run diverged: after the first tenth no training loss rose above {ln_v} "
+                         f"(the highest was {highest:.3f}).")
+        ratios = ", ".join(f"{run.label} x{run.gradient_ratio('first'):.3g}" for run in comparison.runs)
+        lines.append(f"Last block's gradient over the first block's, over the first tenth: {ratios}.")
         post, pre = runs.get("post"), runs.get("pre")
         if post is not None and pre is not None:
-            word = "higher" if post.final_train_loss > pre.final_train_loss else "not higher"
+            word = "higher" if post.final_train_loss > pre.final_train_loss else "no higher"
             lines.append(f"Post-norm without warm-up ends {word} than pre-norm "
                          f"({post.final_train_loss:.3f} vs {pre.final_train_loss:.3f}).")
         warm = runs.get("post-warmup")
         if post is not None and warm is not None:
-            word = "lower" if warm.final_train_loss < post.final_train_loss else "not lower"
+            word = "lower" if warm.final_train_loss < post.final_train_loss else "no lower"
             lines.append(f"With a {warm.warmup_steps}-step warm-up post-norm ends {word} "
                          f"({warm.final_train_loss:.3f} vs {post.final_train_loss:.3f}).")
     if comparison.stopped:

@@ -434,6 +434,7 @@ class TrainPanel(Panel):
         generate_layout.addWidget(self.generated_text, 6, 0, 1, 2)
         generate_layout.setRowStretch(6, 1)
         self.side_tabs.addTab(generate_page, "Generate")
+        self.side_tabs.addTab(self.compare_page.numbers_page, "Comparison")
         splitter.addWidget(self.side_tabs)
         splitter.setStretchFactor(0, 3)
         splitter.setStretchFactor(1, 2)
@@ -449,6 +450,7 @@ class TrainPanel(Panel):
         self.generate_button.clicked.connect(self.generate_text)
         self.prompt_edit.returnPressed.connect(self.generate_text)
         self.compare_button.clicked.connect(self.start_compare)
+        self.plot_tabs.currentChanged.connect(self._follow_plot_tab)
         compute.busy_changed.connect(self._on_busy_changed)
         self._use_bundled_corpus()
         self._update_buttons()
@@ -583,6 +585,7 @@ class TrainPanel(Panel):
         self.comparing = True
         self.clear_error()
         self.plot_tabs.setCurrentIndex(1)
+        self.side_tabs.setCurrentWidget(self.compare_page.numbers_page)
         self.compare_page.start(request)
         self.status_label.setText(f"Comparing: {request.steps:,} steps per run, seed {request.seed}. The lab's model "
                                   "stays as it is.")
@@ -591,6 +594,14 @@ class TrainPanel(Panel):
                             on_partial=self._on_compare_progress)
         self._update_buttons()
         return True
+
+    def _follow_plot_tab(self, index: int) -> None:
+        """The comparison's numbers sit beside its plots, a run's samples beside its curves."""
+        numbers = self.compare_page.numbers_page
+        if index == 1:
+            self.side_tabs.setCurrentWidget(numbers)
+        elif self.side_tabs.currentWidget() is numbers:
+            self.side_tabs.setCurrentIndex(0)
 
     def _on_compare_progress(self, progress: ComparisonProgress) -> None:
         if self.control is not None and self.comparing:
@@ -823,7 +834,6 @@ class TrainPanel(Panel):
         mono.setPointSizeF(theme.font().pointSizeF())
         for box in (self.sample_text, self.generated_text):
             box.setFont(mono)
-        self.compare_page.apply_theme()
         self._describe_corpus()
 
     def export_targets(self) -> list[tuple[str, Any]]:
@@ -877,6 +887,7 @@ class TrainPanel(Panel):
                 box.setValue(value)
         if data.get("plot_tab") in ("run", "compare"):
             self.plot_tabs.setCurrentIndex(1 if data["plot_tab"] == "compare" else 0)
+            self._follow_plot_tab(self.plot_tabs.currentIndex())
 
 
 __all__ = ["TrainPanel", "Corpus", "CorpusError", "TrainingProgress", "read_corpus", "run_training", "run_generation",

@@ -19,9 +19,11 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QComboBox,
+    QFrame,
     QGridLayout,
     QLabel,
     QPushButton,
+    QScrollArea,
     QSpinBox,
     QSplitter,
     QVBoxLayout,
@@ -29,6 +31,7 @@ from PySide6.QtWidgets import (
 )
 
 from core.experiments.pitfall_setups import (
+    EXPERIMENT_NAMES,
     EXPERIMENT_TITLES,
     EXPERIMENTS,
     MAX_STEPS,
@@ -136,7 +139,9 @@ class ComparePage(QWidget):
         controls = QGridLayout()
         self.experiment_combo = QComboBox()
         for name in EXPERIMENTS:
-            self.experiment_combo.addItem(EXPERIMENT_TITLES[name], name)
+            self.experiment_combo.addItem(EXPERIMENT_NAMES[name], name)
+            self.experiment_combo.setItemData(self.experiment_combo.count() - 1, EXPERIMENT_TITLES[name],
+                                              Qt.ItemDataRole.ToolTipRole)
         self.experiment_combo.setToolTip("which of the reading's pitfalls to train beside its fix")
         self.steps_spin = QSpinBox()
         self.steps_spin.setRange(1, MAX_STEPS)
@@ -149,19 +154,28 @@ class ComparePage(QWidget):
         self.seed_spin.setToolTip("one seed for every run: the same initial weights and the same batches")
         self.compare_button = QPushButton("Compare")
         self.compare_button.setToolTip("train every run of the comparison, one after the other, on the bundled corpus")
-        for column, (caption, widget) in enumerate((("Experiment", self.experiment_combo), ("Steps", self.steps_spin),
-                                                    ("Seed", self.seed_spin))):
+        # Two short rows: at the projector's text size one row would cut the experiment's name.
+        placed = ((0, 0, "Experiment", self.experiment_combo), (1, 0, "Steps", self.steps_spin), (1, 2, "Seed", self.seed_spin))
+        for row, column, caption, widget in placed:
             label = QLabel(caption)
             label.setBuddy(widget)
-            controls.addWidget(label, 0, 2 * column)
-            controls.addWidget(widget, 0, 2 * column + 1)
-        controls.addWidget(self.compare_button, 0, 6)
-        controls.setColumnStretch(1, 1)
+            controls.addWidget(label, row, column)
+            controls.addWidget(widget, row, column + 1)
+        controls.addWidget(self.compare_button, 0, 2, 1, 2)
+        controls.setColumnStretch(4, 1)
         layout.addLayout(controls)
+        # The numbers live in their own page (the panel puts it beside the plots), so the plots keep the height.
+        self.numbers_page = QScrollArea()
+        self.numbers_page.setWidgetResizable(True)
+        self.numbers_page.setFrameShape(QFrame.Shape.NoFrame)
+        self.numbers_page.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        numbers = QWidget()
+        numbers_layout = QVBoxLayout(numbers)
+        self.numbers_page.setWidget(numbers)
         self.setup_label = QLabel("")
         self.setup_label.setWordWrap(True)
         self.setup_label.setTextFormat(Qt.TextFormat.PlainText)
-        layout.addWidget(self.setup_label)
+        numbers_layout.addWidget(self.setup_label)
 
         splitter = QSplitter(Qt.Orientation.Vertical)
         self.loss_plot = pg.PlotWidget()
@@ -199,19 +213,20 @@ class ComparePage(QWidget):
         self.summary_label = QLabel("")
         self.summary_label.setWordWrap(True)
         self.summary_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        layout.addWidget(self.summary_label)
+        numbers_layout.addWidget(self.summary_label)
         self.verdict_label = QLabel("")
         self.verdict_label.setWordWrap(True)
         self.verdict_label.setTextFormat(Qt.TextFormat.PlainText)
         self.verdict_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        layout.addWidget(self.verdict_label)
+        numbers_layout.addWidget(self.verdict_label)
         self.samples_label = QLabel("")  # generated text: plain, whatever characters the models produced
         self.samples_label.setWordWrap(True)
         self.samples_label.setTextFormat(Qt.TextFormat.PlainText)
         self.samples_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.samples_label.setToolTip("each model continues the held-out text's first character (temperature 0.8, "
                                       "the comparison's seed), as Generate would")
-        layout.addWidget(self.samples_label)
+        numbers_layout.addWidget(self.samples_label)
+        numbers_layout.addStretch(1)
 
         self.size = "lecture"  # the sizes every comparison from this page trains at (tests choose "ci")
         self.request_shown: CompareRequest | None = None  # what the curves and numbers describe
@@ -244,12 +259,12 @@ class ComparePage(QWidget):
     def _describe_setup(self) -> None:
         request = self.request()
         setup = request.setup()
-        warm = f", the warm-up run warms up over {setup.warmup_steps} steps" if request.experiment == "warmup" else ""
+        warm = f"; the warm-up run warms up over {setup.warmup_steps} steps" if request.experiment == "warmup" else ""
         self.setup_label.setText(
-            f"{setup.n_layers} blocks, d_model {setup.d_model}, {setup.n_heads} heads; {setup.steps:,} steps of "
-            f"{setup.batch_size} x {setup.seq_len} characters at learning rate {setup.lr:g}{warm}; the first "
-            f"{setup.corpus_chars:,} characters of the bundled Shakespeare (the last tenth held out). "
-            "These models are not installed as the lab's model.")
+            f"{EXPERIMENT_TITLES[request.experiment]}: {setup.n_layers} blocks, d_model {setup.d_model}, "
+            f"{setup.n_heads} heads; {setup.steps:,} steps of {setup.batch_size} x {setup.seq_len} characters at "
+            f"learning rate {setup.lr:g}{warm}; the first {setup.corpus_chars:,} characters of the bundled "
+            "Shakespeare, the last tenth held out. These models are not installed as the lab's model.")
 
     def mark_if_stale(self) -> None:
         """Numbers of another request are cleared at once; its curves stay, dimmed, for comparison."""
@@ -315,18 +330,17 @@ class ComparePage(QWidget):
 
         comparison = self.comparison
         rows = summary_rows(comparison)
-        header = ("run", "training loss, last tenth", "held-out, own mask", "held-out, causal mask",
-                  "last / first block gradient: first tenth", "last tenth")
-        cells = "".join(f"<th>{h}</th>" for h in header)
-        keys = ("final_train_loss", "held_out_own_mask", "held_out_causal", "gradient_ratio_first_tenth",
-                "gradient_ratio_last_tenth")
-        body = "".join(
-            "<tr>" + f"<td>{row['label']}</td>"
-            + "".join(f"<td align='right'>{_number(row[k], k.startswith('gradient'))}</td>" for k in keys)
-            + "</tr>" for row in rows)
-        self.summary_label.setText(f"<table cellspacing='0' cellpadding='3'><tr>{cells}</tr>{body}</table>")
+        lines = []
+        for row in rows:
+            lines.append(
+                f"<b>{row['label']}</b><br>training loss, last tenth <b>{_number(row['final_train_loss'], False)}</b>; "
+                f"held-out under its own mask {_number(row['held_out_own_mask'], False)}, under the causal mask "
+                f"<b>{_number(row['held_out_causal'], False)}</b>; last / first block gradient "
+                f"{_number(row['gradient_ratio_first_tenth'], True)} over the first tenth, "
+                f"{_number(row['gradient_ratio_last_tenth'], True)} over the last")
+        self.summary_label.setText("<br><br>".join(lines))
         self.verdict_label.setText(verdict(comparison))
-        self.samples_label.setText("\n".join(f"{run.label} generates: {' '.join(run.sample.split())[:100]}"
+        self.samples_label.setText("\n".join(f"{run.label} generates: {_breakable(' '.join(run.sample.split())[:100])}"
                                              for run in comparison.runs))
 
     # ---- drawing -------------------------------------------------------------------------------
@@ -360,6 +374,9 @@ class ComparePage(QWidget):
             self.gradient_plot.plot(steps, values, name=name, pen=pg.mkPen(color, width=theme.current().line_width))
 
     def apply_theme(self) -> None:
+        """Called by the panel's restyle (this page styles its own plots, as reusable widgets do)."""
+        for plot in (self.loss_plot, self.gradient_plot):
+            theme.style_plot(plot)
         for index, curve in enumerate(self.loss_curves.values()):
             curve.setPen(pg.mkPen(theme.series_color(index), width=theme.current().line_width))
         self._draw_gradients()
@@ -369,6 +386,14 @@ class ComparePage(QWidget):
             fill.setAlpha(220)
             legend.setBrush(pg.mkBrush(fill))
             legend.setPen(theme.pen("muted", width=1))
+
+
+def _breakable(text: str, every: int = 16) -> str:
+    """A zero-width space inside long runs of letters, so a sample like 'gggg...' wraps instead of widening the pane."""
+    words = []
+    for word in text.split(" "):
+        words.append("\u200b".join(word[i : i + every] for i in range(0, len(word), every)))
+    return " ".join(words)
 
 
 def _number(value: float, ratio: bool) -> str:
