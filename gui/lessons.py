@@ -49,6 +49,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("transformer_explorer.lessons")
 
 FOCUS_MS = 4000  # how long the outline stays: long enough to find it from the back row
+FOLLOW_MS = 200  # how often the outline re-measures its target while it shows
 FOCUS_DELAY_MS = 150  # let the tab switch and the layout settle before measuring the target
 MODEL_WAIT_MS = 30_000  # a step whose model never arrives still finishes (its panel shows why)
 LESSON_FILTER = "Lesson (*.json)"
@@ -138,9 +139,26 @@ class FocusOutline(QWidget):
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
         self._timer.timeout.connect(self.clear)
+        # The panel may still lay out around the target (a view's first result resizes its neighbours):
+        # the frame follows it while it shows.
+        self._follow = QTimer(self)
+        self._follow.setInterval(FOLLOW_MS)
+        self._follow.timeout.connect(self._fit)
         self.hide()
 
     def point_at(self, target: QWidget, milliseconds: int = FOCUS_MS) -> None:
+        self.target = target
+        self._fit()
+        self.show()
+        self.raise_()
+        self._timer.start(milliseconds)
+        self._follow.start()
+
+    def _fit(self) -> None:
+        target = self.target
+        if target is None or not isValid(target):
+            self.clear()
+            return
         window = self.parentWidget()
         margin = 4
         # The part on screen: a panel wider than its room scrolls, and the frame must not run over the docks.
@@ -149,13 +167,10 @@ class FocusOutline(QWidget):
             shown = target.rect()
         top_left = target.mapTo(window, shown.topLeft())
         self.setGeometry(QRect(top_left, shown.size()).adjusted(-margin, -margin, margin, margin))
-        self.target = target
-        self.show()
-        self.raise_()
-        self._timer.start(milliseconds)
 
     def clear(self) -> None:
         self._timer.stop()
+        self._follow.stop()
         self.target = None
         self.hide()
 

@@ -362,3 +362,28 @@ def test_a_focus_left_a_sliver_by_an_earlier_scroll_is_brought_into_view(qtbot):
     area.horizontalScrollBar().setValue(150)  # half in view: left where it is
     bring_into_view(target)
     assert area.horizontalScrollBar().value() == 150
+
+
+def test_the_focus_outline_follows_its_widget_when_the_layout_moves_it(qtbot):
+    from PySide6.QtWidgets import QHBoxLayout, QWidget
+
+    from gui.lessons import FocusOutline
+
+    host = QWidget()
+    qtbot.addWidget(host)
+    row = QHBoxLayout(host)
+    before, target = QWidget(), QWidget()
+    before.setFixedWidth(50)
+    target.setFixedSize(120, 80)
+    row.addWidget(before)
+    row.addWidget(target)
+    host.resize(600, 200)
+    host.show()
+    qtbot.waitExposed(host)
+    outline = FocusOutline(host)
+    outline.point_at(target)
+    assert outline.geometry().contains(target.geometry())
+    before.setFixedWidth(300)  # a neighbour grows (its first result arrives): the target moves right
+    qtbot.waitUntil(lambda: outline.geometry().contains(target.geometry()), timeout=5000)
+    outline.clear()
+    assert not outline.isVisible()
