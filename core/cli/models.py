@@ -40,6 +40,7 @@ from core.training import (
     evaluate_loss,
     generate,
     train,
+    training_mask_mode,
 )
 from resources import resource_path
 
@@ -434,8 +435,17 @@ def run_generate(args: argparse.Namespace) -> int:
     if ends:  # the model ended its text: what it sampled after end-of-text is not part of it
         new = new[: ends[0]]
     assert loaded.tokenizer is not None  # _encode refused a model without one
+    _note_leaky_training(loaded)
     print(loaded.tokenizer.decode(ids + new))
     return 0
+
+
+def _note_leaky_training(loaded: LoadedModel) -> None:
+    """A model trained with a leaky mask says so (its training.json records the mask) before its output is read."""
+    mode = training_mask_mode(loaded.metadata)
+    if mode != "causal":
+        print(f"note: {loaded.source} was trained with the {mode} mask (training.json); it runs here with the causal "
+              "mask, as generation must", file=sys.stderr)
 
 
 def run_export(args: argparse.Namespace) -> int:
@@ -462,7 +472,9 @@ def run_evaluate(args: argparse.Namespace) -> int:
     if args.json:
         from core.cli.common import print_json
 
-        print_json({"checkpoint": loaded.source, "tokens": len(ids), "loss_nats_per_token": loss})
+        print_json({"checkpoint": loaded.source, "tokens": len(ids), "loss_nats_per_token": loss,
+                    "trained_mask_mode": training_mask_mode(loaded.metadata)})
     else:
+        _note_leaky_training(loaded)
         print(f"{loaded.source}: mean next-token loss {loss:.4f} nats/token over {len(ids) - 1:,} predictions")
     return 0

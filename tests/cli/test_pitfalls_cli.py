@@ -41,6 +41,10 @@ def test_train_mask_round_trips_into_the_training_record(capsys, tmp_path, corpu
     assert record["settings"]["mask_mode"] == "after-softmax" and record["val_loss_mask"] == "causal"
     assert training_mask_mode(load_checkpoint(out).metadata) == "after-softmax"
     assert "trained with the after-softmax mask" in stdout
+    code, stdout, stderr = run(capsys, "evaluate", "--checkpoint", str(out), "--text-file", str(corpus_file), "--json")
+    assert code == 0 and json.loads(stdout)["trained_mask_mode"] == "after-softmax"
+    code, stdout, stderr = run(capsys, "generate", "--checkpoint", str(out), "--text", "ROMEO", "--max-new", "3")
+    assert code == 0 and "trained with the after-softmax mask" in stderr and stdout.startswith("ROMEO")
 
 
 def test_train_without_mask_records_causal(capsys, tmp_path, corpus_file):
@@ -48,6 +52,8 @@ def test_train_without_mask_records_causal(capsys, tmp_path, corpus_file):
     code, stdout, stderr = _train(capsys, out, corpus_file)
     assert code == 0, stderr
     assert training_mask_mode(load_checkpoint(out).metadata) == "causal" and "trained with" not in stdout
+    code, stdout, stderr = run(capsys, "generate", "--checkpoint", str(out), "--text", "ROMEO", "--max-new", "3")
+    assert code == 0 and "trained with" not in stderr
 
 
 @pytest.mark.parametrize("mask", ["off-by-one", "future", ""])
