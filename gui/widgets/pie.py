@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pyqtgraph as pg
-from PySide6.QtCore import QPointF, QRectF, Signal
+from PySide6.QtCore import QPointF, QRectF, QTimer, Signal
 from PySide6.QtGui import QColor, QFontMetrics, QPainter, QPainterPath, QPolygonF
 
 from gui import theme
@@ -127,6 +127,7 @@ class NestedPieItem(pg.GraphicsObject):
         self._labels: dict[str, pg.TextItem] = {}  # one per wedge key ever shown, re-used across data
         self.lead_lines: list[tuple[QPointF, QPointF, QPointF]] = []  # wedge edge, elbow, side label
         self._fitting = False
+        self._refit = False
         self.readout = pg.TextItem("", anchor=(0.5, 0.5))
         self.readout.setParentItem(self)
         self.readout.setZValue(10)
@@ -283,11 +284,16 @@ class NestedPieItem(pg.GraphicsObject):
         """Write a label on its wedge where its whole box fits there; else, for a wedge of at least
         MIN_LABELED_SHARE, beside the pie with a lead line, the view widened so that the labels fit in it."""
         if self._fitting:
-            return  # the view's own range change below calls back
-        view = self.getViewBox()
+            self._refit = True  # the view changed size while the labels were placed: place them again after
+            return
         self._fitting = True
         try:
-            self._fit_labels(view if isinstance(view, pg.ViewBox) else None)
+            for _ in range(3):  # the view's own range change calls back; a resize in between asks again
+                self._refit = False
+                view = self.getViewBox()
+                self._fit_labels(view if isinstance(view, pg.ViewBox) else None)
+                if not self._refit:
+                    break
         finally:
             self._fitting = False
 
@@ -485,6 +491,12 @@ class PieView(pg.PlotWidget):
         self.pie = NestedPieItem()
         self.addItem(self.pie)
         self.getViewBox().sigResized.connect(self.pie.fit_labels)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt's name)
+        super().resizeEvent(event)
+        pie = self.__dict__.get("pie")  # pyqtgraph resizes the view while it is being built
+        if pie is not None:  # once the view box has taken its new size (the plot item's layout follows)
+            QTimer.singleShot(0, self, pie.fit_labels)
 
     def set_title(self, title: str) -> None:
         self.setTitle(title)
