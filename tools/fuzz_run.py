@@ -722,9 +722,11 @@ def _remove_tree(folder: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seed", type=int, default=0, help="the run's seed (the same seed draws the same cases)")
-    parser.add_argument("--minutes", type=float, default=10.0, help="how long to run (default 10)")
-    parser.add_argument("--cases", type=int, default=None, help="stop after this many cases")
+    from core.cli.bounds import real_number, seed, whole_number
+
+    parser.add_argument("--seed", type=seed(), default=0, help="the run's seed (the same seed draws the same cases)")
+    parser.add_argument("--minutes", type=real_number(0.01, 1440.0), default=10.0, help="how long to run (default 10)")
+    parser.add_argument("--cases", type=whole_number(1, 10_000_000), default=None, help="stop after this many cases")
     parser.add_argument("--kinds", default=",".join(KINDS), help=f"comma-separated kinds of case (default {','.join(KINDS)})")
     parser.add_argument("--keep", action="store_true", help="keep the case files and name them in the report, to replay findings")
     parser.add_argument("--cli-worker", action="store_true", help=argparse.SUPPRESS)
