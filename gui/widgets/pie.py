@@ -388,6 +388,9 @@ class NestedPieItem(pg.GraphicsObject):
     def _place_below(self, view: pg.ViewBox, wedges: list[_Wedge]) -> None:
         """Labels in one column under the pie, each behind a swatch of its wedge's colour."""
         width, height = max(1.0, view.width()), max(1.0, view.height())
+        shown_on = self.scene().views() if self.scene() is not None else []
+        if shown_on:  # the widget's own width, should the view box not have taken it yet
+            width = max(1.0, min(width, shown_on[0].viewport().width() - 2.0))
         for wedge in wedges:
             label = self._labels[wedge.slice.key]
             label.setAnchor((0.0, 0.0))
