@@ -313,6 +313,8 @@ class TrainPanel(Panel):
         self.lr_spin.setKeyboardTracking(False)
         self.seed_spin = _spin(0, 999_999, 0, "seeds the initial weights and the batch order")
         self.mask_combo = QComboBox()
+        self.mask_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.mask_combo.setMinimumContentsLength(8)  # the settings grid must not widen the panel at projector scale
         for mode in TRAIN_MASK_MODES:
             self.mask_combo.addItem(MASK_MODE_LABELS[mode], mode)
             self.mask_combo.setItemData(self.mask_combo.count() - 1, MASK_MODE_DESCRIPTIONS[mode], Qt.ItemDataRole.ToolTipRole)

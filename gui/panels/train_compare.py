@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QSize, Qt
 from PySide6.QtWidgets import (
     QComboBox,
     QFrame,
@@ -155,14 +155,17 @@ class ComparePage(QWidget):
         self.compare_button = QPushButton("Compare")
         self.compare_button.setToolTip("train every run of the comparison, one after the other, on the bundled corpus")
         # Two short rows: at the projector's text size one row would cut the experiment's name.
+        # The combo may shrink below its longest name (the tooltip holds the full title), so the page stays narrow.
+        self.experiment_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.experiment_combo.setMinimumContentsLength(12)
         placed = ((0, 0, "Experiment", self.experiment_combo), (1, 0, "Steps", self.steps_spin), (1, 2, "Seed", self.seed_spin))
         for row, column, caption, widget in placed:
             label = QLabel(caption)
             label.setBuddy(widget)
             controls.addWidget(label, row, column)
-            controls.addWidget(widget, row, column + 1)
-        controls.addWidget(self.compare_button, 0, 2, 1, 2)
-        controls.setColumnStretch(4, 1)
+            controls.addWidget(widget, row, column + 1, 1, 3 if row == 0 else 1)
+        controls.addWidget(self.compare_button, 1, 4)
+        controls.setColumnStretch(1, 1)
         layout.addLayout(controls)
         # The numbers live in their own page (the panel puts it beside the plots), so the plots keep the height.
         self.numbers_page = QScrollArea()
@@ -238,6 +241,11 @@ class ComparePage(QWidget):
         self.seed_spin.valueChanged.connect(self.mark_if_stale)
         self.gradient_run_combo.currentIndexChanged.connect(self._draw_gradients)
         self._on_experiment_changed()
+
+    def sizeHint(self) -> QSize:  # noqa: N802 (Qt's name)
+        # No wider than it must be: the panel is laid out from its pages' hints, and the plots stretch anyway.
+        hint = super().sizeHint()
+        return QSize(self.minimumSizeHint().width(), hint.height())
 
     # ---- inputs --------------------------------------------------------------------------------
     def request(self) -> CompareRequest:
