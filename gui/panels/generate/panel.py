@@ -10,11 +10,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from PySide6.QtWidgets import QTabWidget, QWidget
+from PySide6.QtWidgets import QWidget
 
 from gui.panels.base import Panel
 from gui.panels.generate.kv_cache import KVCacheView
 from gui.panels.generate.sampling import SamplingView
+from gui.widgets.page_tabs import PageTabs
 
 SUB_TABS = ("Sampling", "KV cache")
 
@@ -28,7 +29,7 @@ class GeneratePanel(Panel):
         prefix = f"{self.channel}/"
         self.sampling = self.add_view(SamplingView(state, compute, prefix))
         self.kv_cache = self.add_view(KVCacheView(state, compute, prefix))
-        self.tabs = QTabWidget()
+        self.tabs = PageTabs()  # sized by the view on show, not the widest view
         self.tabs.setDocumentMode(True)
         for view in self.views:
             self.tabs.addTab(view, view.name)

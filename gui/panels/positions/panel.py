@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QHBoxLayout, QSizePolicy, QSpinBox, QTabWidget, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QSizePolicy, QSpinBox, QVBoxLayout, QWidget
 
 from gui.panels.base import Panel
 from gui.panels.positions.common import PositionsControls, ScrubPosition, labelled, model_rope_problem, plain_label
@@ -23,6 +23,7 @@ from gui.panels.positions.permutation import PermutationView, parse_permutation
 from gui.panels.positions.reading import ReadingPositionsView
 from gui.panels.positions.scrubber import ScrubberView
 from gui.panels.reading_mode import ReadingMode
+from gui.widgets.page_tabs import PageTabs
 
 SUB_TABS = ("RoPE scrubber", "Score grids", "Encodings", "Permutation")
 
@@ -59,7 +60,7 @@ class PositionsPanel(Panel):
         self.grids_view = self.add_view(GridsView(state, compute, self.controls, self.position, prefix))
         self.encodings_view = self.add_view(EncodingsView(state, compute, self.controls, prefix))
         self.permutation_view = self.add_view(PermutationView(state, compute, prefix))
-        self.tabs = QTabWidget()
+        self.tabs = PageTabs()  # sized by the view on show, not the widest view
         self.tabs.setObjectName("positions-tabs")
         self.tabs.setDocumentMode(True)
         for view in self.views:

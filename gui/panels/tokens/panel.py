@@ -13,7 +13,7 @@ import math
 from typing import Any
 
 from PySide6.QtGui import QUndoCommand
-from PySide6.QtWidgets import QTabWidget, QToolButton, QWidget
+from PySide6.QtWidgets import QToolButton, QWidget
 
 from gui.panels.base import Panel
 from gui.panels.reading_mode import ReadingMode
@@ -27,6 +27,7 @@ from gui.panels.tokens.reading import ReadingCausalView
 from gui.panels.tokens.worked_head import WorkedHeadView
 from gui.state import TokenEdit
 from gui.widgets.token_strip import TokenStrip
+from gui.widgets.page_tabs import PageTabs
 
 SUB_TABS = ("Propagation", "Mask", "Attention", "Head split", "One head", "Predictions")
 
@@ -89,7 +90,7 @@ class TokensPanel(Panel):
         self.worked_head = self.add_view(WorkedHeadView(state, compute, self.controls, prefix))
         self.predictions = self.add_view(PredictionsView(state, compute, self.controls, lambda: self.strip.selected,
                                                          prefix))
-        self.tabs = QTabWidget()
+        self.tabs = PageTabs()  # sized by the view on show, not the widest view
         self.tabs.setDocumentMode(True)
         for view in self.views:
             self.tabs.addTab(view, view.name)
