@@ -40,7 +40,6 @@ from PySide6.QtWidgets import (
     QPushButton,
     QSpinBox,
     QSplitter,
-    QTabWidget,
     QVBoxLayout,
     QWidget,
 )
@@ -51,6 +50,7 @@ from core.tokenizers import CharTokenizer
 from gui import theme
 from gui.panels.base import Panel
 from gui.panels.train_compare import ComparePage, CompareRequest, ComparisonProgress, run_pitfall_job
+from gui.widgets.page_tabs import PageTabs
 from resources import resource_path
 
 BUNDLED_CORPUS = "tinyshakespeare.txt"
@@ -380,7 +380,7 @@ class TrainPanel(Panel):
                                                     symbolSize=14)
         # A legend entry rather than a line label: at the projector's text size a label collides with the legend.
         self.uniform_line = self.loss_plot.plot([], [], name="uniform guess, ln V")
-        self.plot_tabs = QTabWidget()
+        self.plot_tabs = PageTabs()  # sized by the page on show
         self.plot_tabs.addTab(self.loss_plot, "This run")
         self.compare_page = ComparePage()
         self.plot_tabs.addTab(self.compare_page, "Compare pitfalls")
@@ -394,7 +394,7 @@ class TrainPanel(Panel):
         self.experiment_combo = self.compare_page.experiment_combo
         splitter.addWidget(self.plot_tabs)
 
-        self.side_tabs = QTabWidget()
+        self.side_tabs = PageTabs()
         sample_page = QWidget()
         sample_layout = QVBoxLayout(sample_page)
         self.sample_caption = QLabel("Samples appear here during a run.")
