@@ -388,9 +388,10 @@ class NestedPieItem(pg.GraphicsObject):
     def _place_below(self, view: pg.ViewBox, wedges: list[_Wedge]) -> None:
         """Labels in one column under the pie, each behind a swatch of its wedge's colour."""
         width, height = max(1.0, view.width()), max(1.0, view.height())
+        room = width
         shown_on = self.scene().views() if self.scene() is not None else []
         if shown_on:  # the widget's own width, should the view box not have taken it yet
-            width = max(1.0, min(width, shown_on[0].viewport().width() - 2.0))
+            room = max(1.0, min(width, shown_on[0].viewport().width() - 2.0))
         for wedge in wedges:
             label = self._labels[wedge.slice.key]
             label.setAnchor((0.0, 0.0))
@@ -398,7 +399,7 @@ class NestedPieItem(pg.GraphicsObject):
                 text = html.escape(self._label_text(wedge, inside=False, style=style)).replace("\n", "<br>")
                 label.setHtml(f"<span style='color:{wedge.slice.color.name()}'>■</span> "
                               f"<span style='color:{theme.color('text').name()}'>{text}</span>")
-                if label.textItem.boundingRect().width() <= width - LEAD_PX:
+                if label.textItem.boundingRect().width() <= room - LEAD_PX:
                     break
         stack = sum(self._labels[w.slice.key].textItem.boundingRect().height() for w in wedges)
         reach = OUTER_REACH + PULL_OUT + VIEW_MARGIN
@@ -504,6 +505,14 @@ class PieView(pg.PlotWidget):
     def set_title(self, title: str) -> None:
         self.setTitle(title)
         theme.style_plot(self)
+        self._fit_title()
+
+    def _fit_title(self) -> None:
+        """At least as wide as the title: a wider title would widen the plot past the widget and cut the pie."""
+        label = self.getPlotItem().titleLabel
+        title_px = label.item.boundingRect().width() if label.text else 0.0
+        key_px = QFontMetrics(theme.font(0.95, bold=True)).horizontalAdvance("■ attention")
+        self.setMinimumWidth(max(MIN_VIEW_PX, round(title_px) + 16, key_px + 4 * LEAD_PX))
 
     def set_stale(self, stale: bool) -> None:
         self.pie.set_stale(stale)
@@ -511,9 +520,7 @@ class PieView(pg.PlotWidget):
     def restyle(self) -> None:
         """Re-colour text for the theme (the wedge colours come with the data)."""
         theme.style_plot(self)
-        # Wide enough for a key line under the pie at the current text size (its share wraps below it).
-        key_px = QFontMetrics(theme.font(0.95, bold=True)).horizontalAdvance("■ attention")
-        self.setMinimumWidth(max(MIN_VIEW_PX, key_px + 4 * LEAD_PX))
+        self._fit_title()  # and wide enough for a key line under the pie (its share wraps below it)
         self.pie._update_labels()
         self.pie._update_readout()
         self.pie.update()
