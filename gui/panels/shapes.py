@@ -35,6 +35,7 @@ from core.display import format_bytes
 from gui import theme
 from gui.panels.base import Panel, Refusal, View
 from gui.widgets.flow_layout import FlowLayout, control_group
+from gui.widgets.log_axis import log_ready_axes
 
 COLUMNS = ("step", "shape", "elements", "memory", "meaning")
 
@@ -200,7 +201,7 @@ class ShapesView(View):
         self.memory_plot.getViewBox().sigResized.connect(self._update_memory_ticks)
         plots.addWidget(self.memory_plot)
 
-        self.growth_plot = pg.PlotWidget()
+        self.growth_plot = pg.PlotWidget(axisItems=log_ready_axes())
         self.growth_plot.setMenuEnabled(False)
         self.growth_plot.setTitle("As T grows (one layer, traced)")
         self.growth_plot.setLogMode(x=True, y=True)

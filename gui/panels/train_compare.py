@@ -40,6 +40,7 @@ from core.experiments.pitfall_setups import (
     run_keys,
 )
 from gui import theme
+from gui.widgets.log_axis import log_ready_axes
 
 PARTIAL_INTERVAL_S = 0.1
 STALE_OPACITY = 0.3
@@ -201,7 +202,7 @@ class ComparePage(QWidget):
         row.addWidget(self.gradient_run_combo, 0, 1)
         row.setColumnStretch(1, 1)
         gradient_layout.addLayout(row)
-        self.gradient_plot = pg.PlotWidget()
+        self.gradient_plot = pg.PlotWidget(axisItems=log_ready_axes())
         self.gradient_plot.setMenuEnabled(False)
         self.gradient_plot.setTitle("Each block's gradient norm, before clipping")
         self.gradient_plot.setLabel("bottom", "step")

@@ -24,6 +24,7 @@ from gui import theme
 from gui.panels.base import Refusal
 from gui.widgets.flow_layout import FlowLayout, control_group
 from gui.widgets.heatmap import Heatmap
+from gui.widgets.log_axis import log_ready_axes
 
 SOURCE_RANDOM = "random q, k (seeded)"
 SOURCE_MODEL = "from the current model"
@@ -73,7 +74,7 @@ def cache_static_parts(plot: pg.PlotWidget) -> None:
 
 
 def make_plot(title: str, bottom: str, left: str) -> pg.PlotWidget:
-    plot = pg.PlotWidget()
+    plot = pg.PlotWidget(axisItems=log_ready_axes())
     plot.setMenuEnabled(False)
     plot.hideButtons()
     plot.setTitle(title)
