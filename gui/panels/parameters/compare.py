@@ -46,20 +46,22 @@ class CompareView(View):
         """compared(): the (left, right) configs the pickers above the view name."""
         super().__init__(state, compute, channel_prefix, parent)
         self.compared = compared
-        row = QHBoxLayout(self.content)
-        row.setContentsMargins(0, 0, 0, 0)
+        # The two pies side by side, the table under them: a row of three is wider than a projector's
+        # room at a large text scale.
+        column = QVBoxLayout(self.content)
+        column.setContentsMargins(0, 0, 0, 0)
+        pies = QHBoxLayout()
         self.compare_views = (PieView(), PieView())
         for view in self.compare_views:
-            view.setMinimumSize(160, 160)  # three views side by side must still fit a 1366-pixel screen
-            row.addWidget(view, 3)
+            view.setMinimumSize(160, 160)
+            pies.addWidget(view, 1)
+        column.addLayout(pies, 3)
         self.compare_table = table(("", "left", "right"))
         self.compare_table.horizontalHeader().setStretchLastSection(False)
         self.compare_table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
-        column = QVBoxLayout()
-        column.addWidget(self.compare_table, 1)
+        column.addWidget(self.compare_table, 2)
         self.count = CompareCountView(state, compute, compared, counts, channel_prefix)
         column.addWidget(self.count)
-        row.addLayout(column, 3)
 
     def pickers_changed(self) -> None:
         self.inputs_changed()

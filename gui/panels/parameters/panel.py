@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QSlider, QTabWidget, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QSlider, QVBoxLayout, QWidget
 
 from core.config import ModelConfig
 from core.params import ParameterBreakdown
@@ -25,6 +25,7 @@ from gui.panels.parameters.compare import CompareView
 from gui.panels.parameters.count import MetaCountCache
 from gui.panels.parameters.sweep import SweepView
 from gui.widgets.flow_layout import FlowLayout, control_group
+from gui.widgets.page_tabs import PageTabs
 
 DEFAULT_COMPARE = ("gpt2-small", "gpt2-medium")
 SUBTABS = ("Breakdown", "Compare two", "Width sweep", "Budgets")
@@ -65,7 +66,7 @@ class ParametersPanel(Panel):
             count.result_shown.connect(self.result_shown)
             count.error_shown.connect(self.error_shown)
 
-        self.tabs = QTabWidget()
+        self.tabs = PageTabs()  # sized by the view on show, not the widest view
         self.tabs.addTab(self.breakdown_view, SUBTABS[0])
         self.tabs.addTab(self._compare_page(), SUBTABS[1])
         self.tabs.addTab(self._sweep_page(), SUBTABS[2])

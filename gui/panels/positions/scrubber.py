@@ -36,6 +36,7 @@ from gui.panels.positions.common import (
     plain_label,
     style_legends,
 )
+from gui.widgets.flow_layout import FlowLayout, control_group
 
 MAX_ARROW_PAIRS = 8  # more circles than this are unreadable at projector scale
 TITLE_DELAY_MS = 80  # titles re-lay out their plot: a drag updates them once it pauses
@@ -153,8 +154,7 @@ class ScrubberView(View):
         self._positions_range_changed()
 
     # ---- construction ----------------------------------------------------------------------------
-    def _build_sliders(self) -> QGridLayout:
-        sliders = QGridLayout()
+    def _build_sliders(self) -> QVBoxLayout:
         self.m_slider = QSlider(Qt.Orientation.Horizontal)
         self.m_slider.setObjectName("positions-m")
         self.n_slider = QSlider(Qt.Orientation.Horizontal)
@@ -185,18 +185,23 @@ class ScrubberView(View):
         self.sinusoidal_score_label = plain_label(name="positions-sinusoidal-score")
         self.sinusoidal_score_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.offset_label = plain_label(name="positions-offset")
-        # Each score sits on its handle's row: two lines in all, so the plots keep the height.
-        sliders.addWidget(self.m_caption, 0, 0)
-        sliders.addWidget(self.m_slider, 0, 1)
-        sliders.addWidget(self.rope_caption, 0, 2)
-        sliders.addWidget(self.rope_score_label, 0, 3)
-        sliders.addWidget(self.lock_check, 0, 4)
-        sliders.addWidget(self.n_caption, 1, 0)
-        sliders.addWidget(self.n_slider, 1, 1)
-        sliders.addWidget(self.compare_sinusoidal_check, 1, 2, alignment=Qt.AlignmentFlag.AlignRight)
-        sliders.addWidget(self.sinusoidal_score_label, 1, 3)
-        sliders.addWidget(self.offset_label, 1, 4)
-        sliders.setColumnStretch(1, 1)
+        # The sliders take a row of their own; the scores follow in groups that wrap onto a second
+        # row only where the text scale needs it, so the panel is never wider than its widest group.
+        handles = QGridLayout()
+        handles.addWidget(self.m_caption, 0, 0)
+        handles.addWidget(self.m_slider, 0, 1)
+        handles.addWidget(self.n_caption, 0, 2)
+        handles.addWidget(self.n_slider, 0, 3)
+        handles.setColumnStretch(1, 1)
+        handles.setColumnStretch(3, 1)
+        scores = FlowLayout(spacing=18)
+        for group in ((self.rope_caption, self.rope_score_label), (self.compare_sinusoidal_check, self.sinusoidal_score_label),
+                      (self.offset_label,), (self.lock_check,)):
+            scores.addWidget(control_group(*group))
+        sliders = QVBoxLayout()
+        sliders.setSpacing(2)
+        sliders.addLayout(handles)
+        sliders.addLayout(scores)
         self._update_captions()
         return sliders
 
