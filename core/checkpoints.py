@@ -381,7 +381,8 @@ def read_json_file(path: Path, what: str) -> Any:
                                   max_values=MAX_MODEL_JSON_VALUES,
                                   max_integer_digits=MAX_MODEL_JSON_DIGITS)
     except JsonFileError as error:
-        raise CheckpointError(f"{path.parent.name}/{error}" if str(error).startswith(path.name) else str(error)) from None
+        # The whole path, as every other message of a checkpoint names its file.
+        raise CheckpointError(f"{path}{str(error)[len(path.name):]}" if str(error).startswith(path.name) else str(error)) from None
 
 
 def read_safetensors(path: Path) -> dict[str, torch.Tensor]:
