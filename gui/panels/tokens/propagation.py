@@ -36,6 +36,7 @@ from gui.panels.tokens.common import (
 from gui.widgets.heatmap import Heatmap
 
 MAX_BAR_LABELS = 32  # value labels on the per-position bars up to this many positions
+MIN_PLOT_LINES = 7  # the map and the bars keep room for a title, an axis and a few rows of ticks
 
 
 class ResidualRunCache:
@@ -424,6 +425,10 @@ class PropagationView(View):
         self.edit_column.setBrush(pg.mkBrush(None))
         self.bar_row_outline.setPen(theme.pen("text", width=1.5, style=Qt.PenStyle.DashLine))
         self.verdict.setFont(theme.font(1.05))
+        # A plot squeezed under its own axis text shows nothing: below this the panel scrolls instead.
+        line = QFontMetrics(theme.font()).lineSpacing()
+        self.map.setMinimumHeight(MIN_PLOT_LINES * line)
+        self.bar_plot.setMinimumHeight(MIN_PLOT_LINES * line)
         self._overlay_key = None
         super().apply_theme()
 
