@@ -20,6 +20,8 @@ from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from gui import theme
 
+MIN_MAP_LINES = 5  # a title, an axis label, and room for a few rows of cells
+
 
 def _visible(label: str) -> str:
     """Whitespace tokens get a visible stand-in so that a space or newline has a tick label."""
@@ -160,6 +162,8 @@ class Heatmap(QWidget):
         self.colorbar.setColorMap(theme.colormap())
         self._style_colorbar()
         self.readout.setFont(theme.font(0.95))
+        # Squeezed under its title and axis text a map shows no cell: below this its view scrolls instead.
+        self.plot.setMinimumHeight(MIN_MAP_LINES * QFontMetrics(theme.font()).lineSpacing())
         self._update_ticks()
 
 

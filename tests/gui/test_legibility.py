@@ -15,8 +15,6 @@ PROJECTOR_SCALE = 1.6
 # What the rule finds dropped in panels whose layout is another part's to fix, each with its file; a new
 # problem fails the test, and a fixed one leaves this list.
 KNOWN_DROPPED = {
-    "positions-permutation-table",  # gui/panels/positions/permutation.py: its splitter leaves it 2 of its 4 rows
-    "QTableWidget in view-generate-kv-cache",  # gui/panels/generate/kv_cache.py: 2 rows of 3 or 4 shown
     "worked_keys_table", "worked_vectors_table",  # gui/panels/tokens/worked_head.py: 1 or 2 rows of 12 to 32
 }
 

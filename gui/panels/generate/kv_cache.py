@@ -19,8 +19,8 @@ from core.display import format_bytes
 from gui.panels.base import Refusal, View
 from gui.panels.generate.common import caption, fit_table, sequence_refusal, set_cell, table
 from gui.panels.tokens.common import format_change
-from gui.legibility import MIN_TABLE_ROWS
 from gui.widgets.flow_layout import FlowLayout, control_group
+from gui.widgets.table_rows import keep_rows_in_view
 
 DEFAULT_DECODE_STEPS = 8
 MAX_DECODE_STEPS = 256  # core.experiments.kv_cache.MAX_DECODE_STEPS (torch-free here)
@@ -37,15 +37,6 @@ def compute_kv_cache(inputs: KVCacheInputs, token) -> Any:
     from core.experiments import kv_cache
 
     return kv_cache.kv_cache_proof(inputs.model, list(inputs.tokens), inputs.decode_steps, token)
-
-
-def keep_rows_in_view(widget, rows: int = MIN_TABLE_ROWS) -> None:
-    """A table never shorter than its header and `rows` rows (all of them when it has fewer): it scrolls beyond."""
-    row_px = widget.verticalHeader().defaultSectionSize()
-    header_px = widget.horizontalHeader().sizeHint().height()
-    shown = min(max(1, widget.rowCount()), rows)
-    widget.setMinimumHeight(header_px + shown * row_px + 2 * widget.frameWidth()
-                            + widget.horizontalScrollBar().sizeHint().height())
 
 
 def _shape(shape: tuple[int, ...]) -> str:

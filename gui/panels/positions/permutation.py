@@ -37,6 +37,7 @@ from gui.panels.positions.common import (
     plain_label,
 )
 from gui.widgets.flow_layout import FlowLayout
+from gui.widgets.table_rows import keep_rows_in_view
 
 ZERO_FLOOR_LOG10 = -17.0  # where an exactly-zero difference is drawn on the log axis
 DEFAULT_PERMUTATION_HINT = "e.g. 3 1 5 0 2 4"
@@ -238,6 +239,7 @@ class PermutationView(View):
         for slot, encoding in enumerate(data.encodings):
             if slot >= self.permutation_table.rowCount():
                 self.permutation_table.setRowCount(slot + 1)
+                keep_rows_in_view(self.permutation_table, slot + 1)
             blind = bool(data.equivariant[slot])
             meaning = ("order-blind: shuffling the input only shuffles the output (float noise)" if blind
                        else "sees order: the shuffled input gives different outputs")
@@ -267,6 +269,7 @@ class PermutationView(View):
         self.noise_line.label.setColor(theme.color("text"))
         self.noise_line.label.setFont(theme.font(0.9))
         self.permutation_table.verticalHeader().setDefaultSectionSize(round(QFontMetrics(theme.font()).height() * 1.5))
+        keep_rows_in_view(self.permutation_table, self.permutation_table.rowCount())  # every encoding's row: the lesson compares them
         if not self.permutation_message.isHidden():
             self.permutation_message.setStyleSheet(f"color: {theme.current().warning};")
         super().apply_theme()  # shows the result again: bars in the new series colours
