@@ -30,6 +30,7 @@ from gui.panels.tokens.common import TokensControls, caption, sequence_refusal
 from gui.widgets.flow_layout import FlowLayout, control_group
 
 TOP_KEYS = 12  # keys listed until "all keys" is ticked: the largest weights, in key order
+MIN_ROWS = 5  # rows each table keeps in view
 RESIZE_ROWS = 64  # rows a column's width is measured on: the numbers' widths vary little, 1,024 rows add nothing
 LAST_TOKEN = -1  # the query spin's special value: follow the last token as the text changes
 # The steps a student may leave out, as the combo names them; which are offered depends on the model.
@@ -198,6 +199,7 @@ class WorkedHeadView(View):
         self.keys_caption = caption("")
         self.keys_caption.setObjectName("worked_keys_caption")
         self.keys_table, self.keys_model = make_table("worked_keys_table")
+        self.keys_table.setToolTip("Click a key to list its k and v beside q")
         self.vectors_caption = caption("")
         self.vectors_caption.setObjectName("worked_vectors_caption")
         self.vectors_table, self.vectors_model = make_table("worked_vectors_table")
@@ -372,7 +374,7 @@ class WorkedHeadView(View):
         listed = "Every key" if len(rows) == n_keys else f"The {len(rows)} keys of largest weight, of {n_keys}"
         self.keys_caption.setText(
             f"{listed}; {int(worked.visible.sum())} of {n_keys} visible to query {worked.query}. Weights shown sum "
-            f"to {shown:.4f} (all keys: {total:.4f}). Click a key for its vectors.")
+            f"to {shown:.4f} (all keys: {total:.4f}).")
 
     def _draw_vectors(self, worked) -> None:
         key = self.selected_key
@@ -417,9 +419,15 @@ class WorkedHeadView(View):
         """No hover readouts: the selected key is redrawn with the result."""
 
     def apply_theme(self) -> None:
+        row_px = QFontMetrics(theme.font(0.95)).height() + 6
         for table in (self.keys_table, self.vectors_table):
             table.setFont(theme.font(0.95))
-            table.verticalHeader().setDefaultSectionSize(QFontMetrics(theme.font(0.95)).height() + 6)
+            table.verticalHeader().setDefaultSectionSize(row_px)
+            # At least MIN_ROWS rows in view: where the window is short the panel scrolls instead of the
+            # tables shrinking to a row or two.
+            chrome = (table.horizontalHeader().sizeHint().height() + table.horizontalScrollBar().sizeHint().height()
+                      + 2 * table.frameWidth())
+            table.setMinimumHeight(chrome + MIN_ROWS * row_px)
         super().apply_theme()
 
     def export_targets(self) -> list[tuple[str, Any]]:
