@@ -27,7 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "head": ("core.cli.head", "one attention head worked by hand for one query, checked against the model's own output"),
     "rope": ("core.cli.positions", "RoPE scores depend on the offset m - n only; additive sinusoids do not"),
     "permutation": ("core.cli.positions", "attention is blind to order until an encoding is added"),
-    "norms": ("core.cli.norms", "forward and gradient norms per layer of a random pre- or post-norm stack"),
+    "norms": ("core.cli.norms", "forward, stream-gradient and weight-gradient norms per layer of a random pre- or post-norm stack"),
     "budget": ("core.cli.norms", "training and inference FLOPs per token, weight memory and KV cache of a model"),
     "pitfalls": (
         "core.cli.pitfalls",
