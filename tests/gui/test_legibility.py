@@ -12,12 +12,6 @@ from gui.legibility import MIN_CONTROL_PX, MIN_TEXT_PX, legibility_problems
 
 PROJECTOR_SCALE = 1.6
 
-# What the rule finds dropped in panels whose layout is another part's to fix, each with its file; a new
-# problem fails the test, and a fixed one leaves this list.
-KNOWN_DROPPED = {
-    "worked_keys_table", "worked_vectors_table",  # gui/panels/tokens/worked_head.py: 1 or 2 rows of 12 to 32
-}
-
 
 @pytest.fixture(scope="module")
 def projected(qapp, request, tmp_path_factory):
@@ -69,11 +63,9 @@ def test_nothing_under_the_rule_at_projector_scale(projected, presentation):
         for panel in every_view(window, bot):
             seen.append(panel)
             for problem in legibility_problems(window):
-                if not (problem.kind == "dropped" and problem.where in KNOWN_DROPPED):
-                    found.setdefault(str(problem), panel)
+                found.setdefault(str(problem), panel)
         assert len(seen) >= window.tabs.count()
-        unexpected = found
-        assert not unexpected, "\n".join(f"{panel}: {problem}" for problem, panel in unexpected.items())
+        assert not found, "\n".join(f"{panel}: {problem}" for problem, panel in found.items())
         dock = window.lessons.dock
         assert not legibility_problems(dock)  # the lesson itself: its text, Reveal, Back and Next
     finally:
