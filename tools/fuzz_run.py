@@ -115,7 +115,8 @@ class Report:
     stall_process_cpu_s: float = 0.0  # the whole process's (the worker's and torch's threads too)
     stall_case: str = ""
     peak_growth_bytes: int = 0
-    growth_case: str = ""
+    growth_case: str = ""  # the case whose own rise (over the memory it started with) was largest
+    largest_rise_bytes: int = 0
     cli_peak_growth_bytes: int = 0
     cli_growth_case: str = ""
     final_growth_bytes: int = 0
@@ -576,6 +577,7 @@ class FuzzRun:
         self._close_dialogs()
         self.catcher.take()
         reset_peak()
+        start_rss = rss()
         self._case = label
         self._last_tick, self._last_tick_cpu, self._last_tick_process = time.perf_counter(), time.thread_time(), time.process_time()
         self._measuring = True
@@ -585,9 +587,11 @@ class FuzzRun:
             self.catcher.caught.append(f"raised {type(error).__name__}: {error}")
         settled = self._settle()
         self._measuring = False
-        growth = peak_rss() - self._baseline
-        if growth > self.report.peak_growth_bytes:
-            self.report.peak_growth_bytes, self.report.growth_case = growth, label
+        peak = peak_rss()
+        # Memory a case keeps stays in every later case's peak: the case is named by its own rise.
+        self.report.peak_growth_bytes = max(self.report.peak_growth_bytes, peak - self._baseline)
+        if peak - start_rss > self.report.largest_rise_bytes:
+            self.report.largest_rise_bytes, self.report.growth_case = peak - start_rss, label
         if not settled:
             self.report.findings.append(Finding("hang", label, f"the worker was still busy after {CASE_TIMEOUT_S:.0f} s "
                                                 f"({self.window.compute.running_name})"))
