@@ -4,6 +4,8 @@ moment one of its inputs changes, computes only while on screen, and never shows
 
 from __future__ import annotations
 
+import math
+
 import json
 import threading
 
@@ -187,6 +189,11 @@ def test_permutation_separates_noise_from_order(qtbot, panel):
     none_text = panel.permutation_table.item(0, 1).text()
     assert none_text == format_difference(figures["none"]) and "e-" in none_text
     assert panel.permutation_edit.text() == "3 1 5 0 2 4"
+    summary = panel.permutation_summary.text()  # the lesson quotes it: the table's numbers, in words
+    assert f"no encoding: {none_text} (within float noise)" in summary
+    assert f"sinusoidal (added): {format_difference(figures['sinusoidal'])} (above float noise)" in summary
+    decades = math.log10(figures["sinusoidal"] / figures["none"])
+    assert f"lifts it {decades:.1f} orders of magnitude" in summary
 
     shown = view.result
     computed = view.computations
@@ -204,6 +211,7 @@ def test_permutation_separates_noise_from_order(qtbot, panel):
         panel.permutation_edit.editingFinished.emit()
         assert_stale_now(view, "order")
         assert panel.permutation_table.item(0, 1).text() == "" and panel.permutation_figures() == {}
+        assert panel.permutation_summary.text() == ""
     assert panel.permutation_message.isHidden()
     assert list(view.result.permutation) == [5, 4, 3, 2, 1, 0]
     assert panel.permutation_figures()["none"] <= expected.noise_tolerance

@@ -39,7 +39,7 @@ ENCODINGS_NAMES = ("encoding_width_spin", "fingerprint_spin", "alibi_heads_spin"
                    "learned_map", "alibi_map")
 PERMUTATION_NAMES = ("permutation_length_spin", "permutation_width_spin", "permutation_seed_spin",
                      "permutation_edit", "shuffle_button", "permutation_message", "permutation_plot",
-                     "permutation_table")
+                     "permutation_table", "permutation_summary")
 
 
 class PositionsPanel(Panel):
