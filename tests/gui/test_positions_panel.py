@@ -4,9 +4,8 @@ moment one of its inputs changes, computes only while on screen, and never shows
 
 from __future__ import annotations
 
-import math
-
 import json
+import math
 import threading
 
 import numpy as np
