@@ -14,7 +14,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QSpinBox, QSplitter, QVBoxLay
 
 from gui import theme
 from gui.panels.base import Refusal, View
-from gui.panels.tokens.common import TokensControls, caption, sequence_refusal, set_title
+from gui.panels.tokens.common import TokensControls, caption, sequence_refusal, set_title, sync_layer_head_spins
 from gui.widgets.heatmap import Heatmap
 
 
@@ -250,13 +250,7 @@ class AttentionView(View):
         return AttentionInputs(model, self.state.tokenizer, tuple(tokens), self.controls.mask_mode)
 
     def sync_selection_spins(self) -> None:
-        config = self.state.model.config if self.state.model is not None else self.state.config
-        for spin, limit, value in ((self.layer_spin, config.n_layers, self.state.selected_layer),
-                                   (self.head_spin, config.n_heads, self.state.selected_head)):
-            spin.blockSignals(True)
-            spin.setRange(0, max(0, limit - 1))
-            spin.setValue(value)
-            spin.blockSignals(False)
+        sync_layer_head_spins(self.state, self.layer_spin, self.head_spin)
 
     def _selection_changed(self) -> None:
         self.sync_selection_spins()

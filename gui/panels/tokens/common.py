@@ -116,6 +116,17 @@ def overlay_cell_px(view_width: float, view_height: float, rows: int, cols: int)
     return fit(view_width, cols, 4096), fit(view_height, rows, 2048)
 
 
+def sync_layer_head_spins(state, layer_spin: QSpinBox, head_spin: QSpinBox) -> None:
+    """The block and head spin boxes take the model's ranges and the lab's selection, without signalling a change."""
+    config = state.model.config if state.model is not None else state.config
+    for spin, limit, value in ((layer_spin, config.n_layers, state.selected_layer),
+                               (head_spin, config.n_heads, state.selected_head)):
+        spin.blockSignals(True)
+        spin.setRange(0, max(0, limit - 1))
+        spin.setValue(value)
+        spin.blockSignals(False)
+
+
 def sequence_refusal(model, tokens: list[int]) -> str:
     """Why a model cannot take these tokens, in words, or "" when it can."""
     config = model.config

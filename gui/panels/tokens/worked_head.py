@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
 
 from gui import theme
 from gui.panels.base import Refusal, View
-from gui.panels.tokens.common import TokensControls, caption, sequence_refusal
+from gui.panels.tokens.common import TokensControls, caption, sequence_refusal, sync_layer_head_spins
 from gui.widgets.flow_layout import FlowLayout, control_group
 
 TOP_KEYS = 12  # keys listed until "all keys" is ticked: the largest weights, in key order
@@ -235,13 +235,8 @@ class WorkedHeadView(View):
 
     # ---- controls ------------------------------------------------------------------------------
     def sync_controls(self) -> None:
+        sync_layer_head_spins(self.state, self.layer_spin, self.head_spin)
         config = self.state.model.config if self.state.model is not None else self.state.config
-        for spin, limit, value in ((self.layer_spin, config.n_layers, self.state.selected_layer),
-                                   (self.head_spin, config.n_heads, self.state.selected_head)):
-            spin.blockSignals(True)
-            spin.setRange(0, max(0, limit - 1))
-            spin.setValue(value)
-            spin.blockSignals(False)
         # The query range follows the text; a query past the new end falls back to the last token.
         self.query_spin.blockSignals(True)
         self.query_spin.setMaximum(max(0, len(self.state.tokens) - 1))
