@@ -133,6 +133,8 @@ class PermutationView(View):
         self.noise_line = pg.InfiniteLine(angle=0, movable=False, label="float noise limit",
                                           labelOpts={"position": 0.95, "anchors": [(1, 1), (1, 1)]})
         self.permutation_plot.addItem(self.noise_line)
+        self._decade_range: tuple[float, float, bool] | None = None  # (floor, top, has_zero) of the bars shown
+        self.permutation_plot.getViewBox().sigResized.connect(self._place_decade_ticks)
         splitter.addWidget(self.permutation_plot)
         self.permutation_table = QTableWidget(len(PERMUTATION_ENCODINGS), 3)
         self.permutation_table.setObjectName("positions-permutation-table")
@@ -231,11 +233,8 @@ class PermutationView(View):
         top = max(0.0, math.ceil(float(np.log10(np.maximum(data.per_position.max(), 1e-300))) + 0.5)) + 2
         self.permutation_plot.setYRange(floor, top, padding=0)
         self.permutation_plot.setXRange(-0.6, length - 0.4, padding=0)
-        step = 2 if top - floor > 10 else 1
-        ticks = [(float(p), f"1e{int(p)}") for p in range(int(floor) + 1, int(top) + 1) if (p - int(top)) % step == 0]
-        if has_zero:
-            ticks.insert(0, (floor, "0"))
-        self.permutation_plot.getAxis("left").setTicks([ticks])
+        self._decade_range = (floor, top, has_zero)
+        self._place_decade_ticks()
         self.permutation_plot.getAxis("bottom").setTicks([[(float(i), str(i)) for i in range(length)]])
         in_title = length <= MAX_ORDER_IN_TITLE
         shown_order = f", order {' '.join(map(str, order))}" if in_title else f", T = {length}"
@@ -260,6 +259,20 @@ class PermutationView(View):
         self.permutation_table.setFont(theme.font())
         self.permutation_table.horizontalHeader().setFont(theme.font())
         self.permutation_table.resizeColumnsToContents()
+
+    def _place_decade_ticks(self) -> None:
+        """Every decade labelled where the plot is tall enough, else every 2nd, 3rd ...: no label dropped."""
+        if self._decade_range is None:
+            return
+        floor, top, has_zero = self._decade_range
+        decades = max(1, int(top) - int(floor))
+        label_px = QFontMetrics(theme.font(0.9)).height() * 1.4  # a label and the gap pyqtgraph wants beside it
+        height_px = max(1.0, self.permutation_plot.getViewBox().height())
+        step = max(1, math.ceil(decades * label_px / height_px))
+        ticks = [(float(p), f"1e{int(p)}") for p in range(int(floor) + 1, int(top) + 1) if (p - int(top)) % step == 0]
+        if has_zero:
+            ticks.insert(0, (floor, "0"))
+        self.permutation_plot.getAxis("left").setTicks([ticks])
 
     def figures(self) -> dict[str, float]:
         """Max |difference| per encoding, as shown (nothing while stale)."""
