@@ -46,6 +46,7 @@ from gui.model_loader import MAX_INTERACTIVE_PARAMETERS
 from gui.panels.base import Panel, Refusal, View
 from gui.panels.tokens.common import sequence_refusal
 from gui.widgets.block_diagram import BlockDiagramView, DiagramPicture, Part, describe_part, diagram_parts, format_count
+from gui.widgets.table_rows import keep_rows_in_view
 
 TOP_K = 5
 MAX_LAYERS = 1024  # core.config's limit
@@ -222,6 +223,7 @@ class FollowTokenView(View):
         for column in range(len(COLUMNS)):
             self.table.resizeColumnToContents(column)
         self.table.verticalHeader().setDefaultSectionSize(round(QFontMetrics(theme.font()).height() * 1.5))
+        keep_rows_in_view(self.table)  # the logit lens reads down the stages: a few always in view
 
     def _update_bars(self, result) -> None:
         ys = np.arange(result.n_stages, dtype=float)
