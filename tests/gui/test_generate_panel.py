@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 
 import numpy as np
 import pytest
@@ -18,6 +17,7 @@ from gui.compute import ComputeController
 from gui.panels.generate import SUB_TABS, GeneratePanel
 from gui.state import LabState
 from resources import resource_path
+from tests.gui.panel_labs import close_panel_lab
 
 RESULT_TIMEOUT_MS = 20_000
 
@@ -44,14 +44,7 @@ def lab(qtbot, model, tokenizer):
         state.set_model(model)
         state.set_torch_ready(True)
     yield state, panel
-    qtbot.waitUntil(lambda: not compute.busy, timeout=RESULT_TIMEOUT_MS)
-    qtbot.wait(10)
-    compute.shutdown()
-    panel.close()
-    panel.deleteLater()
-    qtbot.wait(10)
-    del panel, state, compute
-    gc.collect()
+    close_panel_lab(qtbot, compute, panel)
 
 
 def last_logits(model, tokens) -> torch.Tensor:

@@ -4,7 +4,6 @@ the mode shows the user's model, tokens and settings as they were, without recom
 
 from __future__ import annotations
 
-import gc
 
 import numpy as np
 import pytest
@@ -23,6 +22,7 @@ from tests.core.test_causal import _ReadingBlock, _run_reading_script
 from tests.core.test_positions import reading_permutation_script, reading_rope_script
 from tests.float32 import assert_printed_close, float32_tolerance, printed_tolerance
 from tests.reading_figures import READING_LINES, READING_SCALE
+from tests.gui.panel_labs import close_panel_lab
 
 RESULT_TIMEOUT_MS = 30_000
 READING_PERMUTATION = {"no PE:  max |attn(shuffled x) - shuffle(attn(x))|": "0.00000012",
@@ -53,13 +53,7 @@ def _lab(qtbot, tokenizer, panel_class):
         state.set_model(Transformer.from_seed(get_preset("textbook-block"), seed=0).eval())
         state.set_torch_ready(True)
     yield state, panel
-    qtbot.waitUntil(lambda: not compute.busy, timeout=RESULT_TIMEOUT_MS)
-    compute.shutdown()
-    panel.close()
-    panel.deleteLater()
-    qtbot.wait(10)
-    del panel, state, compute
-    gc.collect()
+    close_panel_lab(qtbot, compute, panel)
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@ no work while hidden, and a verdict that flips when a step is left out."""
 
 from __future__ import annotations
 
-import gc
 
 import numpy as np
 import pytest
@@ -17,6 +16,7 @@ from gui.panels.tokens import SUB_TABS, TokensPanel
 from gui.panels.tokens.worked_head import LAST_TOKEN, TOP_KEYS
 from gui.state import LabState
 from resources import resource_path
+from tests.gui.panel_labs import close_panel_lab
 
 RESULT_TIMEOUT_MS = 20_000
 
@@ -46,14 +46,7 @@ def lab(qtbot, model, tokenizer):
     with qtbot.waitSignal(view.result_shown, timeout=RESULT_TIMEOUT_MS):
         panel.tabs.setCurrentIndex(SUB_TABS.index("One head"))
     yield state, panel, view
-    qtbot.waitUntil(lambda: not compute.busy, timeout=RESULT_TIMEOUT_MS)
-    qtbot.wait(10)
-    compute.shutdown()
-    panel.close()
-    panel.deleteLater()
-    qtbot.wait(10)
-    del panel, state, compute
-    gc.collect()
+    close_panel_lab(qtbot, compute, panel)
 
 
 def cells(table_model) -> list[list[str]]:
