@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from PySide6.QtCore import Qt
 
 from core.experiments.worked_head import worked_head
 from core.model import Transformer
@@ -193,3 +194,58 @@ def test_settings_round_trip_through_the_panel(qtbot, lab):
     assert view.query is None and view.omit_combo.currentData() == "mask" and view.all_keys_box.isChecked()
     panel.restore_settings(saved)
     assert panel.settings() == saved
+
+
+def test_clicking_a_chip_makes_it_the_query_and_the_figures_follow(qtbot, lab, model, tokenizer):
+    state, panel, view = lab
+    chips = panel.strip.chips
+    qtbot.mouseClick(chips, Qt.MouseButton.LeftButton, pos=chips.chip_rect(4).center())
+    assert panel.strip.selected == 4 and view.query_spin.value() == 4
+    assert_stale_now(view)  # the old query's numbers go at once
+    qtbot.waitUntil(lambda: not view.is_stale and view.shown_inputs is not None, timeout=RESULT_TIMEOUT_MS)
+    expected = worked_head(model, state.tokens, state.selected_layer, state.selected_head, 4,
+                           tokenizer_or_labels=tokenizer)
+    assert view.result.query == view.shown_inputs.query == 4
+    np.testing.assert_array_equal(view.result.weights, expected.weights)
+    np.testing.assert_array_equal(view.result.hand_output, expected.hand_output)
+    assert f"query 4 '{expected.labels[4]}'" in view.head_caption.text()
+    assert f"{int(expected.visible.sum())} of {len(state.tokens)} visible to query 4" in view.keys_caption.text()
+
+
+def test_a_query_chosen_in_the_view_selects_its_chip_in_one_undo_step(qtbot, lab, model, tokenizer):
+    state, panel, view = lab
+    stack = state.undo_stack
+    steps = stack.count()
+    assert panel.strip.selected == -1 and view.query_spin.value() == LAST_TOKEN
+    view.query_spin.setValue(2)
+    assert panel.strip.selected == 2 and stack.count() == steps + 1
+    view.query_spin.setValue(5)  # a run of choices is one step, as the arrow keys walking the strip are
+    qtbot.keyClick(panel.strip.chips, Qt.Key.Key_Right)
+    assert panel.strip.selected == 6 == view.query_spin.value() and stack.count() == steps + 1
+    qtbot.waitUntil(lambda: not view.is_stale and view.shown_inputs is not None, timeout=RESULT_TIMEOUT_MS)
+    expected = worked_head(model, state.tokens, state.selected_layer, state.selected_head, 6,
+                           tokenizer_or_labels=tokenizer)
+    np.testing.assert_array_equal(view.result.weights, expected.weights)
+    assert panel.predictions.inputs().position == 6  # the predictions read the same chip
+    stack.undo()
+    assert panel.strip.selected == -1 and view.query_spin.value() == LAST_TOKEN
+    assert_stale_now(view)
+    qtbot.waitUntil(lambda: not view.is_stale and view.shown_inputs is not None, timeout=RESULT_TIMEOUT_MS)
+    assert view.result.query == len(state.tokens) - 1
+    stack.redo()
+    assert panel.strip.selected == 6 == view.query_spin.value()
+    # A token edit after the selection is a step of its own; undoing it leaves the selection.
+    with qtbot.waitSignal(view.result_shown, timeout=RESULT_TIMEOUT_MS):
+        panel.replace_token(6, tokenizer.id_of("Q") if state.tokens[6] != tokenizer.id_of("Q") else tokenizer.id_of("R"))
+    assert stack.count() == steps + 2
+    stack.undo()
+    assert panel.strip.selected == 6 == view.query_spin.value()
+
+
+def test_a_restored_query_selects_its_chip_without_an_undo_step(qtbot, lab):
+    state, panel, view = lab
+    steps = state.undo_stack.count()
+    panel.restore_settings({"worked_query": 3})
+    assert panel.strip.selected == 3 == view.query_spin.value() and state.undo_stack.count() == steps
+    panel.restore_settings({"worked_query": None})
+    assert panel.strip.selected == -1 and view.query is None and state.undo_stack.count() == steps

@@ -24,6 +24,7 @@ from gui.panels.tokens.mask import MaskView
 from gui.panels.tokens.predictions import PredictionsView
 from gui.panels.tokens.propagation import PropagationView
 from gui.panels.tokens.reading import ReadingCausalView
+from gui.panels.tokens.selection import TokenSelection
 from gui.panels.tokens.worked_head import WorkedHeadView
 from gui.state import TokenEdit
 from gui.widgets.token_strip import TokenStrip
@@ -114,7 +115,11 @@ class TokensPanel(Panel):
         self.strip.replace_requested.connect(self.replace_token)
         self.strip.insert_requested.connect(self.insert_token)
         self.strip.delete_requested.connect(self.delete_token)
-        self.strip.selection_changed.connect(self.predictions.inputs_changed)
+        # The selected chip is the worked head's query and the predictions' position: one undoable selection.
+        self.selection = TokenSelection(self.strip, state.undo_stack, self)
+        self.selection.changed.connect(self.worked_head.set_query)
+        self.selection.changed.connect(self.predictions.inputs_changed)
+        self.worked_head.query_chosen.connect(self.selection.select)
         self.mode_combo.activated.connect(self._mode_chosen)
         self.propagation.probe_shown.connect(self.strip.set_marked)
         state.tokens_changed.connect(self._tokens_changed)
@@ -162,7 +167,7 @@ class TokensPanel(Panel):
             return
         new = old[:position] + old[position + 1:]
         self._push(old, new, "delete", min(position, len(new) - 1), f"delete token {position}")
-        self.strip.select(min(position, len(new) - 1))
+        self.selection.set_quietly(min(position, len(new) - 1))
 
     # ---- state -> strip and controls -------------------------------------------------------------
     def _tokens_changed(self) -> None:
@@ -233,6 +238,7 @@ class TokensPanel(Panel):
         if not isinstance(data, dict):
             return
         self.worked_head.restore_settings(data)
+        self.selection.set_quietly(self.worked_head.query_position)
         mode = data.get("mask_mode")
         index = self.mode_combo.findData(mode) if isinstance(mode, str) else -1
         if index >= 0:

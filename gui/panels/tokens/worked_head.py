@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QRectF, Qt
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QFontMetrics
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -151,6 +151,7 @@ def make_table(name: str) -> tuple[QTableView, NumberTable]:
 
 class WorkedHeadView(View):
     name = "One head"
+    query_chosen = Signal(int)  # the user chose a query position here (LAST_TOKEN: the last token)
     reads = frozenset({"model", "tokens", "tokenizer", "selected_layer", "selected_head"})
     compute_fn = staticmethod(compute_worked_head)
 
@@ -169,7 +170,8 @@ class WorkedHeadView(View):
         self.query_spin.setSpecialValueText("last token")
         self.query_spin.setRange(LAST_TOKEN, 0)
         self.query_spin.setValue(LAST_TOKEN)
-        self.query_spin.setToolTip("The token whose query is worked through; 'last token' follows the text")
+        self.query_spin.setToolTip("The token whose query is worked through, the chip selected in the strip above; "
+                                   "'last token' (no chip selected) follows the text")
         self.omit_combo = QComboBox()
         self.omit_combo.setObjectName("worked-omit")
         self.omit_combo.setToolTip("Leave one step out of the hand computation and watch the equality break")
@@ -220,7 +222,7 @@ class WorkedHeadView(View):
 
         self.layer_spin.valueChanged.connect(state.set_selected_layer)
         self.head_spin.valueChanged.connect(state.set_selected_head)
-        self.query_spin.valueChanged.connect(self.inputs_changed)
+        self.query_spin.valueChanged.connect(self._query_spun)
         self.omit_combo.currentIndexChanged.connect(self.inputs_changed)
         self.all_keys_box.toggled.connect(self._redraw)
         self.keys_table.clicked.connect(self._key_clicked)
@@ -252,6 +254,22 @@ class WorkedHeadView(View):
         self.omit_combo.blockSignals(False)
         self.inputs_changed()
 
+    def _query_spun(self, value: int) -> None:
+        self.query_chosen.emit(value)
+        self.inputs_changed()
+
+    def set_query(self, position: int) -> None:
+        """Follow the strip's selected chip (LAST_TOKEN or below: none selected, the last token)."""
+        self.query_spin.blockSignals(True)
+        self.query_spin.setValue(max(LAST_TOKEN, position))
+        self.query_spin.blockSignals(False)
+        self.inputs_changed()
+
+    @property
+    def query_position(self) -> int:
+        """The query spin's value: a position, or LAST_TOKEN."""
+        return self.query_spin.value()
+
     @property
     def query(self) -> int | None:
         """The chosen query position, or None for the last token."""
@@ -265,7 +283,8 @@ class WorkedHeadView(View):
     def restore_settings(self, data: dict[str, Any]) -> None:
         query = data.get("worked_query", LAST_TOKEN)
         if query is None or (isinstance(query, int) and not isinstance(query, bool) and query >= 0):
-            self.query_spin.setValue(LAST_TOKEN if query is None else min(query, self.query_spin.maximum()))
+            # The panel selects the matching chip; a restored query is no undo step of its own.
+            self.set_query(LAST_TOKEN if query is None else min(query, self.query_spin.maximum()))
         omit = data.get("worked_omit")
         if isinstance(omit, str) and self.omit_combo.findData(omit) >= 0:
             self.omit_combo.setCurrentIndex(self.omit_combo.findData(omit))
