@@ -255,6 +255,9 @@ class Transformer(nn.Module):
         super().__init__()
         config.validated()
         self.config = config
+        # The mask its training forward used, as training.json records it (core.training.training_mask_mode);
+        # it always runs with its config's own mask, so a leaky-trained model is told apart by this alone.
+        self.trained_mask_mode = "causal"
         self.tok_emb = nn.Embedding(config.vocab_size, config.d_model)
         if config.positional == "learned":
             self.pos_emb = nn.Embedding(config.context_length, config.d_model)

@@ -121,7 +121,9 @@ def loaded_from_checkpoint(checkpoint: Any, device: str, seed: int) -> LoadedMod
     `seed` is the state's seed, so that MainWindow.request_model sees the model as already built.
     """
     from core.model import count_parameters
+    from core.training import training_mask_mode
 
+    checkpoint.model.trained_mask_mode = training_mask_mode(checkpoint.metadata)
     return LoadedModel(checkpoint.model, checkpoint.config, device, checkpoint.source, count_parameters(checkpoint.model),
                        "", checkpoint.tokenizer, seed)
 

@@ -53,7 +53,9 @@ def test_a_run_trains_with_the_chosen_mask_and_says_so(qtbot, panel, tmp_path):
         assert panel.start_training()
     assert panel.outcome.metadata["settings"]["mask_mode"] == "after-softmax"
     assert "after the softmax mask" in panel.status_label.text() and "scored with the causal mask" in panel.status_label.text()
-    assert "after the softmax" in panel.outcome.loaded.source
+    assert panel.outcome.loaded.model.trained_mask_mode == "after-softmax"  # the model's description names it
+    warning = panel.trained_mask_warning  # above Train > Generate's text
+    assert not warning.isHidden() and warning.text().startswith("Leaky training mask: after the softmax,")
 
 
 def test_off_by_one_is_not_offered_to_train():

@@ -13,6 +13,7 @@ from typing import Any
 from PySide6.QtWidgets import QWidget
 
 from gui.panels.base import Panel
+from gui.panels.generate.common import TrainedMaskWarning
 from gui.panels.generate.kv_cache import KVCacheView
 from gui.panels.generate.sampling import SamplingView
 from gui.widgets.page_tabs import PageTabs
@@ -33,6 +34,8 @@ class GeneratePanel(Panel):
         self.tabs.setDocumentMode(True)
         for view in self.views:
             self.tabs.addTab(view, view.name)
+        self.trained_mask_warning = TrainedMaskWarning(state)  # above every draw the student reads
+        self.layout().addWidget(self.trained_mask_warning)
         self.layout().addWidget(self.tabs, 1)
         # Names lessons and tests point at.
         s, k = self.sampling, self.kv_cache
