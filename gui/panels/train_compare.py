@@ -6,7 +6,14 @@ requests between its steps (`token.let_others_run`), Pause and Stop polled betwe
 are never installed as the lab's model: a leaky model would mislead every other panel.
 
 The numbers under the plots describe exactly the comparison drawn: change the experiment, the steps
-or the seed and they are cleared and the curves dimmed until Compare runs again.
+or the seed and they are cleared and the curves dimmed until Compare runs again; a comparison that
+ended after they changed would draw its curves, dimmed, and show no number.
+
+The page keeps the view contract's promises (gui/panels/base.py: stale at once, no number beside
+other inputs, no old number back on a theme change) but is no View: a View computes by itself
+whenever its inputs change, and a comparison is minutes of training that runs only on Compare, sends
+partial curves, pauses and stops with the Train panel's runs on their channel, keeps its old curves in
+view for comparison, and shows its plots and its numbers in two of the panel's tabs.
 """
 
 from __future__ import annotations
@@ -326,7 +333,7 @@ class ComparePage(QWidget):
             if run.key in self.loss_curves:
                 self.loss_curves[run.key].setData(*self.partial_losses[run.key])
         self._draw_gradients()
-        self._show_numbers()
+        self.mark_if_stale()  # its numbers only while the settings above are still the ones it ran
 
     def stopped_without_result(self, message: str) -> None:
         self.comparison = None

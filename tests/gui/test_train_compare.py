@@ -146,3 +146,25 @@ def test_settings_round_trip(qtbot, panel):
     assert panel.settings() == saved
     panel.restore_settings({"mask_mode": "off-by-one", "compare_experiment": "dropout", "compare_steps": 10**9})
     assert panel.settings() == saved  # values outside the choices change nothing
+
+
+def test_a_session_restored_during_the_run_leaves_the_comparison_and_its_numbers(qtbot, panel):
+    page = panel.compare_page
+    with qtbot.waitSignal(panel.compared, timeout=120_000):
+        assert panel.start_compare()
+        panel.restore_settings({"compare_seed": 9, "compare_steps": STEPS + 5})  # a session opened mid-run
+        assert not page.is_stale and page.request() == page.request_shown
+    assert not page.is_stale and f"{page.comparison.runs[0].causal_val_loss:.3f}" in panel.compare_summary.text()
+    page.seed_spin.setValue(9)  # afterwards a change clears them, as any other
+    assert page.is_stale and panel.compare_summary.text() == ""
+
+
+def test_a_theme_change_while_stale_brings_no_old_number_back(qtbot, panel):
+    compare_to_end(qtbot, panel)
+    page = panel.compare_page
+    page.seed_spin.setValue(7)
+    for theme_name in ("dark", "light"):
+        panel.state.set_theme(theme_name)
+        assert page.is_stale and panel.compare_summary.text() == "" and panel.compare_samples.text() == ""
+    panel.state.set_font_scale(1.6)
+    assert panel.compare_summary.text() == "" and panel.compare_plot.opacity() < 1.0
