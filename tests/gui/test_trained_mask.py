@@ -55,7 +55,8 @@ def test_a_checkpoint_trained_without_a_mask_says_so_before_its_text(qtbot, wind
     assert "trained with a leaky mask: none (bidirectional)" in window.model_label.text()
     for label in warnings(window):
         assert not label.isHidden()
-        assert label.text().startswith("Leaky training mask: none (bidirectional), recorded in its training.json.")
+        assert label.text().startswith("Leaky training mask: none (bidirectional), recorded in its training.json;")
+        assert "causal mask" in label.toolTip()
         assert label.textFormat() == label.textFormat().PlainText
     generate = window.panels[0]
     layout = generate.layout()

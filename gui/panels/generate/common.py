@@ -38,9 +38,12 @@ def trained_mask_warning(model) -> str:
     mode = getattr(model, "trained_mask_mode", "causal")
     if mode == "causal":
         return ""
-    return (f"Leaky training mask: {MASK_MODE_LABELS.get(mode, mode)}, recorded in its training.json. It learned with "
-            "the next token in view; generation runs causally and hides it, so expect worse text than its training "
-            "loss suggests.")
+    return (f"Leaky training mask: {MASK_MODE_LABELS.get(mode, mode)}, recorded in its training.json; expect worse text "
+            "than its training loss suggests.")
+
+
+LEAKY_MASK_WHY = ("It learned with the next token in view; generation runs with the causal mask and hides it, so the "
+                  "model meets a task it never trained on (Train > Compare pitfalls measures how much worse).")
 
 
 class TrainedMaskWarning(QLabel):
@@ -59,6 +62,7 @@ class TrainedMaskWarning(QLabel):
     def follow_model(self) -> None:
         text = trained_mask_warning(self._state.model)
         self.setText(text)
+        self.setToolTip(LEAKY_MASK_WHY if text else "")
         self.setVisible(bool(text))
 
     def apply_theme(self) -> None:
