@@ -147,6 +147,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"--font-scale expects a number from {FONT_SCALE_RANGE[0]} to {FONT_SCALE_RANGE[1]} (got {args.font_scale})",
               file=sys.stderr)
         return 2
+    session = None
+    if args.session is not None:
+        from gui.session import SessionError, read_session
+
+        try:
+            session = read_session(args.session)
+        except SessionError as error:  # refused here, with exit code 2, not in a box
+            print(f"transformer-explorer: --session: {error}", file=sys.stderr)
+            return 2
     problem = _file_option_problem(args)
     if problem:
         print(f"transformer-explorer: {problem}", file=sys.stderr)
@@ -209,9 +218,10 @@ def main(argv: list[str] | None = None) -> int:
     window.torch_loaded.connect(lambda: _timing("torch_ready"))
     window.model_loaded.connect(lambda: _timing("model_ready"))
     QTimer.singleShot(0, window.start_loading)
-    if args.session:
-        # Opened once torch is ready so that its device choice can be checked against the machine.
-        window.torch_loaded.connect(lambda: window.open_session(args.session))
+    if session is not None:
+        # Applied once torch is ready so that its device choice can be checked against the machine; it was
+        # read before the window opened, so nothing is read on the GUI thread and the lesson comes after it.
+        window.torch_loaded.connect(lambda: window.apply_opened_session(args.session, session))
     if lesson is not None:
         # After the session: the lesson's first step sets up the lab from there.
         window.torch_loaded.connect(lambda: lesson.start_in(window))
@@ -232,14 +242,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _file_option_problem(args) -> str:
-    """Why --session or --screenshot cannot work, checked before the window opens ("" when both can)."""
-    if args.session is not None:
-        from gui.session import SessionError, read_session
-
-        try:
-            read_session(args.session)  # read again once torch is ready; a bad file is refused here, not in a box
-        except SessionError as error:
-            return f"--session: {error}"
+    """Why --screenshot cannot work, checked before the window opens ("" when it can)."""
     if args.screenshot is not None:
         path = Path(args.screenshot)
         folder = path.parent
@@ -271,7 +274,8 @@ def _run_headless(app, window, args, reporter) -> int:
     model_problem: list[str] = []
     window.compute.error.connect(lambda message: model_problem.append(message) if message.startswith(("building", "loading")) else None)
     window.torch_failed.connect(lambda message: model_problem.append(f"torch could not be loaded: {message}"))
-    if not wait_until(lambda: (window.loaded is not None and window.panels) or model_problem):
+    # A --lesson is read off the GUI thread once torch is ready: the panels are run in the state it sets.
+    if not wait_until(lambda: (window.loaded is not None and window.panels and not window.file_reader.busy()) or model_problem):
         print("self-test: torch and the model did not load in time", file=sys.stderr)
         return 1
     if model_problem:

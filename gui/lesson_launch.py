@@ -49,10 +49,12 @@ class LessonLaunch:
     presentation: bool
 
     def start_in(self, window: MainWindow) -> None:
-        """Open the lesson in the window (a file the window refuses gets its message there) at the chosen step."""
+        """Open the lesson in the window, read off its GUI thread (a file the window refuses gets its message
+        there), then go to the chosen step."""
+        window.lessons.open_lesson(self.path, on_started=lambda: self._go_to_chosen_step(window))
+
+    def _go_to_chosen_step(self, window: MainWindow) -> None:
         controller = window.lessons
-        if controller.open_lesson(self.path) is not None:
-            return
         if self.step:
             controller.go_to(self.step)
         if self.presentation:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import html
 import logging
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -425,6 +426,8 @@ class LessonController(QObject):
 
     step_shown = Signal(int)  # the step's state, panel and panel settings are in place
     lesson_started = Signal(str)
+    lesson_open_ended = Signal(str)  # an open_lesson ended: "" when the lesson started, else the message shown
+    titles_read = Signal()  # the Lessons menu shows the bundled lessons' own titles
 
     def __init__(self, window: MainWindow, lessons_menu: QMenu, view_menu: QMenu) -> None:
         super().__init__(window)
@@ -455,17 +458,15 @@ class LessonController(QObject):
         self.state.font_scale_changed.connect(self._restyle)
 
         self.menu = lessons_menu
+        # Named by file until their titles are read, off the GUI thread, so the window appears without waiting.
+        self.bundled_actions: dict[Path, QAction] = {}
         for path in bundled_lesson_paths():
-            title, tip = path.stem, ""
-            try:
-                lesson = load_lesson(path)
-                title, tip = lesson.title, lesson.description
-            except LessonError as error:
-                tip = str(error)
-            action = QAction(title.replace("&", "&&"), window)
-            action.setStatusTip(tip)
+            action = QAction(path.stem, window)
             action.triggered.connect(lambda _=False, p=path: self.open_lesson(p))
             lessons_menu.addAction(action)
+            self.bundled_actions[path] = action
+        window.file_reader.read("lesson-titles", lambda paths=list(self.bundled_actions): _menu_entries(paths),
+                                self._show_titles, self._titles_failed)
         lessons_menu.addSeparator()
         self._add_action(lessons_menu, "Open lesson file...", self.open_lesson_dialog)
         lessons_menu.addSeparator()
@@ -526,20 +527,62 @@ class LessonController(QObject):
             store.setValue("lesson/dir", str(Path(path).parent))
             self.open_lesson(path)
 
-    def open_lesson(self, path: str | Path) -> str | None:
-        """Load, check and start a lesson; returns None, or the message shown (nothing changed)."""
+    def _show_titles(self, entries: list[tuple[Path, str, str]]) -> None:
+        for path, title, tip in entries:
+            action = self.bundled_actions.get(path)
+            if action is not None:
+                action.setText(title.replace("&", "&&"))
+                action.setStatusTip(tip)
+        self.titles_read.emit()
+
+    def _titles_failed(self, error: Exception) -> None:  # the menu keeps the file names; each still opens
+        log.error("the bundled lessons' titles could not be read", exc_info=error)
+
+    def open_lesson(self, path: str | Path, wait: bool = False, on_started: Callable[[], None] | None = None) -> str | None:
+        """Open a lesson file: read and checked on a thread of its own while the window stays live, started here.
+
+        Returns at once (None, or the message when the panels are not built yet); lesson_open_ended says how
+        it ended, and `on_started` runs once the lesson has started. A newer open supersedes one still being
+        read (that one never starts). With wait=True the file is read on this thread and the result returned:
+        None when started, else the message shown (nothing changed), for code that must have it at once.
+        """
+        path = Path(path)
         if not self.window.panels:
-            return self._refuse(Path(path).name, "the panels are still loading; try again in a moment")
-        panels = [panel.title for panel in self.window.panels]
-        try:
-            lesson = load_lesson(path, panels=panels, themes=list(theme.THEMES))
-        except LessonError as error:
-            return self._refuse(Path(path).name, str(error))
-        self.start(lesson)
+            return self._refuse(path, LessonError("the panels are still loading; try again in a moment"))
+        panels, themes = [panel.title for panel in self.window.panels], list(theme.THEMES)
+        reader = self.window.file_reader
+        if wait:
+            reader.cancel("lesson")
+            try:
+                lesson = load_lesson(path, panels=panels, themes=themes)
+            except LessonError as error:
+                return self._refuse(path, error)
+            self._start_opened(lesson, path, on_started)
+            return None
+        self.window.statusBar().showMessage(f"opening the lesson {path.name}...")
+        reader.read("lesson", lambda: load_lesson(path, panels=panels, themes=themes),
+                    lambda lesson: self._start_opened(lesson, path, on_started),
+                    lambda error: self._refuse(path, error))
         return None
 
-    def _refuse(self, name: str, message: str) -> str:
-        self.window._show_message("Could not open the lesson", f"{name}: {message}")
+    def _start_opened(self, lesson: Lesson, path: Path, on_started: Callable[[], None] | None) -> None:
+        if self.window.statusBar().currentMessage() == f"opening the lesson {path.name}...":
+            self.window.statusBar().clearMessage()
+        self.start(lesson)
+        self.lesson_open_ended.emit("")
+        if on_started is not None:
+            on_started()
+
+    def _refuse(self, path: Path, error: Exception) -> str:
+        """One message box for a lesson that cannot be opened; the lab and any running lesson are left as they were."""
+        message = str(error)
+        if not isinstance(error, LessonError):  # a defect behind the reader, not a bad file: logged whole
+            log.error("reading the lesson %s failed", path, exc_info=error)
+            message = f"it could not be read: {type(error).__name__}: {error}"
+        if self.window.statusBar().currentMessage() == f"opening the lesson {path.name}...":
+            self.window.statusBar().clearMessage()
+        self.window._show_message("Could not open the lesson", f"{path.name}: {message}")
+        self.lesson_open_ended.emit(message)
         return message
 
     def start(self, lesson: Lesson) -> None:
@@ -792,6 +835,19 @@ class LessonController(QObject):
         self.presentation_action.setChecked(on)
         self.dock.apply_theme()
         self._update_actions()
+
+
+def _menu_entries(paths: list[Path]) -> list[tuple[Path, str, str]]:
+    """Each bundled lesson's menu entry (its path, title and tip); a file that cannot be used keeps its name and says why."""
+    entries = []
+    for path in paths:
+        try:
+            lesson = load_lesson(path)
+        except LessonError as error:
+            entries.append((path, path.stem, str(error)))
+        else:
+            entries.append((path, lesson.title, lesson.description))
+    return entries
 
 
 __all__ = ["AnswerCover", "LessonController", "LessonDock", "FocusOutline", "bring_into_view", "find_panel_widget",

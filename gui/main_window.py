@@ -34,6 +34,7 @@ from core.choices import MASK_MODE_LABELS
 from core.params import parameter_breakdown
 from gui import APP_NAME, theme
 from gui.compute import ComputeController
+from gui.file_reader import FileReader
 from gui.model_loader import LoadedModel, TorchRuntime, load_model, load_torch, open_model_folder, save_model_folder, versions
 from gui.save_model_dialog import choose_model_folder
 from gui.session import Session, SessionError, read_session, write_session
@@ -120,6 +121,7 @@ class MainWindow(QMainWindow):
     torch_loaded = Signal()
     torch_failed = Signal(str)
     model_loaded = Signal()
+    session_open_ended = Signal(str)  # an open_session ended: "" when the session was applied, else the message shown
 
     def __init__(
         self,
@@ -144,6 +146,7 @@ class MainWindow(QMainWindow):
         self.runtime: TorchRuntime | None = None
         self.loaded: LoadedModel | None = None
         self.session_path: Path | None = None
+        self.file_reader = FileReader(self)  # sessions and lessons are read and checked off the GUI thread
         self.message_boxes: list[QMessageBox] = []
         self.remember_preferences = True  # save layout, theme and text size to QSettings on close
         # Before any panel connects, so the application theme is set before panels re-style.
@@ -671,18 +674,47 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(f"saved {path}", 5000)
         return True
 
-    def open_session(self, path: str | Path) -> str | None:
-        """Apply a session file; returns None on success or the message shown (nothing changed)."""
-        try:
-            session = read_session(path)
-        except SessionError as error:
-            self._show_message("Could not open the session", str(error))
-            return str(error)
+    def open_session(self, path: str | Path, wait: bool = False) -> str | None:
+        """Open a session file: read and checked on a thread of its own while the window stays live, applied here.
+
+        Returns at once; session_open_ended says how it ended. A newer open supersedes one still being read
+        (that one is never applied). With wait=True the file is read on this thread and the result returned:
+        None when applied, else the message shown (nothing changed), for code that must have it at once.
+        """
+        path = Path(path)
+        if wait:
+            self.file_reader.cancel("session")
+            try:
+                session = read_session(path)
+            except SessionError as error:
+                return self._session_refused(path, error)
+            self.apply_opened_session(path, session)
+            return None
+        self.statusBar().showMessage(f"opening {path}...")
+        self.file_reader.read("session", lambda: read_session(path),
+                              lambda session: self.apply_opened_session(path, session),
+                              lambda error: self._session_refused(path, error))
+        return None
+
+    def apply_opened_session(self, path: str | Path, session: Session) -> None:
+        """Apply a session read from `path` and make it the one File > Save session writes to."""
         self.apply_session(session)
         self.session_path = Path(path)
         self.settings_store.setValue("session/dir", str(Path(path).parent))
         self.statusBar().showMessage(f"opened {path}", 5000)
-        return None
+        self.session_open_ended.emit("")
+
+    def _session_refused(self, path: Path, error: Exception) -> str:
+        """One message box for a session that cannot be opened; the lab is left as it was."""
+        message = str(error)
+        if not isinstance(error, SessionError):  # a defect behind the reader, not a bad file: logged whole
+            log.error("reading the session %s failed", path, exc_info=error)
+            message = f"{path.name} could not be read: {type(error).__name__}: {error}"
+        if self.statusBar().currentMessage() == f"opening {path}...":
+            self.statusBar().clearMessage()
+        self._show_message("Could not open the session", message)
+        self.session_open_ended.emit(message)
+        return message
 
     def apply_session(self, session: Session) -> None:
         state = self.state
@@ -843,6 +875,7 @@ class MainWindow(QMainWindow):
         if self.remember_preferences:
             self.save_preferences()
         self.compute.shutdown()
+        self.file_reader.shutdown()  # a read still running is dropped; one blocked in the OS is left behind
         # The undo stack is destroyed with the window; its last signals must not reach panels half torn down.
         self.state.undo_stack.blockSignals(True)
         super().closeEvent(event)

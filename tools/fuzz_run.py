@@ -514,7 +514,7 @@ class FuzzRun:
         self._last_tick, self._last_tick_cpu, self._last_tick_process = now, cpu, time.process_time()
 
     def _settle(self, timeout: float = CASE_TIMEOUT_S) -> bool:
-        """Run the event loop until the worker has been idle SETTLED_S; False when it is still busy at `timeout`."""
+        """Run the event loop until the worker and the file reader have been idle SETTLED_S; False when still busy at `timeout`."""
         from PySide6.QtCore import QEventLoop, QTimer
 
         loop = QEventLoop()
@@ -524,7 +524,7 @@ class FuzzRun:
         def poll() -> None:
             nonlocal idle_since
             now = time.perf_counter()
-            if self.window.compute.busy:
+            if self.window.compute.busy or self.window.file_reader.busy():  # sessions and lessons are read off the GUI thread
                 idle_since = now
             elif now - idle_since >= SETTLED_S:
                 finished["settled"] = True
@@ -610,7 +610,9 @@ class FuzzRun:
         rng = self.rng
 
         def open_and_walk() -> None:
-            if controller.open_lesson(path) is not None or controller.lesson is None:
+            controller.open_lesson(path)
+            self._settle()  # read off the GUI thread, then started (or refused) here
+            if controller.lesson is None or controller.lesson.source != str(Path(path)):
                 return
             for _ in range(rng.randint(0, 3)):
                 self._settle()

@@ -6,6 +6,7 @@ from core.limits import MAX_TEXT_CHARS
 from core.tokenizers import HuggingFaceTokenizer
 from gui.widgets.token_strip import TokenStrip
 from tests.core.test_tokenizer_panics import HOSTILE_TEXT, crafted_spec
+from tests.gui.file_opening import open_session
 
 
 def _strip(qtbot, tokenizer) -> TokenStrip:
@@ -117,7 +118,7 @@ def test_a_session_with_a_megabyte_of_text_is_refused_at_once(qtbot, window, tmp
     path.write_text(json.dumps(Session(window.state.config, text="a" * 2**20).to_json()), encoding="utf-8")
     text_before = window.state.text
     start = time.perf_counter()
-    message = window.open_session(path)
+    message = open_session(qtbot, window, path)
     elapsed = time.perf_counter() - start
     assert message == f"'text' has 1,048,576 characters, more than the {MAX_TEXT_CHARS:,} the lab takes"
     assert window.state.text == text_before
@@ -148,7 +149,7 @@ def test_a_session_of_a_million_empty_lists_is_refused_at_once(qtbot, window, tm
     path = tmp_path / "lists.json"
     path.write_text("[" + ",".join(["[]"] * ((MAX_SESSION_BYTES - 2) // 3)) + "]", encoding="utf-8")
     start = time.perf_counter()
-    message = window.open_session(path)
+    message = open_session(qtbot, window, path)
     elapsed = time.perf_counter() - start
     assert message.startswith("lists.json cannot be a session file: it has 1,398,101 '[' and '{'")
     assert f"more than the {MAX_CONTAINERS:,} lists and objects" in message
@@ -163,6 +164,6 @@ def test_a_panel_setting_beyond_32_bits_is_refused_with_the_session(qtbot, windo
     session = Session(window.state.config, panels={"Tensor shapes": {"batch": -(10**29)}})
     path = tmp_path / "huge-int.json"
     path.write_text(json.dumps(session.to_json()), encoding="utf-8")
-    message = window.open_session(path)
+    message = open_session(qtbot, window, path)
     assert message == ("panels.Tensor shapes.batch: -100000000000000000000000000000 is beyond the whole numbers a setting "
                        "holds (at most 2,147,483,647)")

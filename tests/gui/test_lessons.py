@@ -15,6 +15,7 @@ from PySide6.QtWidgets import QAbstractScrollArea, QWidget
 
 from core.lessons import PLACEHOLDER, bundled_lesson_paths, load_lesson
 from gui.lessons import find_panel_widget, find_panel_widgets
+from tests.gui.file_opening import open_lesson
 
 
 @pytest.fixture(scope="module")
@@ -148,6 +149,82 @@ def test_presentation_view_hides_the_chrome_and_widens_the_lesson(qtbot, window)
     assert lessons.dock.text.font().pointSizeF() == pytest.approx(before)
 
 
+def one_step_lesson(folder, name: str, title: str, seed: int):
+    path = folder / name
+    path.write_text(json.dumps({"title": title, "steps": [
+        {"title": "one", "text": "Look.", "panel": "Norms", "state": {"seed": seed}}]}), encoding="utf-8")
+    return path
+
+
+def test_a_lesson_is_read_off_the_gui_thread_and_started_when_read(qtbot, window, tmp_path, monkeypatch):
+    import threading
+
+    from tests.gui.file_opening import HeldReads, Ticks
+
+    held = HeldReads(monkeypatch)
+    lessons = window.lessons
+    path = one_step_lesson(tmp_path, "slow.json", "Slow", seed=6)
+    held.hold(path.name)
+    before, ticks = lessons.lesson, Ticks()
+    lessons.open_lesson(path)
+    assert window.statusBar().currentMessage() == "opening the lesson slow.json..."
+    qtbot.waitUntil(lambda: len(ticks) >= 5, timeout=10_000)  # the event loop runs while the file is held
+    assert lessons.lesson is before
+    (reader,) = held.threads[path.name]
+    assert reader is not threading.main_thread() and reader.name == "read-lesson"
+    with qtbot.waitSignal(lessons.lesson_open_ended, timeout=30_000) as ended:
+        held.release(path.name)
+    assert ended.args == [""] and lessons.lesson.title == "Slow"
+    qtbot.waitUntil(lambda: window.state.seed == 6, timeout=30_000)
+
+
+def test_a_newer_lesson_supersedes_one_still_being_read(qtbot, window, tmp_path, monkeypatch):
+    from tests.gui.file_opening import HeldReads
+
+    held = HeldReads(monkeypatch)
+    lessons = window.lessons
+    older = one_step_lesson(tmp_path, "older.json", "Older", seed=1)
+    newer = one_step_lesson(tmp_path, "newer.json", "Newer", seed=2)
+    held.hold(older.name)
+    started: list[str] = []
+    lessons.lesson_started.connect(started.append)
+    lessons.open_lesson(older)
+    qtbot.waitUntil(lambda: older.name in held.threads, timeout=10_000)
+    assert open_lesson(qtbot, window, newer) == ""
+    held.release(older.name)
+    held.finish(older.name)
+    assert lessons.lesson.title == "Newer" and started == ["Newer"]
+    lessons.lesson_started.disconnect(started.append)
+
+
+def test_a_synchronous_lesson_open_returns_the_outcome(qtbot, window, tmp_path):
+    lessons = window.lessons
+    path = one_step_lesson(tmp_path, "now.json", "Now", seed=3)
+    with qtbot.waitSignal(lessons.step_shown, timeout=30_000):
+        assert lessons.open_lesson(path, wait=True) is None
+        assert lessons.lesson.title == "Now"
+    broken = tmp_path / "broken.json"
+    broken.write_text("{", encoding="utf-8")
+    assert "not valid JSON" in lessons.open_lesson(broken, wait=True)
+    assert lessons.lesson.title == "Now"
+    window.message_boxes[-1].done(0)
+
+
+def test_the_lessons_menu_takes_the_titles_from_a_read_off_the_gui_thread(qtbot, tmp_path):
+    from gui.main_window import MainWindow
+
+    fresh = MainWindow(settings=QSettings(str(tmp_path / "prefs.ini"), QSettings.Format.IniFormat))
+    qtbot.addWidget(fresh)
+    fresh.remember_preferences = False
+    actions = fresh.lessons.bundled_actions
+    assert [action.text() for action in actions.values()] == [path.stem for path in actions]  # not read here
+    with qtbot.waitSignal(fresh.lessons.titles_read, timeout=10_000):
+        pass  # delivered through the event loop, so never before this wait
+    assert [action.text().replace("&&", "&") for action in actions.values()] == [
+        load_lesson(path).title for path in actions]
+    assert [action.statusTip() for action in actions.values()] == [load_lesson(path).description for path in actions]
+
+
 def test_a_broken_lesson_file_shows_a_message_and_changes_nothing(qtbot, window, tmp_path):
     lessons = window.lessons
     bad = tmp_path / "mine.json"
@@ -158,7 +235,7 @@ def test_a_broken_lesson_file_shows_a_message_and_changes_nothing(qtbot, window,
     ]}), encoding="utf-8")
     config, text, title = window.state.config, window.state.text, lessons.dock.step_title.text()
     current = window.tabs.currentIndex()
-    message = lessons.open_lesson(bad)
+    message = open_lesson(qtbot, window, bad)
     assert message == "step 3: 'preset': unknown preset 'gpt5'"
     box = window.message_boxes[-1]
     assert "mine.json" in box.text() and "step 3: 'preset'" in box.text()
@@ -182,11 +259,13 @@ def test_an_instructors_own_file_runs_and_undo_reverts_a_step(qtbot, window, tmp
     assert (window.state.seed, window.state.text) == (seed, text)
 
 
-def test_the_lessons_menu_lists_every_bundled_lesson(window):
-    texts = [action.text().replace("&&", "&") for action in window.lessons.menu.actions()]
-    for path in bundled_lesson_paths():
-        assert load_lesson(path).title in texts
-    assert "Open lesson file..." in texts
+def test_the_lessons_menu_lists_every_bundled_lesson(qtbot, window):
+    def menu_texts() -> set[str]:
+        return {action.text().replace("&&", "&") for action in window.lessons.menu.actions()}
+
+    titles = {load_lesson(path).title for path in bundled_lesson_paths()}
+    qtbot.waitUntil(lambda: titles <= menu_texts(), timeout=10_000)  # read off the GUI thread at start-up
+    assert "Open lesson file..." in menu_texts()
     assert window.lessons.presentation_action.shortcut().toString() == "Ctrl+Shift+P"
 
 
@@ -266,8 +345,10 @@ def test_a_launch_opens_at_its_step_in_presentation_view(qtbot, window):
     lessons = window.lessons
     launch = lesson_to_launch("rope", 3, True)
     try:
-        go(qtbot, window, lambda: launch.start_in(window))
-        assert lessons.lesson.title == launch.lesson.title and lessons.index == 2 and lessons.presentation
+        with qtbot.waitSignal(lessons.lesson_open_ended, timeout=30_000):
+            launch.start_in(window)
+        qtbot.waitUntil(lambda: lessons.index == 2 and lessons.presentation, timeout=30_000)
+        assert lessons.lesson.title == launch.lesson.title
         assert not window.menuBar().isVisible()
     finally:
         lessons.set_presentation(False)

@@ -20,6 +20,7 @@ from PySide6.QtWidgets import QApplication, QCheckBox, QComboBox, QLineEdit
 
 from core.presets import PRESETS
 from gui.panels import PANEL_CLASSES
+from tests.gui.file_opening import open_session
 
 SEED = int(os.environ.get("MONKEY_SEED", "20261129"))  # another seed: MONKEY_SEED=N pytest ...
 ACTIONS = 1000
@@ -247,9 +248,9 @@ def test_monkey_1000_random_actions(qtbot, full_window, tmp_path, monkeypatch):
 
     def load_session():
         if session_path.exists():
-            win.open_session(session_path)
+            open_session(qtbot, win, session_path)
         else:
-            assert win.open_session(tmp_path / "missing.json") is not None
+            assert open_session(qtbot, win, tmp_path / "missing.json")
 
     def undo_redo():
         (undo_action if rng.random() < 0.6 else redo_action).trigger()

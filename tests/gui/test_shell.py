@@ -14,6 +14,7 @@ from core.presets import get_preset
 from gui import theme
 from gui.panels import PANEL_CLASSES
 from gui.panels.shapes import ShapesPanel
+from tests.gui.file_opening import open_session
 
 
 def field_editor(window, name: str):
@@ -157,7 +158,7 @@ def test_save_and_reopen_a_session(qtbot, window, tmp_path):
     panel.seq_spin.setValue(16)
 
     with qtbot.waitSignal(window.model_loaded, timeout=30_000):
-        assert window.open_session(path) is None
+        assert open_session(qtbot, window, path) == ""
     assert window.state.config == get_preset("tiny-gpt")
     assert window.state.seed == 11
     assert window.state.text == "Hello there"
@@ -177,22 +178,22 @@ def test_save_and_reopen_a_session(qtbot, window, tmp_path):
         ('{"format": "transformer-explorer-session", "version": 9, "config": {}}', "newer version"),
     ],
 )
-def test_a_corrupt_session_gets_a_message_and_changes_nothing(window, tmp_path, content, expected):
+def test_a_corrupt_session_gets_a_message_and_changes_nothing(qtbot, window, tmp_path, content, expected):
     path = tmp_path / "bad.json"
     path.write_text(content, encoding="utf-8")
     before = (window.state.config, window.state.seed, window.state.text, window.state.model)
-    message = window.open_session(path)
-    assert message is not None and expected in message
+    message = open_session(qtbot, window, path)
+    assert message and expected in message
     assert (window.state.config, window.state.seed, window.state.text, window.state.model) == before
     assert window.message_boxes[-1].isVisible()
     assert expected in window.message_boxes[-1].text()
 
 
-def test_binary_and_missing_session_files(window, tmp_path):
+def test_binary_and_missing_session_files(qtbot, window, tmp_path):
     binary = tmp_path / "weights.json"
     binary.write_bytes(b"\x89PNG\xff\xfe\x00")
-    assert "not a text file" in window.open_session(binary)
-    assert "does not exist" in window.open_session(tmp_path / "nope.json")
+    assert "not a text file" in open_session(qtbot, window, binary)
+    assert "does not exist" in open_session(qtbot, window, tmp_path / "nope.json")
 
 
 def test_theme_and_font_scale_change_at_run_time(qtbot, window):

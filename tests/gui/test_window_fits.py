@@ -7,6 +7,7 @@ from PySide6.QtCore import QRect
 from PySide6.QtWidgets import QPushButton, QWidget
 
 from gui.widgets.flow_layout import FlowLayout, control_group
+from tests.gui.file_opening import open_lesson
 
 TITLE_BAR_AND_TASKBAR_PX = 60  # what the desktop takes from the screen's height
 
@@ -44,13 +45,13 @@ SCREENS = [(1366, 768), (1280, 720), (1920, 1080)]
 
 @pytest.mark.parametrize("theme_name", ["light", "dark", "projector"])
 @pytest.mark.parametrize("scale", [1.0, 1.6, 2.0])
-def test_a_lesson_in_either_view_leaves_the_window_within_every_screen(full_window, qapp, theme_name, scale):
+def test_a_lesson_in_either_view_leaves_the_window_within_every_screen(qtbot, full_window, qapp, theme_name, scale):
     from core.lessons import bundled_lesson_paths
 
     window = full_window
     window.state.set_theme(theme_name)
     window.state.set_font_scale(scale)
-    assert window.lessons.open_lesson(bundled_lesson_paths()[0]) is None
+    assert open_lesson(qtbot, window, bundled_lesson_paths()[0]) == ""
     smallest = min(SCREENS)
     try:
         for presentation in (False, True):
@@ -132,7 +133,8 @@ def test_a_flow_wraps_its_groups_instead_of_widening(qtbot):
 
 
 @pytest.mark.parametrize(("theme_name", "scale", "screen"), [("light", 1.0, (1366, 768)), ("projector", 1.6, (1920, 1080))])
-def test_every_step_of_every_bundled_lesson_leaves_the_window_within_the_screen(full_window, qapp, theme_name, scale, screen):
+def test_every_step_of_every_bundled_lesson_leaves_the_window_within_the_screen(qtbot, full_window, qapp, theme_name, scale,
+                                                                                 screen):
     from core.lessons import bundled_lesson_paths
 
     window = full_window
@@ -141,7 +143,7 @@ def test_every_step_of_every_bundled_lesson_leaves_the_window_within_the_screen(
     lessons = window.lessons
     try:
         for path in bundled_lesson_paths():
-            assert lessons.open_lesson(path) is None, path.name
+            assert open_lesson(qtbot, window, path) == "", path.name
             for presentation in (False, True):
                 lessons.set_presentation(presentation)
                 for index in range(len(lessons.lesson.steps)):
