@@ -2,7 +2,9 @@
 
 Qt has none built in (this follows Qt's own Flow Layout example). Control rows use it so that a
 panel's minimum width is its widest control group, not the sum of all of them: the window then fits
-a 1366-pixel laptop, and a 1920-pixel projector at large text scales.
+a 1366-pixel laptop, and a 1920-pixel projector at large text scales beside a lesson. An item wider
+than the row narrows to it where its minimum allows (a wrapping group, a word-wrapped caption, at the
+height it then needs), and items that expand sideways share what their row leaves over.
 """
 
 from __future__ import annotations
@@ -83,40 +85,74 @@ class FlowLayout(QLayout):
         margins = self.contentsMargins()
         area = rect.adjusted(margins.left(), margins.top(), -margins.right(), -margins.bottom())
         x, y, row_height = area.x(), area.y(), 0
-        row: list[tuple[QLayoutItem, int]] = []
+        row: list[tuple[QLayoutItem, int, QSize]] = []
 
         def place_row() -> None:
-            for row_item, row_x in row:
-                hint = row_item.sizeHint()
+            # What the row leaves over goes to its items that expand sideways (a slider and its caption).
+            growing = [index for index, (item, _x, _size) in enumerate(row)
+                       if item.expandingDirections() & Qt.Orientation.Horizontal]
+            _last, last_x, last_size = row[-1]
+            spare = max(0, area.right() + 1 - (last_x + last_size.width())) if growing else 0
+            shift = 0
+            for index, (row_item, row_x, size) in enumerate(row):
+                width = size.width()
+                if index in growing:
+                    rank = growing.index(index)
+                    width += spare // len(growing) + (1 if rank < spare % len(growing) else 0)
                 # Items of one row share its height, centred, as in a QHBoxLayout.
-                top = y + (row_height - hint.height()) // 2
-                row_item.setGeometry(QRect(QPoint(row_x, top), hint))
+                top = y + (row_height - size.height()) // 2
+                row_item.setGeometry(QRect(QPoint(row_x + shift, top), QSize(width, size.height())))
+                shift += width - size.width()
 
         for item in self._items:
             if item.isEmpty():
                 continue
-            hint = item.sizeHint()
+            size = fitted_size(item, area.width())
             gap_x = self._gap(item, Qt.Orientation.Horizontal)
-            if row and x + hint.width() > area.right() + 1:
+            if row and x + size.width() > area.right() + 1:
                 if move:
                     place_row()
                 y += row_height + self._gap(item, Qt.Orientation.Vertical)
                 x, row_height, row = area.x(), 0, []
-            row.append((item, x))
-            x += hint.width() + gap_x
-            row_height = max(row_height, hint.height())
-        if move:
+            row.append((item, x, size))
+            x += size.width() + gap_x
+            row_height = max(row_height, size.height())
+        if move and row:
             place_row()
         return y + row_height - rect.y() + margins.bottom()
 
 
-def control_group(*widgets: QWidget, spacing: int = 6) -> QWidget:
-    """Widgets that stay on one line together (a caption and its control) inside a FlowLayout."""
+def fitted_size(item: QLayoutItem, width: int) -> QSize:
+    """The item's preferred size, narrowed to width where its minimum allows (a wrapping group or caption
+    then takes the height it needs at that width)."""
+    hint = item.sizeHint()
+    if hint.width() <= width:
+        return hint
+    narrow = max(width, item.minimumSize().width())
+    if narrow >= hint.width():
+        return hint
+    height = item.heightForWidth(narrow) if item.hasHeightForWidth() else hint.height()
+    return QSize(narrow, max(height, item.minimumSize().height()))
+
+
+def wrapping_group(*widgets: QWidget, spacing: int = 6) -> QWidget:
+    """Widgets that share one line where the row has room and wrap below each other where it has not
+    (a long caption and its value): a group only as wide as its widest widget."""
+    group = QWidget()
+    FlowLayout(group, spacing=spacing)
+    for widget in widgets:
+        group.layout().addWidget(widget)
+    return group
+
+
+def control_group(*widgets: QWidget, spacing: int = 6, grow: bool = False) -> QWidget:
+    """Widgets that stay on one line together (a caption and its control) inside a FlowLayout; a group that
+    grows takes a share of what its row leaves over (a slider gets long where there is room)."""
     group = QWidget()
     row = QHBoxLayout(group)
     row.setContentsMargins(0, 0, 0, 0)
     row.setSpacing(spacing)
     for widget in widgets:
         row.addWidget(widget)
-    group.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)
+    group.setSizePolicy(QSizePolicy.Policy.Expanding if grow else QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)
     return group

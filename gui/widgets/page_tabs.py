@@ -36,4 +36,11 @@ class PageTabs(QTabWidget):
             elif own is None:
                 page.setProperty(OWN_POLICY, page.sizePolicy())
                 page.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Ignored)
-        self.updateGeometry()
+        # Each ancestor's layout measures again: Qt passes a new size hint up only through layouts it has
+        # activated, and one that was invalidated while hidden would keep the last page's width for good.
+        widget: QWidget | None = self
+        while widget is not None:
+            widget.updateGeometry()
+            if widget.isWindow():
+                break
+            widget = widget.parentWidget()

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QHBoxLayout, QSizePolicy, QSpinBox, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QSpinBox, QWidget
 
 from gui.panels.base import Panel
 from gui.panels.positions.common import PositionsControls, ScrubPosition, labelled, model_rope_problem, plain_label
@@ -23,6 +22,7 @@ from gui.panels.positions.permutation import PermutationView, parse_permutation
 from gui.panels.positions.reading import ReadingPositionsView
 from gui.panels.positions.scrubber import ScrubberView
 from gui.panels.reading_mode import ReadingMode
+from gui.widgets.flow_layout import FlowLayout
 from gui.widgets.page_tabs import PageTabs
 
 SUB_TABS = ("RoPE scrubber", "Score grids", "Encodings", "Permutation")
@@ -92,39 +92,32 @@ class PositionsPanel(Panel):
         self._update_source_availability()
         self.apply_theme()
 
-    def _build_source_rows(self) -> QVBoxLayout:
+    def _build_source_rows(self) -> FlowLayout:
+        """The q, k source and the RoPE formula's knobs: groups that wrap onto further rows as the panel narrows."""
         controls = self.controls
-        column = QVBoxLayout()
-        column.setSpacing(4)
-        first, second = QHBoxLayout(), QHBoxLayout()
-        labelled(first, "q, k:", controls.source_combo)
+        rows = FlowLayout()
+        labelled(rows, "q, k:", controls.source_combo)
         self.random_controls = QWidget()
-        random_row = QHBoxLayout(self.random_controls)
-        random_row.setContentsMargins(0, 0, 0, 0)
+        random_row = FlowLayout(self.random_controls)
         labelled(random_row, "seed", controls.seed_spin)
         labelled(random_row, "d", controls.d_spin)
-        first.addWidget(self.random_controls)
+        rows.addWidget(self.random_controls)
         self.model_controls = QWidget()
-        model_row = QHBoxLayout(self.model_controls)
-        model_row.setContentsMargins(0, 0, 0, 0)
+        model_row = FlowLayout(self.model_controls)
         labelled(model_row, "layer", controls.layer_spin)
         labelled(model_row, "head", controls.head_spin)
         labelled(model_row, "q token", controls.query_token_spin)
         labelled(model_row, "k token", controls.key_token_spin)
-        first.addWidget(self.model_controls)
+        rows.addWidget(self.model_controls)
         self.model_controls.hide()
-        first.addStretch(1)
+        labelled(rows, "RoPE base", controls.base_spin)
+        labelled(rows, "interpolation scale", controls.scale_spin)
+        labelled(rows, "positions P", controls.positions_spin)
         self.source_label = plain_label(name="positions-source-label")
-        # Long model labels must not widen the panel past a projector screen; the tooltip keeps the whole text.
-        self.source_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
-        self.source_label.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-        labelled(second, "RoPE base", controls.base_spin)
-        labelled(second, "interpolation scale", controls.scale_spin)
-        labelled(second, "positions P", controls.positions_spin)
-        second.addWidget(self.source_label, 1)
-        column.addLayout(first)
-        column.addLayout(second)
-        return column
+        # Wraps rather than widens: a long model label must not push the panel past a projector screen.
+        self.source_label.setWordWrap(True)
+        rows.addWidget(self.source_label)
+        return rows
 
     # ---- the q, k source -----------------------------------------------------------------------
     def model_rope_problem(self) -> str:

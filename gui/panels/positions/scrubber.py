@@ -19,7 +19,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QFontMetrics
-from PySide6.QtWidgets import QCheckBox, QGraphicsItem, QGridLayout, QLabel, QSlider, QSplitter, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QCheckBox, QGraphicsItem, QLabel, QSlider, QSplitter, QVBoxLayout, QWidget
 
 from gui import theme
 from gui.panels.base import Refusal, View
@@ -36,7 +36,7 @@ from gui.panels.positions.common import (
     plain_label,
     style_legends,
 )
-from gui.widgets.flow_layout import FlowLayout, control_group
+from gui.widgets.flow_layout import FlowLayout, control_group, wrapping_group
 
 MAX_ARROW_PAIRS = 8  # more circles than this are unreadable at projector scale
 TITLE_DELAY_MS = 80  # titles re-lay out their plot: a drag updates them once it pauses
@@ -187,17 +187,15 @@ class ScrubberView(View):
         self.offset_label = plain_label(name="positions-offset")
         # The sliders take a row of their own; the scores follow in groups that wrap onto a second
         # row only where the text scale needs it, so the panel is never wider than its widest group.
-        handles = QGridLayout()
-        handles.addWidget(self.m_caption, 0, 0)
-        handles.addWidget(self.m_slider, 0, 1)
-        handles.addWidget(self.n_caption, 0, 2)
-        handles.addWidget(self.n_slider, 0, 3)
-        handles.setColumnStretch(1, 1)
-        handles.setColumnStretch(3, 1)
+        handles = FlowLayout()
+        for caption, slider in ((self.m_caption, self.m_slider), (self.n_caption, self.n_slider)):
+            handles.addWidget(control_group(caption, slider, grow=True))  # one row where it fits, else one each
         scores = FlowLayout(spacing=18)
-        for group in ((self.rope_caption, self.rope_score_label), (self.compare_sinusoidal_check, self.sinusoidal_score_label),
-                      (self.offset_label,), (self.lock_check,)):
-            scores.addWidget(control_group(*group))
+        # A score stays beside its formula where the row has room, and goes below it where it has not.
+        for pair in ((self.rope_caption, self.rope_score_label), (self.compare_sinusoidal_check, self.sinusoidal_score_label)):
+            scores.addWidget(wrapping_group(*pair))
+        for single in (self.offset_label, self.lock_check):
+            scores.addWidget(control_group(single))
         sliders = QVBoxLayout()
         sliders.setSpacing(2)
         sliders.addLayout(handles)
