@@ -2,7 +2,7 @@
 
 `causal --textbook` prints the reading's "minimal block, verified" table. Otherwise the command
 builds a model (a preset or config with random weights from --seed, or a --checkpoint), runs the
-original and the edited sequence as one batch and marks every position whose vector passed
+original and the edited sequence through the same kernels and shapes and marks every position whose vector passed
 torch.equal as "0 (exact)"; a tiny nonzero change is printed as the number it is.
 """
 
@@ -28,7 +28,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "causal",
         help="edit one token and measure which positions move in every layer",
         description="The causal-mask test of the reading, on any model: the original and the edited "
-        "sequence run as one batch; every (layer, position) whose vector is bitwise unchanged "
+        "sequence run through the same kernels and shapes; every (layer, position) whose vector is bitwise unchanged "
         "(torch.equal) prints as '0 (exact)'.",
     )
     parser.add_argument("--textbook", action="store_true", help="print the reading's 'minimal block, verified' table")

@@ -2,9 +2,15 @@
 
 The reading's hard claim is that under a causal mask an edit at position t leaves every position
 before t *bit-for-bit* unchanged, in every layer. The functions here measure that claim instead of
-asserting it: the original and the edited sequence run through the same model as one batch of two
-(same kernels, same shapes), the residual stream is captured after the embedding and after every
-block, and "unchanged" means `torch.equal`, never "smaller than a threshold".
+asserting it: the original and the edited sequence run through the same model as two batches of one
+(same kernels, same shapes, each row at the same place in every matrix product), the residual stream is
+captured after the embedding and after every block, and "unchanged" means `torch.equal`, never "smaller
+than a threshold".
+
+Never as one batch of two: a BLAS kernel may compute the rows of a product in blocks whose size follows
+its SIMD width, and the last, partial block with another micro-kernel. The same row then rounds
+differently at offset t than at offset T + t (MKL's AVX2 path does, so an AMD EPYC showed a causal
+model's past moving by 1e-7 where this machine's AVX-512 path did not).
 
 Everything returns frozen dataclasses of numpy arrays plus labels, so a panel only indexes them.
 Nothing here imports Qt.
@@ -193,8 +199,8 @@ class CausalDiffResult(_ReadOnlyArrays):
     past_exactly_unchanged: bool  # every position < t in every row passed torch.equal (no NaN either)
     note: str  # what was measured, in words (the NaN pitfall, the encoder's fixed source, ...)
     reference_reused: bool = False  # the kept run of the original was compared, not recomputed
-    # Worker-only (torch tensors, see ResidualRun): the two runs of a kept-run diff, None for a
-    # batch of two. Keep one as the next edit's reference; drop them before the result leaves the worker.
+    # Worker-only (torch tensors, see ResidualRun): the two runs of the diff. Keep one as the next
+    # edit's reference; drop them before the result leaves the worker.
     original_run: ResidualRun | None = field(default=None, repr=False, compare=False)
     edited_run: ResidualRun | None = field(default=None, repr=False, compare=False)
 
@@ -509,9 +515,8 @@ def causal_edit_diff(
     (default: the original tokens) in both runs, so only the decoder input differs, unless
     edit_source is set, in which case each run's encoder reads its own tokens.
 
-    Without a reference the original and the edited sequence run as one batch of two. With a
-    reference (a `residual_run` of the original), only the edited sequence runs, as a batch of one
-    like the reference, and the result keeps both runs (`original_run`, `edited_run`) so that the
+    The original and the edited sequence each run as a batch of one. With a reference (a
+    `residual_run` of the original), only the edited sequence runs, and the result keeps both runs (`original_run`, `edited_run`) so that the
     caller can reuse either for the next edit. A reference computed for another model, weights,
     ids, mask, depth or source is never compared: the original is recomputed instead and
     `reference_reused` is False. with_logits=False stops both runs at the final norm and leaves the
@@ -532,29 +537,16 @@ def causal_edit_diff(
         else:
             original_source = edited_source = _run_source(config, ids, source)
             extra = "Rows are the decoder tower; its encoder read the same unedited source in both runs."
-    original_run = edited_run = None
-    reused = False
-    if reference is None:
-        # One batch of two: both sequences go through the same kernels with the same shapes, so the
-        # comparison is bitwise meaningful.
-        device = _model_device(model)
-        batch = torch.tensor([ids, edited], dtype=torch.long, device=device)  # (2, T)
-        source_batch = None
-        if original_source is not None:
-            source_batch = torch.tensor([original_source, edited_source], dtype=torch.long, device=device)  # (2, S)
-        streams, logits = _forward_streams(model, batch, source_batch, mode, n_run, with_logits)  # (2, T, D) each
-        originals, editeds = [s[0] for s in streams], [s[1] for s in streams]  # (T, D) each
-        original_logits, edited_logits = (None, None) if logits is None else (logits[0], logits[1])  # (T, V) each
-    else:
-        # Both runs are batches of one through the same path, so the kept run compares bitwise too.
-        reused = reference.matches(model, ids, mode, n_run, original_source, with_logits)
-        original_run = reference if reused else _residual_run(model, ids, mode, n_run, original_source, with_logits)
-        edited_run = _residual_run(model, edited, mode, n_run, edited_source, with_logits)
-        originals = [s[0] for s in original_run.streams]  # (T, D) each
-        editeds = [s[0] for s in edited_run.streams]  # (T, D) each
-        original_logits = edited_logits = None
-        if with_logits:
-            original_logits, edited_logits = original_run.logits[0], edited_run.logits[0]  # (T, V) each
+    # Both runs are batches of one through the same path (see the module's docstring), so a kept run
+    # compares bitwise with a fresh one too.
+    reused = reference is not None and reference.matches(model, ids, mode, n_run, original_source, with_logits)
+    original_run = reference if reused else _residual_run(model, ids, mode, n_run, original_source, with_logits)
+    edited_run = _residual_run(model, edited, mode, n_run, edited_source, with_logits)
+    originals = [s[0] for s in original_run.streams]  # (T, D) each
+    editeds = [s[0] for s in edited_run.streams]  # (T, D) each
+    original_logits = edited_logits = None
+    if with_logits:
+        original_logits, edited_logits = original_run.logits[0], edited_run.logits[0]  # (T, V) each
     max_change, exactly, nan_entries, equal_nan = _compare_runs(originals, editeds)
     logits_change = logits_exact = None
     if original_logits is not None:
@@ -594,7 +586,7 @@ def block_edit_diff(
     """The same measurement on bare blocks fed raw vectors (the reading's setup: no embedding).
 
     inputs: (T, D) one sequence of input vectors; replacement: (D,) the new vector at `position`.
-    Row 0 is the input itself, row i the output of block i-1. Both sequences run as one batch.
+    Row 0 is the input itself, row i the output of block i-1. Each sequence runs as a batch of one.
     """
     chain = [blocks] if isinstance(blocks, Block) else list(blocks)
     if inputs.dim() != 2:
@@ -604,13 +596,16 @@ def block_edit_diff(
         raise SequenceError(f"unknown mask mode {mask_mode!r}; choose one of {', '.join(MASK_MODES)}")
     edited = inputs.clone()  # (T, D)
     edited[position] = replacement.to(inputs)  # (D,)
-    x = torch.stack([inputs, edited])  # (2, T, D)
-    streams = [x]
-    with torch.inference_mode():
-        for block in chain:
-            x = block(x, mask_mode=mask_mode)  # (2, T, D)
-            streams.append(x)
-    max_change, exactly, nan_entries, equal_nan = _compare_runs([s[0] for s in streams], [s[1] for s in streams])
+    runs = []
+    for sequence in (inputs, edited):
+        x = sequence.unsqueeze(0)  # (1, T, D)
+        streams = [x[0]]
+        with torch.inference_mode():
+            for block in chain:
+                x = block(x, mask_mode=mask_mode)  # (1, T, D)
+                streams.append(x[0])  # (T, D)
+        runs.append(streams)
+    max_change, exactly, nan_entries, equal_nan = _compare_runs(*runs)
     leaks, past_moved, first, past_exact = _measure_past(exactly, equal_nan, position)
     layers = _layer_labels(len(chain), first="input")
     labels = tuple(f"x{t}" for t in range(inputs.shape[0]))
