@@ -45,3 +45,16 @@ def one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(previous)
+
+
+@pytest.hookimpl(trylast=True)  # after -m / -k have deselected
+def pytest_collection_modifyitems(config, items):
+    from tests.bundle import background_build
+
+    background_build.start_for(config, items)
+
+
+def pytest_unconfigure(config):
+    from tests.bundle import background_build
+
+    background_build.stop_for(config)

@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from bundle import spec_support
 from bundle.spec_support import APP_ID
+from tests.bundle import background_build
 from tests.reading_figures import assert_matches_reading
 
 ROOT = Path(__file__).resolve().parents[2]
-BUILD_TIMEOUT_S = 1500
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(BUILD_TIMEOUT_S + 300)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(background_build.BUILD_TIMEOUT_S + 300)]
 
 
 def user_environment(home: Path) -> dict[str, str]:
@@ -26,20 +24,12 @@ def user_environment(home: Path) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def bundle_dir(tmp_path_factory) -> Path:
+def bundle_dir(request) -> Path:
     try:
         import PyInstaller  # noqa: F401
     except ImportError:
         pytest.fail("PyInstaller is not installed; the test extra installs it (pip install -e '.[test]')")
-    out = tmp_path_factory.mktemp("frozen")
-    result = subprocess.run(
-        [sys.executable, str(ROOT / "bundle" / "build.py"), "--dist", str(out / "dist"), "--work", str(out / "work"),
-         "--no-archive"],
-        capture_output=True, text=True, timeout=BUILD_TIMEOUT_S,
-    )
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    shutil.rmtree(out / "work", ignore_errors=True)
-    return out / "dist" / APP_ID
+    return background_build.bundle_of(request.config)  # started at collection, built beside the other tests
 
 
 @pytest.fixture
