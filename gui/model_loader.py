@@ -138,9 +138,16 @@ def open_model_folder(path: str, device: str, seed: int) -> LoadedModel:
 
 
 def save_model_folder(model: Any, path: str, tokenizer: Any = None, metadata: dict[str, Any] | None = None) -> Path:
-    """Write the model as a safetensors checkpoint folder (worker only: it copies tensors)."""
+    """Write the model as a safetensors checkpoint folder (worker only: it copies tensors).
+
+    Without a training record of its own, a model trained with a leaky mask still gets one that says so:
+    opened again, it must warn as it did before the save.
+    """
     from core.checkpoints import save_checkpoint
 
+    trained_mask = getattr(model, "trained_mask_mode", "causal")
+    if metadata is None and trained_mask != "causal":
+        metadata = {"settings": {"mask_mode": trained_mask}}
     return save_checkpoint(model, path, tokenizer=tokenizer, metadata=metadata)
 
 

@@ -73,3 +73,15 @@ def test_a_causal_checkpoint_shows_no_warning(qtbot, window, tmp_path, record):
     assert window.loaded.model.trained_mask_mode == "causal"
     assert "leaky" not in window.model_label.text()
     assert all(label.isHidden() and label.text() == "" for label in warnings(window))
+
+
+def test_a_leaky_model_saved_again_still_says_so(qtbot, window, tmp_path):
+    open_folder(qtbot, window, tiny_checkpoint(tmp_path / "leaky", {"settings": {"mask_mode": "after-softmax"}}))
+    copy = tmp_path / "copy"
+    window.save_model(copy)  # File > Save model as: no training record of the lab's own to pass on
+    qtbot.waitUntil(lambda: (copy / "model.safetensors").exists() and not window.compute.busy, timeout=OPEN_TIMEOUT_MS)
+    open_folder(qtbot, window, tiny_checkpoint(tmp_path / "causal", None))
+    assert window.loaded.model.trained_mask_mode == "causal"
+    open_folder(qtbot, window, copy)
+    assert window.loaded.model.trained_mask_mode == "after-softmax"
+    assert "trained with a leaky mask: after the softmax" in window.model_label.text()
