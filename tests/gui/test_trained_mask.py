@@ -4,6 +4,7 @@ status bar's model description and above the text Generate and Train > Generate 
 from __future__ import annotations
 
 import pytest
+from PySide6.QtCore import Qt
 
 from core.checkpoints import save_checkpoint
 from core.config import ModelConfig
@@ -57,7 +58,7 @@ def test_a_checkpoint_trained_without_a_mask_says_so_before_its_text(qtbot, wind
         assert not label.isHidden()
         assert label.text().startswith("Leaky training mask: none (bidirectional), recorded in its training.json;")
         assert "causal mask" in label.toolTip()
-        assert label.textFormat() == label.textFormat().PlainText
+        assert label.textFormat() == Qt.TextFormat.PlainText
     generate = window.panels[0]
     layout = generate.layout()
     assert layout.indexOf(generate.trained_mask_warning) < layout.indexOf(generate.tabs)  # above the draws
