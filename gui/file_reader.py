@@ -12,6 +12,7 @@ runs on a daemon thread: quitting waits for the reads a bounded time, then leave
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import threading
@@ -40,8 +41,10 @@ class FileReader(QObject):
         self._current: dict[str, int] = {}  # channel -> the ticket whose outcome will be delivered
         self._handlers: dict[int, tuple[str, Callable[[Any], None], Callable[[Exception], None]]] = {}
         self._threads: dict[int, threading.Thread] = {}
-        self._closed = False
+        self._closed = threading.Event()  # set once nothing more is to be delivered
         self._finished.connect(self._deliver, Qt.ConnectionType.QueuedConnection)
+        # A window deleted without being closed: no read may emit on the object once its destructor runs.
+        self.destroyed.connect(functools.partial(_close, self._lock, self._closed))
         app = QCoreApplication.instance()
         if app is not None:  # however the event loop ends, no read delivers into a window being torn down
             app.aboutToQuit.connect(self.shutdown)
@@ -53,7 +56,7 @@ class FileReader(QObject):
         Supersedes the read still running on `channel`. Returns the read's ticket (0 once shut down: nothing runs).
         """
         with self._lock:
-            if self._closed:
+            if self._closed.is_set():
                 return 0
             ticket = next(self._tickets)
             superseded = self._current.get(channel)
@@ -81,7 +84,7 @@ class FileReader(QObject):
     def shutdown(self, timeout_s: float = QUIT_WAIT_S) -> bool:
         """Deliver nothing more and wait up to `timeout_s` for the running reads; whether they all ended."""
         with self._lock:
-            self._closed = True
+            self._closed.set()
             self._current.clear()
             self._handlers.clear()
             threads = list(self._threads.values())
@@ -102,7 +105,7 @@ class FileReader(QObject):
         with self._lock:
             self._threads.pop(ticket, None)
             # Under the lock: shutdown() (on the GUI thread) cannot slip in between the check and the emit.
-            if self._closed or ticket not in self._handlers or not isValid(self):
+            if self._closed.is_set() or ticket not in self._handlers or not isValid(self):
                 return
             self._finished.emit(ticket, *outcome)
 
@@ -119,6 +122,11 @@ class FileReader(QObject):
             on_result(value)
         else:
             on_error(value)
+
+
+def _close(lock: threading.Lock, closed: threading.Event) -> None:
+    with lock:  # waits for a read that is emitting right now; Qt drops what it posted with the object
+        closed.set()
 
 
 __all__ = ["QUIT_WAIT_S", "FileReader"]
