@@ -461,7 +461,7 @@ class LessonController(QObject):
         # Named by file until their titles are read, off the GUI thread, so the window appears without waiting.
         self.bundled_actions: dict[Path, QAction] = {}
         for path in bundled_lesson_paths():
-            action = QAction(path.stem, window)
+            action = QAction(path.stem.replace("&", "&&"), window)
             action.triggered.connect(lambda _=False, p=path: self.open_lesson(p))
             lessons_menu.addAction(action)
             self.bundled_actions[path] = action
