@@ -15,6 +15,7 @@ from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QStackedWidget, QTabWidget, QVBoxLayout, QWidget
 
 from gui.panels.base import View
+from gui.widgets.flow_layout import FlowLayout, control_group
 
 READING_SCRIPT = "Reading's script"
 
@@ -32,13 +33,15 @@ class ReadingMode(QObject):
         column = QVBoxLayout(self.container)
         column.setContentsMargins(0, 0, 0, 0)
         column.setSpacing(2)
+        # A flow: the view's controls go below the check box where the panel is narrow (a lesson beside it).
         self.header = QWidget()
-        self._header_row = QHBoxLayout(self.header)
-        self._header_row.setContentsMargins(0, 0, 0, 0)
-        self._header_row.addSpacing(12)
-        for widget in view.header_widgets():
-            self._header_row.addWidget(widget)
-        self._header_row.addStretch(1)
+        header_row = FlowLayout(self.header, spacing=12)
+        self._check_slot = QWidget()
+        self._slot_row = QHBoxLayout(self._check_slot)
+        self._slot_row.setContentsMargins(0, 0, 0, 0)
+        header_row.addWidget(self._check_slot)
+        if view.header_widgets():
+            header_row.addWidget(control_group(*view.header_widgets()))
         self.header.hide()
         self.stack = QStackedWidget()
         self.stack.addWidget(tabs)
@@ -58,13 +61,13 @@ class ReadingMode(QObject):
     def _toggled(self, on: bool) -> None:
         if on:
             self.tabs.setCornerWidget(None, Qt.Corner.TopLeftCorner)
-            self._header_row.insertWidget(0, self.check)
+            self._slot_row.addWidget(self.check)
             self.header.show()
             self.stack.setCurrentWidget(self.view)
         else:
             self.stack.setCurrentWidget(self.tabs)
             self.header.hide()
-            self._header_row.removeWidget(self.check)
+            self._slot_row.removeWidget(self.check)
             self.tabs.setCornerWidget(self.check, Qt.Corner.TopLeftCorner)
         self.check.show()
         self.toggled.emit(on)

@@ -372,7 +372,9 @@ class TokenStrip(QWidget):
         self.insert_button.setToolTip("Insert a copy of the chosen token before the selected position (Ins)")
         self.delete_button = QPushButton("Delete")
         self.delete_button.setToolTip("Delete the selected token (Del)")
-        self.add_control_group(self.position_label, replace_caption, self.replace_combo, spacing=12)
+        # The position on its own: at projector text it and the replacement would outgrow a lesson's side.
+        self.add_control_group(self.position_label)
+        self.add_control_group(replace_caption, self.replace_combo)
         self.add_control_group(self.insert_button, self.delete_button)
         layout.addLayout(self.edit_row)
 

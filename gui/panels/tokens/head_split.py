@@ -82,7 +82,9 @@ class HeadSplitView(View):
         correct = f"{split.correct_difference:.1e}" if split.correct_difference else "0.0"
         texts = (
             "reference: softmax(q k^T / sqrt(d_head)) on columns 0..d_head-1",
-            f"view(B,T,H,d).transpose(1,2): max |Δ| vs reference = <b>{correct}</b>",
+            # A zero-width space lets the call wrap before .transpose: unbroken, it sets a third of the
+            # panel's width at projector text.
+            f"view(B,T,H,d)\u200b.transpose(1,2): max |Δ| vs reference = <b>{correct}</b>",
             f"one view(B,H,T,d): max |Δ| vs reference = "
             f"<b style='color:{theme.current().warning}'>{split.wrong_difference:.3f}</b>",
         )

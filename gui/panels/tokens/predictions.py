@@ -8,11 +8,12 @@ from typing import Any
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtGui import QFontMetrics
-from PySide6.QtWidgets import QDoubleSpinBox, QHBoxLayout, QLabel, QSpinBox, QVBoxLayout
+from PySide6.QtWidgets import QDoubleSpinBox, QLabel, QSpinBox, QVBoxLayout
 
 from gui import theme
 from gui.panels.base import Refusal, View
 from gui.panels.tokens.common import TokensControls, caption, sequence_refusal, set_title
+from gui.widgets.flow_layout import FlowLayout, control_group
 
 DEFAULT_TOP_K = 10
 CONTEXT_SHOWN = 24  # tokens of context quoted beside the bars
@@ -50,7 +51,7 @@ class PredictionsView(View):
         controls.changed.connect(self.inputs_changed)
         layout = QVBoxLayout(self.content)
         layout.setContentsMargins(0, 4, 0, 0)
-        row = QHBoxLayout()
+        row = FlowLayout()  # wraps the note below the spins rather than widening the panel
         self.temperature_spin = QDoubleSpinBox()
         self.temperature_spin.setObjectName("tokens-temperature")
         self.temperature_spin.setRange(0.05, 10.0)
@@ -66,10 +67,9 @@ class PredictionsView(View):
         for text, spin in (("Temperature", self.temperature_spin), ("Top k", self.top_k_spin)):
             label = QLabel(text)
             label.setBuddy(spin)
-            row.addWidget(label)
-            row.addWidget(spin)
+            row.addWidget(control_group(label, spin))
         self.note = caption("Select a chip: the prediction reads the logits at that position.")
-        row.addWidget(self.note, 1)
+        row.addWidget(self.note)
         layout.addLayout(row)
         self.plot = pg.PlotWidget()
         self.plot.setMenuEnabled(False)
