@@ -39,7 +39,6 @@ from PySide6.QtWidgets import (
     QPlainTextEdit,
     QPushButton,
     QSpinBox,
-    QSplitter,
     QVBoxLayout,
     QWidget,
 )
@@ -51,7 +50,9 @@ from gui import theme
 from gui.panels.base import Panel
 from gui.panels.generate.common import TrainedMaskWarning
 from gui.panels.train_compare import ComparePage, CompareRequest, ComparisonProgress, run_pitfall_job
+from gui.widgets.flow_layout import FlowLayout, control_group
 from gui.widgets.page_tabs import PageTabs
+from gui.widgets.turning_splitter import TurningSplitter
 from resources import resource_path
 
 BUNDLED_CORPUS = "tinyshakespeare.txt"
@@ -323,21 +324,19 @@ class TrainPanel(Panel):
                                    "here to train on purpose (validation is always scored with the causal mask)")
         # Two short rows rather than one long one: at the projector's text size one row outgrows the window.
         # A row of its own, so the wide file button does not set the width of a settings column.
-        corpus_row = QHBoxLayout()
-        corpus_row.addWidget(QLabel("Corpus"))
-        corpus_row.addWidget(self.corpus_combo)
+        # Flows, not fixed columns: beside a lesson at projector text the settings wrap instead of scrolling.
+        corpus_row = FlowLayout()
+        corpus_row.addWidget(control_group(QLabel("Corpus"), self.corpus_combo))
         corpus_row.addWidget(self.corpus_button)
-        corpus_row.addWidget(self.corpus_label, 1)
+        corpus_row.addWidget(self.corpus_label)
         grid.addLayout(corpus_row, 0, 0, 1, 7)
-        placed = ((("Steps", self.steps_spin), ("Batch", self.batch_spin), ("Seed", self.seed_spin)),
-                  (("Seq len", self.seq_spin), ("Learning rate", self.lr_spin), ("Mask", self.mask_combo)))
-        for row, pairs in enumerate(placed, start=1):
-            for column, (caption, box) in enumerate(pairs):
-                label = QLabel(caption)
-                label.setBuddy(box)
-                grid.addWidget(label, row, 2 * column)
-                grid.addWidget(box, row, 2 * column + 1)
-        grid.setColumnStretch(6, 1)
+        settings_row = FlowLayout(spacing=18)
+        for caption, box in (("Steps", self.steps_spin), ("Batch", self.batch_spin), ("Seed", self.seed_spin),
+                             ("Seq len", self.seq_spin), ("Learning rate", self.lr_spin), ("Mask", self.mask_combo)):
+            label = QLabel(caption)
+            label.setBuddy(box)
+            settings_row.addWidget(control_group(label, box))
+        grid.addLayout(settings_row, 1, 0, 1, 7)
         buttons = QHBoxLayout()
         self.train_button = QPushButton("Train")
         self.train_button.setToolTip("train the current config from fresh weights; the other panels keep computing "
@@ -351,7 +350,7 @@ class TrainPanel(Panel):
         for button in (self.train_button, self.pause_button, self.stop_button, self.save_button):
             buttons.addWidget(button)
         buttons.addStretch(1)
-        grid.addLayout(buttons, 3, 0, 1, 7)
+        grid.addLayout(buttons, 2, 0, 1, 7)
         layout.addWidget(settings_box)
 
         self.status_label = QLabel("Choose the settings and press Train.")
@@ -360,7 +359,7 @@ class TrainPanel(Panel):
         layout.addWidget(self.status_label)
 
         # ---- loss curves | samples and generation ----
-        splitter = QSplitter(Qt.Orientation.Horizontal)
+        splitter = TurningSplitter()  # the side tabs go below the plots where the panel is narrow (a lesson beside it)
         self.loss_plot = pg.PlotWidget()
         self.loss_plot.setMenuEnabled(False)
         self.loss_plot.setTitle("Loss (nats per character)")

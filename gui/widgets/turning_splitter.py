@@ -1,0 +1,43 @@
+"""A splitter whose panes sit side by side where the row has room for both, and one above the other where not.
+
+A horizontal QSplitter asks for the sum of its panes' minimum widths, so two panes that each fit a
+lesson's side of the window together make the panel scroll sideways. This one asks only for its
+widest pane and turns vertical while it is narrower than the panes side by side.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QEvent, QSize, Qt
+from PySide6.QtGui import QResizeEvent
+from PySide6.QtWidgets import QSplitter, QWidget
+
+
+class TurningSplitter(QSplitter):
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(Qt.Orientation.Horizontal, parent)
+
+    def side_by_side_width(self) -> int:
+        """The width the panes need next to each other."""
+        panes = [self.widget(index) for index in range(self.count()) if not self.widget(index).isHidden()]
+        needed = sum(pane.minimumSizeHint().expandedTo(pane.minimumSize()).width() for pane in panes)
+        return needed + self.handleWidth() * max(0, len(panes) - 1)
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 (Qt override)
+        hint = super().minimumSizeHint()
+        panes = [self.widget(index) for index in range(self.count()) if not self.widget(index).isHidden()]
+        widest = max((pane.minimumSizeHint().expandedTo(pane.minimumSize()).width() for pane in panes), default=0)
+        return QSize(widest, hint.height())
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 (Qt override)
+        self._turn_for(event.size().width())
+        super().resizeEvent(event)
+
+    def event(self, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.LayoutRequest:  # a pane's minimum changed (a sub-tab switched), not the width
+            self._turn_for(self.width())
+        return super().event(event)
+
+    def _turn_for(self, width: int) -> None:
+        turn = Qt.Orientation.Horizontal if width >= self.side_by_side_width() else Qt.Orientation.Vertical
+        if turn != self.orientation():
+            self.setOrientation(turn)
