@@ -207,10 +207,10 @@ class MainWindow(QMainWindow):
         self.device_label.setObjectName("status-device")
         self.model_label = QLabel("")
         self.model_label.setObjectName("status-model")
+        self.model_label.setTextFormat(Qt.TextFormat.PlainText)  # it quotes a config's name and a folder's
         self.busy_label = QLabel("")
         self.busy_label.setObjectName("status-busy")
         self.kernels_label = QLabel("")
-        self.model_label.setTextFormat(Qt.TextFormat.PlainText)  # it quotes a config's name and a folder's
         self.kernels_label.setObjectName("status-kernels")
         for label in (self.device_label, self.model_label, self.busy_label, self.kernels_label):  # they quote config and file names
             label.setTextFormat(Qt.TextFormat.PlainText)
@@ -547,12 +547,12 @@ class MainWindow(QMainWindow):
         source = ""
         if self.loaded is not None and self.loaded.config == config:
             source = f", {self.loaded.source}"
-        elif self.state.torch_ready and not problem:
-            source = ", building..."
-        text = f"{config.name}: {_count(total)} parameters{source}"
             trained_mask = getattr(self.loaded.model, "trained_mask_mode", "causal")
             if trained_mask != "causal":
                 source += f", trained with a leaky mask: {MASK_MODE_LABELS.get(trained_mask, trained_mask)}"
+        elif self.state.torch_ready and not problem:
+            source = ", building..."
+        text = f"{config.name}: {_count(total)} parameters{source}"
         self.model_label.setText(f"{text} ({problem})" if problem else text)
         # A tooltip is rich text when it looks like markup: a problem quoting a config's name is escaped into a paragraph.
         self.model_label.setToolTip(f"<p>{html.escape(problem)}</p>" if problem
