@@ -99,9 +99,12 @@ class FlowLayout(QLayout):
                 if index in growing:
                     rank = growing.index(index)
                     width += spare // len(growing) + (1 if rank < spare % len(growing) else 0)
+                height = size.height()
+                if width != size.width() and row_item.hasHeightForWidth():  # a widened caption needs fewer lines
+                    height = min(height, max(row_item.heightForWidth(width), row_item.minimumSize().height()))
                 # Items of one row share its height, centred, as in a QHBoxLayout.
-                top = y + (row_height - size.height()) // 2
-                row_item.setGeometry(QRect(QPoint(row_x + shift, top), QSize(width, size.height())))
+                top = y + (row_height - height) // 2
+                row_item.setGeometry(QRect(QPoint(row_x + shift, top), QSize(width, height)))
                 shift += width - size.width()
 
         for item in self._items:

@@ -61,12 +61,12 @@ def every_page(window, bot):
         for pages in itertools.product(*(range(tabs.count()) for tabs in tab_sets)):
             for tabs, page in zip(tab_sets, pages, strict=True):
                 tabs.setCurrentIndex(page)
-            bot.waitUntil(lambda: settled(window, panel), timeout=60_000)
+            bot.waitUntil(lambda panel=panel: settled(window, panel), timeout=60_000)
             yield " / ".join([window.tabs.tabText(index)] + [t.tabText(p) for t, p in zip(tab_sets, pages, strict=True)])
         reading = getattr(panel, "reading_mode", None)
         if reading is not None:
             reading.set_on(True)
-            bot.waitUntil(lambda: settled(window, panel), timeout=60_000)
+            bot.waitUntil(lambda panel=panel: settled(window, panel), timeout=60_000)
             yield f"{window.tabs.tabText(index)} / Reading's script"
             reading.set_on(False)
 
@@ -97,3 +97,40 @@ def test_no_panel_needs_more_width_than_the_window_leaves_it_beside_a_lesson(les
         assert not too_wide, f"{screen}:\n" + "\n".join(too_wide)
     finally:
         window.lessons.set_presentation(False)
+
+
+def test_a_wrapping_group_narrows_to_its_row_and_a_growing_group_takes_what_the_row_leaves(qtbot):
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QLabel, QSlider, QWidget
+
+    from gui.widgets.flow_layout import FlowLayout, control_group, wrapping_group
+
+    host = QWidget()
+    qtbot.addWidget(host)
+    flow = FlowLayout(host, spacing=4)
+    formula, value = QLabel("a long formula caption (q+PE[m])·(k+PE[n]) ="), QLabel("12.0287056485")
+    pair = wrapping_group(formula, value)
+    slider = QSlider(Qt.Orientation.Horizontal)
+    handle = control_group(QLabel("query m"), slider, grow=True)
+    flow.addWidget(pair)
+    flow.addWidget(handle)
+    pair_item, handle_item = flow.itemAt(0), flow.itemAt(1)
+    # The pair asks for one line but needs only its wider label: the flow's minimum is no wider.
+    assert pair_item.minimumSize().width() < pair_item.sizeHint().width()
+    assert flow.minimumSize().width() == max(pair_item.minimumSize().width(), handle_item.minimumSize().width())
+
+    host.show()
+    qtbot.waitExposed(host)
+    narrow = max(pair_item.minimumSize().width(), handle_item.minimumSize().width())
+    host.resize(narrow, flow.heightForWidth(narrow))
+    # The pair's own flow places its labels once the pair has its new size.
+    qtbot.waitUntil(lambda: pair.width() <= narrow and value.geometry().top() > formula.geometry().top())
+    assert pair.geometry().right() < narrow
+    assert handle.geometry().top() >= pair.geometry().bottom()  # the handle went to a row of its own
+
+    wide = pair_item.sizeHint().width() + handle_item.sizeHint().width() + 200
+    host.resize(wide, flow.heightForWidth(wide))
+    qtbot.waitUntil(lambda: host.width() == wide and value.geometry().top() == formula.geometry().top())
+    assert handle.geometry().top() < pair.geometry().bottom()  # on the pair's row
+    assert handle.geometry().right() == wide - 1  # the growing group took the rest of the row
+    assert handle.geometry().width() > handle_item.sizeHint().width()

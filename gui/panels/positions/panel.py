@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtWidgets import QSpinBox, QWidget
+from PySide6.QtWidgets import QSizePolicy, QSpinBox, QWidget
 
 from gui.panels.base import Panel
 from gui.panels.positions.common import PositionsControls, ScrubPosition, labelled, model_rope_problem, plain_label
@@ -114,8 +114,10 @@ class PositionsPanel(Panel):
         labelled(rows, "interpolation scale", controls.scale_spin)
         labelled(rows, "positions P", controls.positions_spin)
         self.source_label = plain_label(name="positions-source-label")
-        # Wraps rather than widens: a long model label must not push the panel past a projector screen.
+        # Wraps rather than widens (a long model label must not push the panel past a projector screen),
+        # and takes what its row leaves over, so a short one stays on one line.
         self.source_label.setWordWrap(True)
+        self.source_label.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
         rows.addWidget(self.source_label)
         return rows
 
