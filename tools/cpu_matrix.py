@@ -1,6 +1,6 @@
 """The test suite as other CPUs, thread counts and locales run it.
 
-    python tools/cpu_matrix.py [--profile NAME ...] [--figures-only] [-- PYTEST ARGS]
+    python tools/cpu_matrix.py [--profile NAME ...] [--figures-only] [--log-dir DIR] [-- PYTEST ARGS]
 
 Each profile (`tools/cpu_profiles.py`) forces the kernel paths, thread count and locale of another kind of
 machine and runs pytest under them in a child process; the emulated EPYC runs pytest itself under qemu
@@ -16,6 +16,7 @@ import argparse
 import json
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -23,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from tools.cpu_profiles import PROFILES, CpuProfile, environment_for, unavailable_reason  # noqa: E402
+from tools.cpu_profiles import PROFILES, CpuProfile, environment_for, unavailable_reason
 
 # What one profile computes of the reading's scripts, printed at full precision.
 FIGURES_SCRIPT = """
@@ -54,13 +55,18 @@ def figures(profile: CpuProfile) -> dict:
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-def run_tests(profile: CpuProfile, pytest_arguments: list[str]) -> tuple[int, float, str]:
+def run_tests(profile: CpuProfile, pytest_arguments: list[str], log: Path) -> tuple[int, float, list[str]]:
+    """Run pytest under the profile, its output into `log`; the summary line and the skipped and failed ones."""
     arguments = pytest_arguments or (EMULATED_DEFAULT_TESTS if profile.wrapper else [])
     started = time.monotonic()
-    result = subprocess.run(profile_command(profile, "-m", "pytest", "-q", "-p", "no:cacheprovider", *arguments),
-                            cwd=ROOT, env=environment_for(profile), capture_output=True, text=True, check=False)
-    summary = (result.stdout.strip().splitlines() or ["no output"])[-1]
-    return result.returncode, time.monotonic() - started, summary
+    with log.open("w", encoding="utf-8") as output:
+        returncode = subprocess.run(
+            profile_command(profile, "-m", "pytest", "-q", "-p", "no:cacheprovider", *arguments),
+            cwd=ROOT, env=environment_for(profile), stdout=output, stderr=subprocess.STDOUT, check=False,
+        ).returncode
+    lines = log.read_text(encoding="utf-8", errors="replace").strip().splitlines() or ["no output"]
+    reported = [line for line in lines if line.startswith(("SKIPPED", "FAILED", "ERROR"))]
+    return returncode, time.monotonic() - started, [lines[-1], *reported]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -72,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profile", action="append", choices=sorted(PROFILES), help="default: every profile")
     parser.add_argument("--figures-only", action="store_true", help="print the figures table, run no tests")
+    parser.add_argument("--log-dir", type=Path, help="where each profile's pytest output goes (default: a new temporary folder)")
     args = parser.parse_args(argv)
     profiles = [PROFILES[name] for name in (args.profile or PROFILES)]
 
@@ -98,12 +105,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.figures_only:
         return 1 if failed else 0
 
+    log_dir = args.log_dir or Path(tempfile.mkdtemp(prefix="cpu-matrix-"))
+    log_dir.mkdir(parents=True, exist_ok=True)
     print()
     for profile in runnable:
-        print(f"{profile.name}: {profile.summary}", flush=True)
-        returncode, seconds, summary = run_tests(profile, pytest_arguments)
+        log = log_dir / f"{profile.name}.log"
+        print(f"{profile.name}: {profile.summary} (output: {log})", flush=True)
+        returncode, seconds, (summary, *reported) = run_tests(profile, pytest_arguments, log)
         failed |= returncode != 0
         print(f"  {'passed' if returncode == 0 else 'FAILED'} in {seconds:.0f} s: {summary}", flush=True)
+        for line in reported:
+            print(f"    {line}", flush=True)
     return 1 if failed else 0
 
 
