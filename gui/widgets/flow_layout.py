@@ -84,45 +84,53 @@ class FlowLayout(QLayout):
         """Place the items row by row inside rect (or only measure); the height used."""
         margins = self.contentsMargins()
         area = rect.adjusted(margins.left(), margins.top(), -margins.right(), -margins.bottom())
-        x, y, row_height = area.x(), area.y(), 0
-        row: list[tuple[QLayoutItem, int, QSize]] = []
-
-        def place_row() -> None:
-            # What the row leaves over goes to its items that expand sideways (a slider and its caption).
-            growing = [index for index, (item, _x, _size) in enumerate(row)
-                       if item.expandingDirections() & Qt.Orientation.Horizontal]
-            _last, last_x, last_size = row[-1]
-            spare = max(0, area.right() + 1 - (last_x + last_size.width())) if growing else 0
-            shift = 0
-            for index, (row_item, row_x, size) in enumerate(row):
-                width = size.width()
-                if index in growing:
-                    rank = growing.index(index)
-                    width += spare // len(growing) + (1 if rank < spare % len(growing) else 0)
-                height = size.height()
-                if width != size.width() and row_item.hasHeightForWidth():  # a widened caption needs fewer lines
-                    height = min(height, max(row_item.heightForWidth(width), row_item.minimumSize().height()))
-                # Items of one row share its height, centred, as in a QHBoxLayout.
-                top = y + (row_height - height) // 2
-                row_item.setGeometry(QRect(QPoint(row_x + shift, top), QSize(width, height)))
-                shift += width - size.width()
-
+        rows: list[list[tuple[QLayoutItem, QSize]]] = [[]]
+        x = area.x()
         for item in self._items:
             if item.isEmpty():
                 continue
             size = fitted_size(item, area.width())
-            gap_x = self._gap(item, Qt.Orientation.Horizontal)
-            if row and x + size.width() > area.right() + 1:
-                if move:
-                    place_row()
-                y += row_height + self._gap(item, Qt.Orientation.Vertical)
-                x, row_height, row = area.x(), 0, []
-            row.append((item, x, size))
-            x += size.width() + gap_x
-            row_height = max(row_height, size.height())
-        if move and row:
-            place_row()
-        return y + row_height - rect.y() + margins.bottom()
+            if rows[-1] and x + size.width() > area.right() + 1:
+                rows.append([])
+                x = area.x()
+            rows[-1].append((item, size))
+            x += size.width() + self._gap(item, Qt.Orientation.Horizontal)
+        y = area.y()
+        for index, row in enumerate(item_row for item_row in rows if item_row):
+            if index:
+                y += self._gap(row[0][0], Qt.Orientation.Vertical)
+            placed = self._widened(row, area.width())
+            row_height = max(size.height() for _item, _x, size in placed)
+            if move:
+                for item, offset, size in placed:
+                    # Items of one row share its height, centred, as in a QHBoxLayout.
+                    top = y + (row_height - size.height()) // 2
+                    item.setGeometry(QRect(QPoint(area.x() + offset, top), size))
+            y += row_height
+        return y - rect.y() + margins.bottom()
+
+    def _widened(self, row: list[tuple[QLayoutItem, QSize]], width: int) -> list[tuple[QLayoutItem, int, QSize]]:
+        """Each item of a row with its x offset and size: what the row leaves over goes to the items that
+        expand sideways (a slider and its caption; a caption then takes the height of its wider lines)."""
+        gaps = [self._gap(item, Qt.Orientation.Horizontal) for item, _size in row[:-1]]  # after each but the last
+        used = sum(size.width() for _item, size in row) + sum(gaps)
+        growing = [index for index, (item, _size) in enumerate(row)
+                   if item.expandingDirections() & Qt.Orientation.Horizontal]
+        spare = max(0, width - used) if growing else 0
+        placed, offset = [], 0
+        for index, (item, size) in enumerate(row):
+            if index:
+                offset += gaps[index - 1]
+            if index in growing:
+                rank = growing.index(index)
+                wide = size.width() + spare // len(growing) + (1 if rank < spare % len(growing) else 0)
+                height = size.height()
+                if wide != size.width() and item.hasHeightForWidth():
+                    height = min(height, max(item.heightForWidth(wide), item.minimumSize().height()))
+                size = QSize(wide, height)
+            placed.append((item, offset, size))
+            offset += size.width()
+        return placed
 
 
 def fitted_size(item: QLayoutItem, width: int) -> QSize:
