@@ -808,15 +808,19 @@ def attention_maps(
     # maps are held once (capturing them all and stacking would hold them twice: 1.2 GB for GPT-2 at 1,024).
     slots = {name: index for index, name in enumerate(hooks)}
     weights_holder: list[np.ndarray] = []
+    layer_has_nan: list[bool] = []  # checked per layer: a NaN test of the whole array would allocate its size again
 
     def copy_out(name: str, output: torch.Tensor) -> None:
         pattern = output[0]  # (H, T, S)
         if not weights_holder:
             weights_holder.append(np.empty((len(hooks), *pattern.shape), dtype=np.float32))  # (L, H, T, S)
-        weights_holder[0][slots[name]] = pattern.float().cpu().numpy()
+        slot = weights_holder[0][slots[name]]  # (H, T, S)
+        slot[...] = pattern.float().cpu().numpy()
+        layer_has_nan.append(bool(np.isnan(slot).any()))
 
+    # head=False: no logits are read, and at GPT-2's vocabulary they would be the pass's largest tensor.
     with torch.inference_mode(), capture(model, hooks, on_output=copy_out):
-        model(batch, source=source_batch, mask_mode=mode, n_blocks=max(chosen) + 1)
+        model(batch, source=source_batch, mask_mode=mode, n_blocks=max(chosen) + 1, head=False)
     weights = weights_holder[0]  # (L, H, T, S)
     labels = token_labels(ids, tokenizer_or_labels)
     return AttentionMaps(
@@ -827,7 +831,7 @@ def attention_maps(
         key_labels=labels if attention == "self" else token_labels(source_ids, tokenizer_or_labels),
         mask_mode=mode,
         attention=attention,
-        has_nan=bool(np.isnan(weights).any()),
+        has_nan=any(layer_has_nan),
     )
 
 

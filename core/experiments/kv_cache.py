@@ -201,9 +201,14 @@ def decode_step(model: Transformer, token_id: int, position: int,
 def _recompute(model: Transformer, tokens: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
     """The last position's logits (V,) and block outputs of a full forward over tokens (1, T): no cache."""
     names = [f"blocks.{i}.hook_resid_post" for i in range(len(model.blocks))]
-    with capture(model, names) as seen:
-        logits = model(tokens)[0, -1]  # (V,)
-    return logits, [seen[name][:, -1:] for name in names]  # (1, 1, D) each
+    last_rows: dict[str, torch.Tensor] = {}
+
+    def keep_last_row(name: str, output: torch.Tensor) -> None:
+        last_rows[name] = output[:, -1:].clone()  # (1, 1, D): a copy, so the (1, T, D) stream is freed
+
+    with capture(model, names, on_output=keep_last_row):
+        logits = model(tokens)[0, -1].clone()  # (V,): a copy, so the (1, T, V) logits are freed on return
+    return logits, [last_rows[name] for name in names]  # (1, 1, D) each
 
 
 def _max_abs(a: torch.Tensor, b: torch.Tensor) -> float:
@@ -286,7 +291,7 @@ def kv_cache_proof(model: Transformer, tokens: list[int], decode_steps: int, tok
     prefill_length = len(tokens) - decode_steps
     steps: list[DecodeStep] = []
     with torch.no_grad():
-        _, cache = prefill(model, ids[:, :prefill_length])
+        cache = prefill(model, ids[:, :prefill_length])[1]  # its (1, P, V) logits are not read: freed at once
         prefill_layers = _layer_entries(cache)
         for step, position in enumerate(range(prefill_length, len(tokens))):
             if token is not None:
