@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from core.allocator import map_large_blocks
 from core.choices import MASK_MODE_LABELS
 from core.params import parameter_breakdown
 from gui import APP_NAME, theme
@@ -138,6 +139,7 @@ class MainWindow(QMainWindow):
         self.setObjectName("main-window")
         self.setWindowTitle(APP_NAME)
         self.state = state or LabState(self)
+        map_large_blocks()  # a freed activation's memory goes back to the system, not into a heap hole
         self.compute = compute or ComputeController(self, torch_threads=max(1, (os.cpu_count() or 2) - 1))
         self.settings_store = settings or QSettings()
         self.requested_device = requested_device
