@@ -113,20 +113,32 @@ class MemoryEstimate:
     weights: int  # bytes of parameters
     activations: int  # bytes of the largest live activations of a forward pass without gradients
     attention_maps: int  # bytes of (B, H, T, T) score and weight tensors that are materialised or captured
+    weight_copies: int = 0  # bytes of the linear layers' weights rounded to a reduced precision (bf16, fp16)
 
     @property
     def total(self) -> int:
-        return self.weights + self.activations + self.attention_maps
+        return self.weights + self.weight_copies + self.activations + self.attention_maps
 
     def describe(self) -> str:
+        copies = f" and their {format_bytes(self.weight_copies)} reduced-precision copy" if self.weight_copies else ""
         return (
-            f"weights {format_bytes(self.weights)}, activations {format_bytes(self.activations)}, "
+            f"weights {format_bytes(self.weights)}{copies}, activations {format_bytes(self.activations)}, "
             f"attention maps {format_bytes(self.attention_maps)}"
         )
 
 
 # Mask modes that make attention take the explicit path (q @ k^T, mask, softmax), as core.model does.
 EXPLICIT_MASK_MODES = ("off-by-one", "after-softmax")
+REDUCED_PRECISION_BYTES = {"fp32": 0, "bf16": 2, "fp16": 2}  # 0: no reduced-precision products, no copies
+
+
+def linear_weight_values(config: ModelConfig) -> int:
+    """Values of the weight matrices that go through core.kernels.linear: attention, FFN (every expert),
+    routers and the vocabulary head (a tied head too: its product rounds the embedding matrix once)."""
+    from core.params import parameter_breakdown
+
+    groups = parameter_breakdown(config.replace(bias=False, qkv_bias=False)).groups  # matrices only
+    return groups["attention"] + groups["ffn"] + groups["router"] + config.vocab_size * config.d_model
 
 
 def estimate_memory(
@@ -137,6 +149,7 @@ def estimate_memory(
     captured_attention_layers: int = 0,
     captured_residual_layers: int = 0,
     mask_mode: str | None = None,
+    precision: str | None = None,
 ) -> MemoryEstimate:
     """Bytes a no-grad forward pass needs: weights, the largest transient activations, attention maps.
 
@@ -150,8 +163,18 @@ def estimate_memory(
     at a time: the residual stream, Q/K/V and their copies, the FFN hidden layer before and after
     its activation (every expert's, since the lab's MoE runs each expert densely) and the logits. Measured against the real peak in
     tests/core/test_memory_estimate.py.
+
+    `precision` (the process's, core.kernels, when None): with bf16 or fp16 every linear layer's
+    weight is rounded once and the copy is kept beside the fp32 weight (`weight_copies`), and each
+    product's input and output exist in it beside their fp32 forms; the largest is the head's logits.
     """
     from core.params import parameter_breakdown
+
+    if precision is None:
+        from core.kernels import current_precision
+
+        precision = current_precision().requested
+    low_bytes = REDUCED_PRECISION_BYTES[precision]
 
     b = parameter_breakdown(config)
     heads, d, v = config.n_heads, config.d_model, config.vocab_size
@@ -173,10 +196,12 @@ def estimate_memory(
     # the activation; then the logits.
     per_pass = 12 * tokens * d + 2 * ffn_hidden + tokens * v
     captured_residual = captured_residual_layers * tokens * d
+    rounded_head = tokens * (d + v) * low_bytes  # the head's input and logits in the reduced precision
     return MemoryEstimate(
         weights=b.total * bytes_per_value,
-        activations=(per_pass + captured_residual) * bytes_per_value,
+        activations=(per_pass + captured_residual) * bytes_per_value + rounded_head,
         attention_maps=maps * bytes_per_value,
+        weight_copies=linear_weight_values(config) * low_bytes,
     )
 
 
