@@ -134,3 +134,28 @@ def test_a_wrapping_group_narrows_to_its_row_and_a_growing_group_takes_what_the_
     assert handle.geometry().top() < pair.geometry().bottom()  # on the pair's row
     assert handle.geometry().right() == wide - 1  # the growing group took the rest of the row
     assert handle.geometry().width() > handle_item.sizeHint().width()
+
+
+def test_a_long_plot_title_wraps_inside_its_plot_instead_of_widening_it(qtbot, qapp):
+    from gui import theme
+    from gui.panels.positions.common import make_plot
+
+    theme.apply_theme(qapp, "projector", 1.6)
+    try:
+        plot = make_plot("Score against key position n, query at m", "key position n", "score")
+        qtbot.addWidget(plot)
+        theme.style_plot(plot)
+        item, title = plot.getPlotItem(), plot.getPlotItem().titleLabel
+        one_line = title.item.boundingRect().height()
+        plot.resize(360, 300)
+        plot.show()
+        qtbot.waitExposed(plot)
+        # Wrapped: the plot item (title, axes, curve) stays inside the widget, the title on more lines.
+        qtbot.waitUntil(lambda: item.geometry().width() <= plot.viewport().width() + 1)
+        assert title.item.boundingRect().height() > 1.5 * one_line
+        assert title.geometry().height() >= title.item.boundingRect().height()  # its row holds every line
+
+        plot.resize(1400, 300)
+        qtbot.waitUntil(lambda: title.item.boundingRect().height() < 1.5 * one_line)  # room again: one line
+    finally:
+        theme.apply_theme(qapp, theme.DEFAULT_THEME, 1.0)

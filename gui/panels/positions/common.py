@@ -25,6 +25,7 @@ from gui.panels.base import Refusal
 from gui.widgets.flow_layout import FlowLayout, control_group
 from gui.widgets.heatmap import Heatmap
 from gui.widgets.log_axis import log_ready_axes
+from gui.widgets.plot_titles import wrap_title
 
 SOURCE_RANDOM = "random q, k (seeded)"
 SOURCE_MODEL = "from the current model"
@@ -82,7 +83,7 @@ def make_plot(title: str, bottom: str, left: str) -> pg.PlotWidget:
     plot.setLabel("left", left)
     plot.showGrid(x=True, y=True, alpha=0.25)
     cache_static_parts(plot)
-    return plot
+    return wrap_title(plot)
 
 
 def make_spin(low: int, high: int, value: int, tip: str, step: int = 1) -> QSpinBox:
