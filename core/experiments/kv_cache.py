@@ -123,13 +123,21 @@ def _layer_entries(cache: list[tuple[torch.Tensor, torch.Tensor]]) -> tuple[Laye
                  for index, (k, v) in enumerate(cache))
 
 
-def prefill(model: Transformer, tokens: torch.Tensor) -> tuple[torch.Tensor, list[tuple[torch.Tensor, torch.Tensor]]]:
-    """The model's own forward over tokens (1, P): its logits (1, P, V) and each layer's (K, V) cache."""
+def prefill(model: Transformer, tokens: torch.Tensor,
+            head: bool = True) -> tuple[torch.Tensor, list[tuple[torch.Tensor, torch.Tensor]]]:
+    """The model's own forward over tokens (1, P): its logits (1, P, V) (head=False: the final norm's
+    output (1, P, D), for a caller that reads no logits) and each layer's (K, V) cache."""
     names = [f"blocks.{i}.attn.hook_{part}" for i in range(len(model.blocks)) for part in ("k", "v")]
-    with torch.no_grad(), capture(model, names) as seen:
-        logits = model(tokens)  # (1, P, V)
+    seen: dict[str, torch.Tensor] = {}
+
+    def keep(name: str, output: torch.Tensor) -> None:
+        # K and V are views into the layer's fused (1, P, q + 2 kv) projection; a copy of each lets it go.
+        seen[name] = output.contiguous()  # (1, H_kv, P, d_head)
+
+    with torch.no_grad(), capture(model, names, on_output=keep):
+        out = model(tokens, head=head)  # (1, P, V), or (1, P, D) without the head
     cache = [(seen[f"blocks.{i}.attn.hook_k"], seen[f"blocks.{i}.attn.hook_v"]) for i in range(len(model.blocks))]
-    return logits, cache  # cache: (1, H_kv, P, d_head) each
+    return out, cache  # cache: (1, H_kv, P, d_head) each
 
 
 def _embed_one(model: Transformer, token_id: int, position: int, device: torch.device) -> torch.Tensor:
@@ -291,23 +299,33 @@ def kv_cache_proof(model: Transformer, tokens: list[int], decode_steps: int, tok
     prefill_length = len(tokens) - decode_steps
     steps: list[DecodeStep] = []
     with torch.no_grad():
-        cache = prefill(model, ids[:, :prefill_length])[1]  # its (1, P, V) logits are not read: freed at once
+        cache = prefill(model, ids[:, :prefill_length], head=False)[1]  # no prefill logits are read
         prefill_layers = _layer_entries(cache)
-        for step, position in enumerate(range(prefill_length, len(tokens))):
+        # Every step is decoded first and the cache freed before the recomputes: a recompute's full-length
+        # logits never sit beside the cache. Each side computes exactly what it would have interleaved.
+        decoded = []
+        for position in range(prefill_length, len(tokens)):
             if token is not None:
                 token.check()
-                token.report(step / decode_steps, f"decoding position {position}")
+                token.report(0.0, f"decoding position {position}")
             cached_logits, cached_blocks = decode_step(model, tokens[position], position, cache)  # (V,)
+            decoded.append((position, cached_logits, cached_blocks, int(cache[0][0].shape[2]), _layer_entries(cache)))
+        del cache
+        for step, (position, cached_logits, cached_blocks, cached_positions, layers) in enumerate(decoded):
+            if token is not None:
+                token.check()
+                token.report(step / decode_steps, f"recomputing position {position} without the cache")
             full_logits, full_blocks = _recompute(model, ids[:, : position + 1])  # (V,)
             steps.append(DecodeStep(
                 position=position,
                 token=tokens[position],
-                cached_positions=int(cache[0][0].shape[2]),
-                layers=_layer_entries(cache),
+                cached_positions=cached_positions,
+                layers=layers,
                 max_difference=_max_abs(cached_logits, full_logits),
                 exact=bool(torch.equal(cached_logits, full_logits)),
                 block_differences=tuple(_max_abs(a, b) for a, b in zip(cached_blocks, full_blocks)),
             ))
+        del decoded
         linear_difference, linear_exact = _linear_shape_check(model, ids)
     variants, budget_dtype = cache_variants(model)
     last = steps[-1]
