@@ -5,7 +5,9 @@ No text is drawn under MIN_TEXT_PX pixels (a scaled-down drawing's text counted 
 control (button, check box, spin box, combo box, slider, text field) is under MIN_CONTROL_PX pixels
 across, and nothing that carries a lesson is dropped or cut: every pie wedge of MIN_LABELED_SHARE or more
 has a visible label inside the view, labels do not overlap, a table shows all its rows or at least
-MIN_TABLE_ROWS of them with a scroll bar, and an axis is as wide as its tick labels.
+MIN_TABLE_ROWS of them with a scroll bar, an axis is as wide as its tick labels, and a plot is no lower
+than MIN_PLOT_LINES lines of text. `cut_plot(plot)` finds a plot item (title, axes, colour bar) wider than
+its widget, which cuts its right side.
 `legibility_problems(window)` lists what breaks the rule among the widgets on screen.
 """
 
@@ -97,6 +99,8 @@ def legibility_problems(root: QWidget) -> list[Problem]:
         if isinstance(widget, QGraphicsView) and widget.scene() is not None:
             problems += plot_text_problems(widget)
             problems += dropped_plot_labels(widget)
+        if isinstance(widget, pg.PlotWidget):
+            problems += squashed_plot(widget)
         if isinstance(widget, QAbstractItemView) and not isinstance(widget.parentWidget(), QComboBox):
             problems += hidden_rows(widget)
     return problems
@@ -161,6 +165,33 @@ def dropped_plot_labels(view: QGraphicsView) -> list[Problem]:
     return problems
 
 
+def cut_plot(plot: pg.PlotWidget) -> list[Problem]:
+    """A plot item wider than its widget: its right side (title end, last ticks, colour bar) is cut off."""
+    where = plot.objectName() or describe(plot)
+    item = plot.getPlotItem()
+    room = plot.viewport().width()
+    # Shown wider than the widget, or held to it with a part (an axis, a colour bar) under the width its
+    # labels need: either way something is cut. Each part's own minimum: asking the layout re-lays it out.
+    squeezed = [part.geometry().width() - part.minimumWidth() for part in
+                (item.layout.itemAt(index) for index in range(item.layout.count()))
+                if part.isVisible() and part.geometry().width() > 0]
+    over = max(item.geometry().width() - room, -min(squeezed, default=0.0))
+    if over <= 1:
+        return []
+    return [Problem("dropped", where, round(room + over), f"plot {room + over:.0f} px wide in a {room} px view: its right side is cut")]
+
+
+def squashed_plot(plot: pg.PlotWidget) -> list[Problem]:
+    """A plot lower than MIN_PLOT_LINES lines of text: its title and axes leave no room for the curves."""
+    from gui.widgets.plot_titles import MIN_PLOT_LINES, min_plot_height
+
+    least = min_plot_height(MIN_PLOT_LINES)
+    if plot.height() >= least - 1:
+        return []
+    where = plot.objectName() or describe(plot)
+    return [Problem("dropped", where, plot.height(), f"plot {plot.height()} px high, under {MIN_PLOT_LINES} lines of text ({least} px)")]
+
+
 def plot_text_problems(view: QGraphicsView) -> list[Problem]:
     """Tick labels and text items of a plot that are too small."""
     where = view.objectName() or type(view).__name__
@@ -184,5 +215,5 @@ def plot_text_problems(view: QGraphicsView) -> list[Problem]:
     return problems
 
 
-__all__ = ["MIN_CONTROL_PX", "MIN_TABLE_ROWS", "MIN_TEXT_PX", "Problem", "dropped_plot_labels", "hidden_rows",
-           "legibility_problems"]
+__all__ = ["MIN_CONTROL_PX", "MIN_TABLE_ROWS", "MIN_TEXT_PX", "Problem", "cut_plot", "dropped_plot_labels", "hidden_rows",
+           "legibility_problems", "squashed_plot"]

@@ -30,6 +30,7 @@ from gui import theme
 from gui.panels.base import Panel, View
 from gui.widgets.flow_layout import FlowLayout, control_group
 from gui.widgets.log_axis import log_ready_axes
+from gui.widgets.plot_titles import wrap_title
 
 # core.experiments.norms imports torch, which the GUI thread must not; its MAX_DEPTH is 96 (a test checks).
 MAX_DEPTH = 96
@@ -269,7 +270,7 @@ class NormsView(View):
 
     def _make_plot(self, title: str, y_label: str,
                    x_label: str = "layer (0 = embeddings, l = after block l)") -> pg.PlotWidget:
-        plot = pg.PlotWidget(axisItems=log_ready_axes())
+        plot = wrap_title(pg.PlotWidget(axisItems=log_ready_axes()))
         plot.setMenuEnabled(False)
         plot.setTitle(title)
         plot.setLabel("bottom", x_label)

@@ -36,6 +36,7 @@ from gui import theme
 from gui.panels.base import Panel, Refusal, View
 from gui.widgets.flow_layout import FlowLayout, control_group
 from gui.widgets.log_axis import log_ready_axes
+from gui.widgets.plot_titles import wrap_title
 
 COLUMNS = ("step", "shape", "elements", "memory", "meaning")
 
@@ -186,7 +187,7 @@ class ShapesView(View):
         splitter.addWidget(self.table)
 
         plots = QSplitter(Qt.Orientation.Horizontal)
-        self.memory_plot = pg.PlotWidget()
+        self.memory_plot = wrap_title(pg.PlotWidget())
         self.memory_plot.setMenuEnabled(False)
         self.memory_plot.setTitle("Memory per tensor (one block)")
         self.memory_plot.setLabel("bottom", "memory", units="B")
@@ -201,7 +202,7 @@ class ShapesView(View):
         self.memory_plot.getViewBox().sigResized.connect(self._update_memory_ticks)
         plots.addWidget(self.memory_plot)
 
-        self.growth_plot = pg.PlotWidget(axisItems=log_ready_axes())
+        self.growth_plot = wrap_title(pg.PlotWidget(axisItems=log_ready_axes()))
         self.growth_plot.setMenuEnabled(False)
         self.growth_plot.setTitle("As T grows (one layer, traced)")
         self.growth_plot.setLogMode(x=True, y=True)

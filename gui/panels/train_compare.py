@@ -48,6 +48,7 @@ from core.experiments.pitfall_setups import (
 )
 from gui import theme
 from gui.widgets.log_axis import log_ready_axes
+from gui.widgets.plot_titles import wrap_title
 
 PARTIAL_INTERVAL_S = 0.1
 STALE_OPACITY = 0.3
@@ -189,7 +190,7 @@ class ComparePage(QWidget):
         numbers_layout.addWidget(self.setup_label)
 
         splitter = QSplitter(Qt.Orientation.Vertical)
-        self.loss_plot = pg.PlotWidget()
+        self.loss_plot = wrap_title(pg.PlotWidget())
         self.loss_plot.setMenuEnabled(False)
         self.loss_plot.setTitle("Training loss, same seed and steps")
         self.loss_plot.setLabel("bottom", "step")
@@ -209,7 +210,7 @@ class ComparePage(QWidget):
         row.addWidget(self.gradient_run_combo, 0, 1)
         row.setColumnStretch(1, 1)
         gradient_layout.addLayout(row)
-        self.gradient_plot = pg.PlotWidget(axisItems=log_ready_axes())
+        self.gradient_plot = wrap_title(pg.PlotWidget(axisItems=log_ready_axes()))
         self.gradient_plot.setMenuEnabled(False)
         self.gradient_plot.setTitle("Each block's gradient norm, before clipping")
         self.gradient_plot.setLabel("bottom", "step")

@@ -19,6 +19,7 @@ from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from gui import theme
+from gui.widgets.plot_titles import fit_title, wrap_title
 
 MIN_MAP_LINES = 5  # a title, an axis label, and room for a few rows of cells
 
@@ -41,7 +42,7 @@ class Heatmap(QWidget):
         self.col_labels: list[str] = []
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        self.plot = pg.PlotWidget()
+        self.plot = wrap_title(pg.PlotWidget(), MIN_MAP_LINES)  # a long title wraps inside the map
         self.plot.setMenuEnabled(False)
         self.plot.setAspectLocked(False)
         self.plot.invertY(True)
@@ -162,8 +163,9 @@ class Heatmap(QWidget):
         self.colorbar.setColorMap(theme.colormap())
         self._style_colorbar()
         self.readout.setFont(theme.font(0.95))
-        # Squeezed under its title and axis text a map shows no cell: below this its view scrolls instead.
-        self.plot.setMinimumHeight(MIN_MAP_LINES * QFontMetrics(theme.font()).lineSpacing())
+        # Squeezed under its title and axis text a map shows no cell: below MIN_MAP_LINES lines (and the
+        # lines its title wraps onto) its view scrolls instead.
+        fit_title(self.plot)
         self._update_ticks()
 
 

@@ -2,7 +2,8 @@
 
 pyqtgraph gives a title a minimum width of its whole line, so a long title (projector text, a lesson
 beside the panel) makes the plot item wider than its widget and cuts its right side off: the end of
-the title, the last tick label, part of the curve.
+the title, the last tick label, part of the curve. A plot also keeps MIN_PLOT_LINES text lines of
+height (more by what its title wraps onto), so that a crowded panel scrolls instead of squashing it.
 """
 
 from __future__ import annotations
@@ -10,21 +11,32 @@ from __future__ import annotations
 import math
 
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, QObject, QRectF, Qt
-from PySide6.QtGui import QTextOption
+from PySide6.QtCore import QEvent, QObject, QRectF, Qt, QTimer
+from PySide6.QtGui import QFontMetrics, QTextOption
+
+from gui import theme
 
 TITLE_MARGIN_PX = 8  # kept free beside the title
+MIN_PLOT_LINES = 5  # a title, an axis label, its ticks and a few lines of curve
+
+
+def min_plot_height(lines: int = MIN_PLOT_LINES) -> int:
+    """The least height of a plot at the current text size."""
+    return lines * QFontMetrics(theme.font()).lineSpacing()
 
 
 class WrappingTitle(QObject):
-    """Keeps plot's title within the plot's width: re-fitted on every resize and every new title."""
+    """Keeps plot's title within the plot's width, and the plot min_lines text lines high: re-fitted on every
+    resize and every new title (a theme change sets the title again)."""
 
-    def __init__(self, plot: pg.PlotWidget) -> None:
+    def __init__(self, plot: pg.PlotWidget, min_lines: int = MIN_PLOT_LINES) -> None:
         super().__init__(plot)
         self.plot = plot
+        self.min_lines = min_lines
         self.label = plot.getPlotItem().titleLabel
         self._line_height: float | None = None  # the title row's height before it first wrapped
         self._fitting = False
+        self._refit_pending = False
         self.label.item.document().setDefaultTextOption(QTextOption(Qt.AlignmentFlag.AlignHCenter))
         set_text = self.label.setText
 
@@ -34,7 +46,24 @@ class WrappingTitle(QObject):
 
         self.label.setText = set_and_fit  # every setTitle goes through here
         plot.viewport().installEventFilter(self)  # the viewport: it has its new size when told
-        plot.getPlotItem().geometryChanged.connect(self._overflow)
+        item = plot.getPlotItem()
+        item.geometryChanged.connect(self._overflow)
+        # An axis (a colour bar's too) widens once it has measured its tick labels, as it paints: its new
+        # minimum moves nothing in a plot item already held to its widget's width, so it is watched itself.
+        for part in (item.layout.itemAt(index) for index in range(item.layout.count())):
+            for axis in (part, getattr(part, "axis", None)):
+                if isinstance(axis, pg.AxisItem):
+                    self._watch_width(axis)
+        self._keep_height(0)
+
+    def _watch_width(self, axis: pg.AxisItem) -> None:
+        update_width = axis._updateWidth
+
+        def update_and_check() -> None:
+            update_width()
+            self._overflow()
+
+        axis._updateWidth = update_and_check  # pyqtgraph sets an axis's width through here
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt's name)
         if event.type() == QEvent.Type.Resize:
@@ -52,18 +81,34 @@ class WrappingTitle(QObject):
 
     def _overflow(self) -> None:
         """The plot item outgrew the widget after all (its axes widened once their ticks were measured)."""
-        if self.plot.getPlotItem().geometry().width() > self.plot.viewport().width() + 1:
-            self.fit()
+        if self._fitting:
+            return
+        item = self.plot.getPlotItem()
+        room = self.plot.viewport().width()
+        needed = max(item.geometry().width(), item.effectiveSizeHint(Qt.SizeHint.MinimumSize).width())
+        if needed > room + 1 and not self._refit_pending:
+            self._refit_pending = True
+            QTimer.singleShot(0, self, self._refit)  # once the layout or the paint that widened it is done
+
+    def _refit(self) -> None:
+        self._refit_pending = False
+        self.fit()
 
     def _fit(self) -> None:
         item = self.plot.getPlotItem()
         text = self.label.item
         # The title spans the view box's column: the plot's width less what lies beside that column.
         laid_out = item.geometry().width() > 0 and self.label.geometry().width() > 0
-        beside = (item.geometry().width() - self.label.geometry().width() if laid_out else
+        # Beside it, the larger of what is shown and what the other columns need: an axis or a colour bar
+        # that measured its labels needs more than it was last given.
+        beside = (max(item.geometry().width() - self.label.geometry().width(),
+                      item.effectiveSizeHint(Qt.SizeHint.MinimumSize).width() - self.label.minimumWidth()) if laid_out else
                   sum(axis.width() for axis in (item.getAxis("left"), item.getAxis("right")) if axis.isVisible()))
         room = max(1, self.plot.viewport().width() - math.ceil(beside) - TITLE_MARGIN_PX)
         text.setTextWidth(-1)  # its one-line width
+        if not self.label.isVisible():  # setTitle(None) folded the title's row away
+            self._keep_height(0)
+            return
         if text.boundingRect().width() > room:
             text.setTextWidth(room)
             if self._line_height is None:
@@ -74,14 +119,31 @@ class WrappingTitle(QObject):
         if height is not None:
             self.label.setMaximumHeight(height)
             item.layout.setRowFixedHeight(0, height)
+        self._keep_height(0 if height is None or self._line_height is None else height - self._line_height)
         self.label.updateMin()
         self.label.resizeEvent(None)
         # A plot item cannot be set narrower than its minimum: one set while the title was long stays too wide.
         shown = item.geometry()
         if shown.width() > self.plot.viewport().width():
             item.setGeometry(QRectF(shown.x(), shown.y(), self.plot.viewport().width(), shown.height()))
+        item.layout.activate()  # its axes and colour bar take their new widths now, not at the next paint
 
 
-def wrap_title(plot: pg.PlotWidget) -> pg.PlotWidget:
-    plot._wrapping_title = WrappingTitle(plot)
+    def _keep_height(self, wrapped_px: float) -> None:
+        """The plot's least height: min_lines of text, and the lines its title wrapped onto."""
+        least = min_plot_height(self.min_lines) + math.ceil(wrapped_px)
+        if self.plot.minimumHeight() != least:
+            self.plot.setMinimumHeight(least)
+
+
+def wrap_title(plot: pg.PlotWidget, min_lines: int = MIN_PLOT_LINES) -> pg.PlotWidget:
+    plot._wrapping_title = WrappingTitle(plot, min_lines)
     return plot
+
+
+def fit_title(plot: pg.PlotWidget) -> None:
+    """Fit a wrapped title (and the plot's least height) again, after a change that sets no title."""
+    plot._wrapping_title.fit()
+
+
+__all__ = ["MIN_PLOT_LINES", "WrappingTitle", "fit_title", "min_plot_height", "wrap_title"]

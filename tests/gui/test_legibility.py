@@ -244,3 +244,52 @@ def test_tick_labels_the_axis_would_leave_out_are_found(qtbot, projector_look):
     plot.resize(400, 900)
     qtbot.waitUntil(lambda: plot.getAxis("left").height() > 700)
     assert not dropped_plot_labels(plot)
+
+
+def test_a_long_title_wraps_inside_its_plot_and_the_rule_sees_one_that_does_not(qtbot, projector_look):
+    import pyqtgraph as pg
+
+    from gui.legibility import cut_plot
+    from gui.widgets.plot_titles import wrap_title
+
+    title = "Each block's gradient norm, before clipping, for every run"
+    plots = {}
+    for name, plot in (("bare", pg.PlotWidget()), ("wrapped", wrap_title(pg.PlotWidget()))):
+        qtbot.addWidget(plot)
+        plot.setTitle(title)
+        projector_look.style_plot(plot)
+        plot.setLabel("left", "||dL/dθ||")
+        plot.resize(300, 400)
+        plot.show()
+        qtbot.waitExposed(plot)
+        plot.grab()  # the axes measure their tick labels as they draw them
+        plots[name] = plot
+    assert cut_plot(plots["bare"]) and "cut" in str(cut_plot(plots["bare"])[0])
+    wrapped = plots["wrapped"]
+    qtbot.waitUntil(lambda: not cut_plot(wrapped))
+    label = wrapped.getPlotItem().titleLabel
+    line = label.item.document().documentLayout().documentSize().height()
+    assert label.item.textWidth() > 0  # it wrapped, rather than shrinking its text
+    assert label.maximumHeight() >= line - 1
+
+
+def test_a_plot_keeps_a_few_lines_of_height_and_the_rule_sees_one_that_does_not(qtbot, projector_look):
+    import pyqtgraph as pg
+
+    from gui.legibility import squashed_plot
+    from gui.widgets.plot_titles import MIN_PLOT_LINES, min_plot_height, wrap_title
+
+    least = min_plot_height(MIN_PLOT_LINES)
+    host = QWidget()
+    qtbot.addWidget(host)
+    layout = QVBoxLayout(host)
+    bare, kept = pg.PlotWidget(), wrap_title(pg.PlotWidget())
+    for plot in (bare, kept):
+        plot.setTitle("Rotation keeps lengths")
+        layout.addWidget(plot)
+    host.resize(400, 3 * MIN_CONTROL_PX)  # what a crowded panel leaves its plots
+    host.show()
+    qtbot.waitExposed(host)
+    assert bare.height() < least and squashed_plot(bare)  # squeezed to a strip, and seen
+    assert kept.minimumHeight() >= least
+    assert kept.height() >= least and not squashed_plot(kept)

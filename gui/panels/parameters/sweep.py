@@ -19,6 +19,7 @@ from gui import theme
 from gui.panels.base import Refusal, View
 from gui.panels.parameters.common import ParametersControls
 from gui.widgets.pie import format_count, format_share
+from gui.widgets.plot_titles import wrap_title
 
 MAX_SWEEP_WIDTH = 16384
 
@@ -65,7 +66,7 @@ class SweepView(View):
         self.sweep_label.setWordWrap(True)
         self.sweep_label.setTextFormat(Qt.TextFormat.RichText)  # the app's markup around computed numbers
         column.addWidget(self.sweep_label)
-        self.sweep_plot = pg.PlotWidget()
+        self.sweep_plot = wrap_title(pg.PlotWidget())
         self.sweep_plot.setMenuEnabled(False)
         self.sweep_plot.setMouseEnabled(x=False, y=False)
         self.sweep_plot.hideButtons()

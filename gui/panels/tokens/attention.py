@@ -16,6 +16,7 @@ from gui import theme
 from gui.panels.base import Refusal, View
 from gui.panels.tokens.common import TokensControls, caption, sequence_refusal, set_title, sync_layer_head_spins
 from gui.widgets.heatmap import Heatmap
+from gui.widgets.plot_titles import wrap_title
 
 
 @dataclass(frozen=True)
@@ -89,7 +90,7 @@ class TileOverview(QWidget):
         self.stale = False
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        self.plot = pg.PlotWidget()
+        self.plot = wrap_title(pg.PlotWidget())
         self.plot.setMenuEnabled(False)
         self.plot.setMouseEnabled(x=False, y=False)
         self.plot.invertY(True)

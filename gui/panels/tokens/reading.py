@@ -20,6 +20,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QScrollArea, QSpinBox, QVBoxL
 from gui import theme
 from gui.panels.base import View
 from gui.panels.tokens.common import caption, set_title
+from gui.widgets.plot_titles import wrap_title
 from gui.widgets.script_printout import ScriptPrintout
 
 READINGS_SEED = 0  # torch.manual_seed(0) in the reading's script
@@ -78,7 +79,7 @@ class ReadingCausalView(View):
         self.printout = ScriptPrintout()
         self.printout.setObjectName("tokens-reading-printout")
         row.addWidget(self.printout, 3, Qt.AlignmentFlag.AlignTop)
-        self.change_plot = pg.PlotWidget()
+        self.change_plot = wrap_title(pg.PlotWidget())
         self.change_plot.setObjectName("tokens-reading-plot")
         self.change_plot.setMenuEnabled(False)
         self.change_plot.hideButtons()
