@@ -5,9 +5,9 @@ No text is drawn under MIN_TEXT_PX pixels (a scaled-down drawing's text counted 
 control (button, check box, spin box, combo box, slider, text field) is under MIN_CONTROL_PX pixels
 across, and nothing that carries a lesson is dropped or cut: every pie wedge of MIN_LABELED_SHARE or more
 has a visible label inside the view, labels do not overlap, a table shows all its rows or at least
-MIN_TABLE_ROWS of them with a scroll bar, an axis is as wide as its tick labels, and a plot is no lower
-than MIN_PLOT_LINES lines of text. `cut_plot(plot)` finds a plot item (title, axes, colour bar) wider than
-its widget, which cuts its right side.
+MIN_TABLE_ROWS of them with a scroll bar, an axis is as wide as its tick labels, a plot item (title, axes,
+colour bar) is no wider than its widget, which would cut its right side, and a plot is no lower than
+MIN_PLOT_LINES lines of text.
 `legibility_problems(window)` lists what breaks the rule among the widgets on screen.
 """
 
@@ -100,7 +100,7 @@ def legibility_problems(root: QWidget) -> list[Problem]:
             problems += plot_text_problems(widget)
             problems += dropped_plot_labels(widget)
         if isinstance(widget, pg.PlotWidget):
-            problems += squashed_plot(widget)
+            problems += cut_plot(widget) + squashed_plot(widget)
         if isinstance(widget, QAbstractItemView) and not isinstance(widget.parentWidget(), QComboBox):
             problems += hidden_rows(widget)
     return problems
