@@ -37,7 +37,10 @@ class WrappingTitle(QObject):
         self._line_height: float | None = None  # the title row's height before it first wrapped
         self._fitting = False
         self._refit_pending = False
-        self.label.item.document().setDefaultTextOption(QTextOption(Qt.AlignmentFlag.AlignHCenter))
+        option = QTextOption(Qt.AlignmentFlag.AlignHCenter)
+        # Between words where it can; inside a word only where one word is wider than the plot.
+        option.setWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
+        self.label.item.document().setDefaultTextOption(option)
         set_text = self.label.setText
 
         def set_and_fit(text, **style):

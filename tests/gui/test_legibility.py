@@ -287,6 +287,9 @@ def test_a_long_title_wraps_inside_its_plot_and_the_rule_sees_one_that_does_not(
     line = label.item.document().documentLayout().documentSize().height()
     assert label.item.textWidth() > 0  # it wrapped, rather than shrinking its text
     assert label.maximumHeight() >= line - 1
+    wrapped.setTitle("learned (random, untrained)")
+    wrapped.resize(200, 400)  # narrower than its longest word beside its axis
+    qtbot.waitUntil(lambda: not cut_plot(wrapped))
 
 
 def test_a_plot_keeps_a_few_lines_of_height_and_the_rule_sees_one_that_does_not(qtbot, projector_look):
