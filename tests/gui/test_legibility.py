@@ -41,7 +41,14 @@ def projected(qapp, request, tmp_path_factory):
 
 
 def every_view(window, bot):
-    """Show each panel and each of its sub-tabs in turn, once it has settled."""
+    """Show each panel, each of its sub-tabs and its Reading's script view in turn, once it has settled."""
+    from gui.panels.reading_mode import ReadingMode
+
+    def settled():
+        bot.waitUntil(lambda: not window.compute.busy, timeout=60_000)
+        bot.wait(50)
+        settle_plots(window, bot)
+
     for index in range(window.tabs.count()):
         window.tabs.setCurrentIndex(index)
         panel = window.tabs.widget(index)
@@ -49,10 +56,15 @@ def every_view(window, bot):
             for sub in range(tabs.count() if tabs is not None else 1):
                 if tabs is not None:
                     tabs.setCurrentIndex(sub)
-                bot.waitUntil(lambda: not window.compute.busy, timeout=60_000)
-                bot.wait(50)
-                settle_plots(window, bot)
+                settled()
                 yield window.tabs.tabText(index)
+        for reading in panel.findChildren(ReadingMode):
+            reading.set_on(True)
+            try:
+                settled()
+                yield f"{window.tabs.tabText(index)} (reading's script)"
+            finally:
+                reading.set_on(False)
 
 
 def settle_plots(window, bot):
