@@ -342,8 +342,22 @@ def measure_rss(runs: int) -> list[Figure]:
     return [rss]
 
 
+def _memory_mb() -> str:
+    """The peak and the resident memory of this process so far, from /proc (Linux); "" elsewhere."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            fields = dict(line.split(":", 1) for line in status if line.startswith(("VmHWM", "VmRSS")))
+    except OSError:
+        return ""
+    peak, resident = (int(fields[key].split()[0]) * 1024 / 1e6 for key in ("VmHWM", "VmRSS"))
+    return f"peak {peak:,.0f} MB, resident {resident:,.0f} MB"
+
+
 def rss_probe(timeout_s: float = 600.0) -> int:
-    """In this process: the window with every panel, gpt2-small, a 1,024-token text; print the peak RSS."""
+    """In this process: the window with every panel, gpt2-small, a 1,024-token text; print the peak RSS.
+
+    As each job's result arrives the peak and resident memory so far are printed, so the job that
+    raised the peak, and what each result keeps, can be read off."""
     import resource
 
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -392,6 +406,13 @@ def rss_probe(timeout_s: float = 600.0) -> int:
         return 1
     shown.clear()
     refused.clear()
+
+    def print_memory(channel: str) -> None:  # a result arrives after its job ended: the peak includes the job's
+        memory = _memory_mb()
+        if memory:
+            print(f"rss probe: after {channel}: {memory}", flush=True)
+
+    window.compute.result_delivered.connect(print_memory)
     for panel in window.panels:  # every panel and every sub-tab open once, computing on the big model
         window.tabs.setCurrentWidget(panel)
         app.processEvents()
@@ -403,6 +424,10 @@ def rss_probe(timeout_s: float = 600.0) -> int:
             app.processEvents()
             wait_until(lambda v=view: (v.shown_inputs is not None and not v.is_stale) or v.showing_message)
     wait_until(lambda: not window.compute.busy)
+    app.processEvents()  # the last result
+    from core.kernels import describe
+
+    print(f"rss probe: {describe()}")
     tokens = len(window.state.tokens)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * (1 if sys.platform == "darwin" else 1024)
     window.close()
