@@ -68,18 +68,15 @@ def every_view(window, bot):
 
 
 def settle_plots(window, bot):
-    """Let plots re-fit their titles: an axis measures its tick labels as it first draws them, and the
-    title beside it narrows an event later. One still cut after this is cut for good."""
-    import pyqtgraph as pg
+    """Let plots lay themselves out again: an axis measures its tick labels as it first draws them and
+    the title beside it narrows an event later; a pie places its labels once its view has its size.
+    What is still wrong after this is wrong for good, and the rule reports it."""
     from pytestqt.exceptions import TimeoutError as WaitTimeout
 
-    from gui.legibility import cut_plot
-
     try:
-        bot.waitUntil(lambda: not any(plot.isVisible() and cut_plot(plot) for plot in window.findChildren(pg.PlotWidget)),
-                      timeout=2_000)
+        bot.waitUntil(lambda: not legibility_problems(window), timeout=2_000)
     except WaitTimeout:
-        pass  # the rule reports it
+        pass
 
 
 @pytest.mark.parametrize("presentation", [False, True], ids=["window", "presentation"])

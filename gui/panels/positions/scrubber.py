@@ -146,6 +146,8 @@ class ScrubberView(View):
         column.setContentsMargins(0, 4, 0, 0)
         column.addLayout(self._build_sliders())
         column.addWidget(self._build_plots(), 1)
+        # Below the splitters, which give a wrapped label no more height than one line's: here it has its lines.
+        column.addWidget(self.norm_label)
         self._cache_static_items()
         self.stale_labels = [self.rope_score_label, self.sinusoidal_score_label, self.norm_label]
         controls.changed.connect(self.inputs_changed)
@@ -266,13 +268,8 @@ class ScrubberView(View):
         top, bottom = QSplitter(Qt.Orientation.Horizontal), QSplitter(Qt.Orientation.Horizontal)
         top.addWidget(self.trace_plot)
         top.addWidget(self.row_plot)
-        norm_box = QWidget()
-        norm_column = QVBoxLayout(norm_box)
-        norm_column.setContentsMargins(0, 0, 0, 0)
-        norm_column.addWidget(self.norm_plot, 1)
-        norm_column.addWidget(self.norm_label)
         bottom.addWidget(self.arrow_plot)
-        bottom.addWidget(norm_box)
+        bottom.addWidget(self.norm_plot)
         plots = QSplitter(Qt.Orientation.Vertical)
         plots.addWidget(top)
         plots.addWidget(bottom)
