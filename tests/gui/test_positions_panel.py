@@ -501,3 +501,32 @@ def test_export_targets_and_projector_theme(qtbot, state, panel):
         state.set_theme("light")
         state.set_font_scale(1.0)
     assert Qt.Orientation.Horizontal == panel.m_slider.orientation()
+
+
+@pytest.mark.parametrize(("theme_name", "scale", "size"), [("light", 1.0, (700, 600)), ("projector", 1.6, (900, 760)),
+                                                          ("projector", 1.6, (1400, 900))])
+def test_the_rotating_pairs_labels_stay_inside_the_plot_and_apart(qtbot, qapp, panel, state, theme_name, scale, size):
+    from gui import theme
+
+    theme.apply_theme(qapp, theme_name, scale)
+    state.set_theme(theme_name)
+    state.set_font_scale(scale)
+    panel.resize(*size)
+    scrubber = panel.scrubber_view
+    view = scrubber.arrow_plot.getViewBox()
+
+    def placed() -> list:
+        QApplication.processEvents()
+        shown = [label for label in scrubber.pair_labels if label.isVisible()]
+        return [label.mapRectToItem(view, label.boundingRect()) for label in shown]
+
+    def fits() -> bool:
+        rects = placed()
+        inside = all(view.boundingRect().contains(rect) for rect in rects)
+        apart = all(not a.intersects(b) for a, b in zip(rects, rects[1:]))
+        return len(rects) >= 2 and inside and apart
+
+    try:
+        qtbot.waitUntil(fits, timeout=5_000)
+    finally:
+        theme.apply_theme(qapp, theme.DEFAULT_THEME, 1.0)

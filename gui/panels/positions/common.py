@@ -25,7 +25,7 @@ from gui.panels.base import Refusal
 from gui.widgets.flow_layout import FlowLayout, control_group
 from gui.widgets.heatmap import Heatmap
 from gui.widgets.log_axis import log_ready_axes
-from gui.widgets.plot_titles import wrap_title
+from gui.widgets.plot_titles import MIN_PLOT_LINES, wrap_title
 
 SOURCE_RANDOM = "random q, k (seeded)"
 SOURCE_MODEL = "from the current model"
@@ -74,7 +74,7 @@ def cache_static_parts(plot: pg.PlotWidget) -> None:
     item.titleLabel.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
 
 
-def make_plot(title: str, bottom: str, left: str) -> pg.PlotWidget:
+def make_plot(title: str, bottom: str, left: str, min_lines: int = MIN_PLOT_LINES) -> pg.PlotWidget:
     plot = pg.PlotWidget(axisItems=log_ready_axes())
     plot.setMenuEnabled(False)
     plot.hideButtons()
@@ -83,7 +83,7 @@ def make_plot(title: str, bottom: str, left: str) -> pg.PlotWidget:
     plot.setLabel("left", left)
     plot.showGrid(x=True, y=True, alpha=0.25)
     cache_static_parts(plot)
-    return wrap_title(plot)
+    return wrap_title(plot, min_lines)
 
 
 def make_spin(low: int, high: int, value: int, tip: str, step: int = 1) -> QSpinBox:

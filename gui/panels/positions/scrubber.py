@@ -39,6 +39,7 @@ from gui.panels.positions.common import (
 from gui.widgets.flow_layout import FlowLayout, control_group, wrapping_group
 
 MAX_ARROW_PAIRS = 8  # more circles than this are unreadable at projector scale
+ARROW_PLOT_LINES = 8  # title, legend, circles of two lines' height, labels of two lines
 TITLE_DELAY_MS = 80  # titles re-lay out their plot: a drag updates them once it pauses
 
 
@@ -121,6 +122,35 @@ def _circle_outlines(centres: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.hstack([xs, gap]).ravel(), np.hstack([ys, gap]).ravel()
 
 
+@dataclass(frozen=True)
+class ArrowLayout:
+    slots: int  # how many circles
+    spacing: float  # between circle centres, in data units (a circle's radius is 1)
+    y_range: tuple[float, float]  # what the view must show: the legend above, the labels below
+    label_y: float  # where the labels hang from
+
+
+CIRCLE_GAP = 2.6  # centre to centre at the least: circles of radius 1 with room between them
+LABEL_ROOM = 1.1  # a label's width and a tenth between neighbours
+
+
+def arrow_layout(width_px: float, height_px: float, label_px: float, labels_px: float, legend_px: float,
+                 n_pairs: int) -> ArrowLayout:
+    """Circles and labels that fit a plot of width_px x height_px: labels (label_px wide, labels_px high)
+    side by side under their circles, the legend (legend_px high) above. The view is aspect-locked, so a
+    short plot sets the scale: the circles then move apart instead of their labels running into each other."""
+    slots = int(min(MAX_ARROW_PAIRS, n_pairs, max(2, width_px // (LABEL_ROOM * label_px))))
+    slots = max(1, slots)
+    text_px = labels_px + legend_px
+    top, label_y, bottom_gap = 1.1, -1.15, 0.05  # in data units: the circle's top and the labels' hanging point
+    circles_units = top - label_y + bottom_gap  # the view's height less the legend's and the labels' pixels
+    per_unit = max((height_px - text_px) / circles_units, 1.0)  # px per data unit: the labels are never cut
+    spacing = max(CIRCLE_GAP, LABEL_ROOM * label_px / per_unit)
+    width_units = spacing * (slots - 1) + CIRCLE_GAP
+    per_unit = min(per_unit, max(width_px, 1.0) / width_units)
+    return ArrowLayout(slots, spacing, (label_y - labels_px / per_unit - bottom_gap, top + legend_px / per_unit), label_y)
+
+
 class ScrubberView(View):
     name = "RoPE scrubber"
     reads = frozenset({"model", "tokens"})
@@ -138,6 +168,7 @@ class ScrubberView(View):
         self._arrow_pairs = np.arange(0)
         self._arrow_centres = np.arange(0, dtype=float)
         self._arrow_unit = 1.0
+        self._arrow_shape: ArrowLayout | None = None
         self._title_timer = QTimer(self)
         self._title_timer.setSingleShot(True)
         self._title_timer.setInterval(TITLE_DELAY_MS)
@@ -234,13 +265,16 @@ class ScrubberView(View):
         self.n_line.sigPositionChanged.connect(lambda line: self._line_moved("n", line))
         self.n_line.sigPositionChangeFinished.connect(lambda _line: self._sync_handles())
 
-        self.arrow_plot = make_plot("Each (even, odd) pair rotates: q at m, k at n", "", "")
+        # Its legend, circles and two-line labels need more than a curve's plot: ARROW_PLOT_LINES of height.
+        self.arrow_plot = make_plot("Each (even, odd) pair rotates: q at m, k at n", "", "", min_lines=ARROW_PLOT_LINES)
         self.arrow_plot.showGrid(x=False, y=False)
         self.arrow_plot.setAspectLocked(True)
         self.arrow_plot.setMouseEnabled(x=False, y=False)
         self.arrow_plot.hideAxis("bottom")
         self.arrow_plot.hideAxis("left")
+        # Checked once the layout has settled too: a title that wraps after the resize shortens the view again.
         self.arrow_plot.getViewBox().sigResized.connect(self._arrow_plot_resized)
+        self.arrow_plot.getViewBox().sigResized.connect(lambda *_: QTimer.singleShot(0, self, self._arrow_plot_resized))
         self.arrow_plot.addLegend(offset=(10, 5), colCount=2)
         self.arrow_circles = self.arrow_plot.plot([], [])
         self.q_arrows = self.arrow_plot.plot([], [], connect="pairs", name="R(m) q")
@@ -342,29 +376,36 @@ class ScrubberView(View):
         self.redraw()
 
     # ---- rotating pairs ----------------------------------------------------------------------------
-    def _arrow_slots_that_fit(self) -> int:
-        """As many circles as their labels have room for at the current font size (at most MAX_ARROW_PAIRS)."""
-        label_width = QFontMetrics(theme.font(0.85)).horizontalAdvance("dims 126-127 ")
-        room = max(self.arrow_plot.width(), 400)
-        return int(min(MAX_ARROW_PAIRS, max(3, room // (label_width * 1.1))))
+    def _arrow_layout(self, data: ScrubberData) -> ArrowLayout:
+        """What fits the arrow plot now, at the current font size (at most MAX_ARROW_PAIRS circles)."""
+        text = self.pair_labels[0].textItem  # the labels' own font and margins, whatever set them
+        metrics = QFontMetrics(text.font())
+        margin = text.document().documentMargin()
+        widest = max(data.wavelengths.shape[0] * 2 - 1, 1)
+        label_px = metrics.horizontalAdvance(f"dims {widest - 1}-{widest}") + 2 * margin
+        view = self.arrow_plot.getViewBox().geometry()
+        legend = self.arrow_plot.getPlotItem().legend
+        legend_px = legend.boundingRect().height() + 5 if legend is not None else 0.0  # 5: its offset from the top
+        labels_px = 2 * metrics.lineSpacing() + 2 * margin
+        return arrow_layout(view.width(), view.height(), label_px, labels_px, legend_px,
+                            data.wavelengths.shape[0])
 
     def _arrow_plot_resized(self) -> None:
         data = self.result
         if data is None:
             return
-        wanted = min(self._arrow_slots_that_fit(), data.wavelengths.shape[0])
-        if wanted != self._arrow_pairs.shape[0]:
+        if self._arrow_layout(data) != self._arrow_shape:
             self._layout_arrow_slots(data)
             self.redraw()
 
     def _layout_arrow_slots(self, data: ScrubberData) -> None:
         n_pairs = data.wavelengths.shape[0]
-        slots = self._arrow_slots_that_fit()
-        if n_pairs <= slots:
+        shape = self._arrow_shape = self._arrow_layout(data)
+        if n_pairs <= shape.slots:
             self._arrow_pairs = np.arange(n_pairs)
         else:  # fast, middle and slow pairs: the spread of frequencies is the point
-            self._arrow_pairs = np.unique(np.round(np.linspace(0, n_pairs - 1, slots)).astype(int))
-        self._arrow_centres = np.arange(self._arrow_pairs.shape[0]) * 2.6
+            self._arrow_pairs = np.unique(np.round(np.linspace(0, n_pairs - 1, shape.slots)).astype(int))
+        self._arrow_centres = np.arange(self._arrow_pairs.shape[0]) * shape.spacing
         self._arrow_unit = 1.0 / max(data.longest_pair, 1e-12)  # the longest pair reaches the circle
         circle_x, circle_y = _circle_outlines(self._arrow_centres)
         self.arrow_circles.setData(circle_x, circle_y, connect="finite")
@@ -372,12 +413,12 @@ class ScrubberView(View):
             if slot < self._arrow_pairs.shape[0]:
                 pair = int(self._arrow_pairs[slot])
                 label.setText(f"dims {2 * pair}-{2 * pair + 1}\nλ {format_wavelength(data.wavelengths[pair])}")
-                label.setPos(float(self._arrow_centres[slot]), -1.15)
+                label.setPos(float(self._arrow_centres[slot]), shape.label_y)
                 label.show()
             else:
                 label.hide()
-        right = float(self._arrow_centres[-1]) + 1.3
-        self.arrow_plot.setRange(xRange=(-1.3, right), yRange=(-2.3, 1.9), padding=0)  # top: room for the legend
+        right = float(self._arrow_centres[-1]) + CIRCLE_GAP / 2
+        self.arrow_plot.setRange(xRange=(-CIRCLE_GAP / 2, right), yRange=shape.y_range, padding=0)
 
     # ---- dragging ------------------------------------------------------------------------------------
     def _handle_moved(self, which: str, value: int) -> None:
@@ -508,6 +549,8 @@ class ScrubberView(View):
         for label in self.pair_labels:
             label.setColor(theme.color("text"))
             label.setFont(theme.font(0.85))
+        if self.result is not None:  # the labels' new size moves the circles apart or closer
+            self._layout_arrow_slots(self.result)
         big = theme.font(1.3, bold=True)
         # Widths fixed for the widest text a drag can produce, so a drag never re-lays out the page.
         wide = QFontMetrics(big).horizontalAdvance("-000.0000000000 ")
