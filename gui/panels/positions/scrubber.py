@@ -272,9 +272,7 @@ class ScrubberView(View):
         self.arrow_plot.setMouseEnabled(x=False, y=False)
         self.arrow_plot.hideAxis("bottom")
         self.arrow_plot.hideAxis("left")
-        # Checked once the layout has settled too: a title that wraps after the resize shortens the view again.
         self.arrow_plot.getViewBox().sigResized.connect(self._arrow_plot_resized)
-        self.arrow_plot.getViewBox().sigResized.connect(lambda *_: QTimer.singleShot(0, self, self._arrow_plot_resized))
         self.arrow_plot.addLegend(offset=(10, 5), colCount=2)
         self.arrow_circles = self.arrow_plot.plot([], [])
         self.q_arrows = self.arrow_plot.plot([], [], connect="pairs", name="R(m) q")
