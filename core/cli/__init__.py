@@ -14,6 +14,8 @@ import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
+from core.allocator import map_large_blocks
+
 PROG = "transformer-explorer"
 
 # Every subcommand, the module whose register() adds it, and its line in the root --help. The root help
@@ -176,6 +178,7 @@ def main(argv: Sequence[str] | None = None) -> int:
               file=sys.stderr)
         return 1
     args = parser.parse_args(argv)
+    map_large_blocks()  # as in the window: the memory estimate a command checks against assumes it
     try:
         if hasattr(args, "kernels"):
             _configure_kernels(args)
