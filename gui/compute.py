@@ -30,6 +30,8 @@ from typing import Any
 
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
+from gui.gui_thread_gc import collect_on_gui_thread
+
 log = logging.getLogger("transformer_explorer.compute")
 
 # Workers still inside a torch call when their window closed: kept referenced until the process ends.
@@ -137,11 +139,8 @@ class _Worker(QThread):
         except Exception:
             # A torch that cannot be imported: the first job meets the same error and reports it.
             log.exception("could not configure torch on the worker thread")
-        while True:
-            request = self._controller._take_next()
-            if request is None:
-                return
-            self._controller._execute(request)
+        while self._controller._run_next():
+            pass
 
 
 class ComputeController(QObject):
@@ -177,6 +176,7 @@ class ComputeController(QObject):
         self._finished_on_worker.connect(self._on_finished)
         self._progress_from_worker.connect(self._on_progress)
         self._partial_from_worker.connect(self._on_partial)
+        collect_on_gui_thread()  # before the worker starts: a collection there would free widgets off their thread
         self._worker = _Worker(self)
         self._worker.start()
 
@@ -310,8 +310,20 @@ class ComputeController(QObject):
         """The running request and the long jobs suspended under it (call with the lock held)."""
         return self._suspended + ([self._running] if self._running is not None else [])
 
-    def _execute(self, request: ComputeRequest) -> None:
-        """Run one request on the worker thread and send its outcome to the GUI thread."""
+    def _run_next(self) -> bool:
+        """Run the next request, or return False once the controller stops."""
+        request = self._take_next()
+        if request is None:
+            return False
+        finished = self._execute(request)
+        # The request's callbacks belong to widgets: the GUI thread, which drops the request on delivery,
+        # must drop the last reference, so this thread lets go before the result is on its way.
+        del request
+        self._finished_on_worker.emit(*finished)
+        return True
+
+    def _execute(self, request: ComputeRequest) -> tuple[int, str, Any]:
+        """Run one request on the worker thread; its (request id, outcome, payload) for the GUI thread."""
         self._started_on_worker.emit(request.request_id, request.name)
         result = payload = None
         started = time.perf_counter()
@@ -331,8 +343,7 @@ class ComputeController(QObject):
             outcome, payload = "error", describe_error(error)
         # Mark the worker free before the GUI thread hears of the result, so it sees the true idle state.
         self._done_on_worker(request)
-        self._finished_on_worker.emit(request.request_id, outcome, payload)
-        del result, payload
+        return request.request_id, outcome, payload
 
     def _run_others(self, request_id: int, wait_s: float) -> None:
         """Worker side of CancelToken.let_others_run: run other channels' pending requests, then return."""
@@ -361,11 +372,13 @@ class ComputeController(QObject):
                 del trash  # outside the lock: freed on the worker
                 continue
             try:
-                self._execute(request)
+                finished = self._execute(request)
             finally:
                 with self._lock:
                     self._suspended.pop()
                     self._running = outer
+            del request  # as in _run_next: the GUI thread drops the last reference
+            self._finished_on_worker.emit(*finished)
 
     def _done_on_worker(self, request: ComputeRequest) -> None:
         with self._lock:

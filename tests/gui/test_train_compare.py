@@ -148,8 +148,6 @@ def test_settings_round_trip(qtbot, panel):
     assert panel.settings() == saved  # values outside the choices change nothing
 
 
-@pytest.mark.skip(reason="aborts the process now and then: a garbage collection on the GUI thread while the "
-                         "comparison trains on the worker (SIGABRT, cause not found yet)")
 def test_a_session_restored_during_the_run_leaves_the_comparison_and_its_numbers(qtbot, panel):
     page = panel.compare_page
     with qtbot.waitSignal(panel.compared, timeout=120_000):
