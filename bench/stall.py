@@ -100,6 +100,12 @@ def main() -> int:
     shown = []
     shapes.result_shown.connect(lambda: shown.append(1))
 
+    # Only a panel on screen computes: with every panel built, Tensor shapes is brought to front first
+    # (its first layout is the tab switch's, not the trace's).
+    window.tabs.setCurrentWidget(shapes)
+    run_until(lambda: not window.compute.busy)
+    app.processEvents()
+
     def trace_mixtral() -> None:
         shapes.seq_spin.setValue(32768)
         window.state.set_config(get_preset("mixtral-8x7b"))

@@ -3,30 +3,76 @@
 An automatic collection runs on whichever thread crosses the allocation threshold, and the compute
 worker allocates the most (building a model makes tens of thousands of objects). A collection there
 destroys any widget, plot item or QThread caught in a reference cycle from the wrong thread, which
-can abort the process. With automatic collection off, pyqtgraph's collector checks the same
-thresholds every COLLECT_INTERVAL_S on the GUI thread and collects there; objects freed by their
-reference count alone are untouched.
+can abort the process. So automatic collection is off, and a GUI-thread timer applies the same
+thresholds every COLLECT_INTERVAL_S. Objects freed by their reference count alone are untouched.
+
+A full collection walks every object the process holds: about 300 ms once torch and every panel are
+loaded, a visible stall on the GUI thread. Python itself runs one only when the objects that
+survived since the last one are a quarter of those it found then; the timer cannot see that count,
+so it runs one at most every FULL_COLLECTION_INTERVAL_S, and `freeze_long_lived()` moves what was
+made at start-up (torch's modules and classes, the window's widgets) out of the collector's walk
+once torch has loaded, which brings a full collection down to the objects made since.
 """
 
 from __future__ import annotations
 
-COLLECT_INTERVAL_S = 0.25  # a check is a few counters; cyclic garbage waits at most this long
+import gc
+import time
 
-_collector = None
+from PySide6.QtCore import QCoreApplication, QObject, QTimer
+
+COLLECT_INTERVAL_S = 0.1  # a check reads three counters; a short interval keeps each collection small
+FULL_COLLECTION_INTERVAL_S = 30.0
+
+_collector: GuiThreadCollector | None = None
+
+
+class GuiThreadCollector(QObject):
+    """Collects the generations whose counts passed their thresholds, on the thread it lives on."""
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.thresholds = gc.get_threshold()
+        self._last_full = time.monotonic()
+        gc.disable()
+        self._timer = QTimer(self)
+        self._timer.setInterval(round(COLLECT_INTERVAL_S * 1000))
+        self._timer.timeout.connect(self.check)
+        self._timer.start()
+
+    def check(self) -> None:
+        young, middle, old = gc.get_count()
+        first, second, third = self.thresholds
+        if young <= first:
+            return
+        generation = 0
+        if middle > second:
+            generation = 1
+            if old > third and time.monotonic() - self._last_full >= FULL_COLLECTION_INTERVAL_S:
+                generation = 2
+                self._last_full = time.monotonic()
+        gc.collect(generation)
 
 
 def collect_on_gui_thread() -> None:
     """Turn automatic collection off and collect from a GUI-thread timer; once per process, from the GUI thread."""
     global _collector
-    if _collector is not None:
-        return
-    from pyqtgraph.util.garbage_collector import GarbageCollector
-
-    _collector = GarbageCollector(interval=COLLECT_INTERVAL_S)
+    if _collector is None:
+        _collector = GuiThreadCollector(QCoreApplication.instance())
 
 
 def collecting_on_gui_thread() -> bool:
     return _collector is not None
 
 
-__all__ = ["COLLECT_INTERVAL_S", "collect_on_gui_thread", "collecting_on_gui_thread"]
+def freeze_long_lived() -> None:
+    """Leave what exists now (start-up's modules and widgets, made to last) out of every later collection.
+
+    Called before the first model is built: a model is replaced later, and one frozen in a cycle
+    would never be freed.
+    """
+    gc.freeze()
+
+
+__all__ = ["COLLECT_INTERVAL_S", "FULL_COLLECTION_INTERVAL_S", "GuiThreadCollector", "collect_on_gui_thread",
+           "collecting_on_gui_thread", "freeze_long_lived"]

@@ -6,8 +6,8 @@ control (button, check box, spin box, combo box, slider, text field) is under MI
 across, and nothing that carries a lesson is dropped or cut: every pie wedge of MIN_LABELED_SHARE or more
 has a visible label inside the view, labels do not overlap, a table shows all its rows or at least
 MIN_TABLE_ROWS of them with a scroll bar, an axis is as wide as its tick labels, a plot item (title, axes,
-colour bar) is no wider than its widget, which would cut its right side, and a plot is no lower than
-MIN_PLOT_LINES lines of text.
+colour bar) is no wider than its widget, which would cut its right side, a plot is no lower than
+MIN_PLOT_LINES lines of text, and its title wraps between words, never inside one.
 `legibility_problems(window)` lists what breaks the rule among the widgets on screen.
 """
 
@@ -100,7 +100,7 @@ def legibility_problems(root: QWidget) -> list[Problem]:
             problems += plot_text_problems(widget)
             problems += dropped_plot_labels(widget)
         if isinstance(widget, pg.PlotWidget):
-            problems += cut_plot(widget) + squashed_plot(widget)
+            problems += cut_plot(widget) + squashed_plot(widget) + broken_title(widget)
         if isinstance(widget, QAbstractItemView) and not isinstance(widget.parentWidget(), QComboBox):
             problems += hidden_rows(widget)
     return problems
@@ -181,6 +181,28 @@ def cut_plot(plot: pg.PlotWidget) -> list[Problem]:
     return [Problem("dropped", where, round(room + over), f"plot {room + over:.0f} px wide in a {room} px view: its right side is cut")]
 
 
+def broken_title(plot: pg.PlotWidget) -> list[Problem]:
+    """A plot title wrapped inside a word ("sinuso" / "idal"): the plot is narrower than the word."""
+    label = plot.getPlotItem().titleLabel
+    if not label.isVisible():
+        return []
+    document = label.item.document()
+    document.documentLayout().documentSize()  # laid out at its text width now, as it is drawn
+    problems = []
+    block = document.begin()
+    while block.isValid():
+        text, layout = block.text(), block.layout()
+        for index in range(layout.lineCount() - 1):
+            line = layout.lineAt(index)
+            end = line.textStart() + line.textLength()
+            if 0 < end < len(text) and not text[end - 1].isspace() and not text[end].isspace() and text[end - 1] not in "-/":
+                word = text[text.rfind(" ", 0, end) + 1:(text.find(" ", end) + 1 or len(text) + 1) - 1]
+                problems.append(Problem("dropped", plot.objectName() or describe(plot), round(plot.width()),
+                                        f"title word {word!r} broken across lines in a {plot.width()} px plot"))
+        block = block.next()
+    return problems
+
+
 def squashed_plot(plot: pg.PlotWidget) -> list[Problem]:
     """A plot lower than MIN_PLOT_LINES lines of text: its title and axes leave no room for the curves."""
     from gui.widgets.plot_titles import MIN_PLOT_LINES, min_plot_height
@@ -215,5 +237,5 @@ def plot_text_problems(view: QGraphicsView) -> list[Problem]:
     return problems
 
 
-__all__ = ["MIN_CONTROL_PX", "MIN_TABLE_ROWS", "MIN_TEXT_PX", "Problem", "cut_plot", "dropped_plot_labels", "hidden_rows",
+__all__ = ["MIN_CONTROL_PX", "MIN_TABLE_ROWS", "MIN_TEXT_PX", "Problem", "broken_title", "cut_plot", "dropped_plot_labels", "hidden_rows",
            "legibility_problems", "squashed_plot"]

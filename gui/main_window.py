@@ -36,6 +36,7 @@ from core.params import parameter_breakdown
 from gui import APP_NAME, theme
 from gui.compute import ComputeController
 from gui.file_reader import FileReader
+from gui.gui_thread_gc import freeze_long_lived
 from gui.model_loader import LoadedModel, TorchRuntime, load_model, load_torch, open_model_folder, save_model_folder, versions
 from gui.save_model_dialog import choose_model_folder
 from gui.session import Session, SessionError, read_session, write_session
@@ -360,6 +361,7 @@ class MainWindow(QMainWindow):
                 panel.schedule_refresh()
 
     def _on_torch_loaded(self, runtime: TorchRuntime) -> None:
+        freeze_long_lived()  # torch's modules and the window's widgets: before the first model exists
         self.runtime = runtime
         for name in runtime.devices:
             action = QAction(name, self, checkable=True)

@@ -46,6 +46,7 @@ from gui.model_loader import MAX_INTERACTIVE_PARAMETERS
 from gui.panels.base import Panel, Refusal, View
 from gui.panels.tokens.common import sequence_refusal
 from gui.widgets.block_diagram import BlockDiagramView, DiagramPicture, Part, describe_part, diagram_parts, format_count
+from gui.widgets.plot_titles import wrap_title
 from gui.widgets.table_rows import keep_rows_in_view
 
 TOP_K = 5
@@ -133,7 +134,7 @@ class FollowTokenView(View):
         top_layout.addWidget(self.table, 1)
         right.addWidget(top)
 
-        self.norm_plot = pg.PlotWidget()
+        self.norm_plot = wrap_title(pg.PlotWidget())  # its two-entry legend title wraps beside the stage names
         self.norm_plot.setMenuEnabled(False)
         self.norm_plot.setMouseEnabled(x=False, y=False)
         self.norm_plot.hideButtons()

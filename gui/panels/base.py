@@ -68,6 +68,7 @@ from gui.state import LabState
 STALE_GRACE_MS = 150  # a result faster than this replaces the old one without dimming it first
 STALE_OPACITY = 0.35
 WAITING_FOR_MODEL = "Waiting for the model..."
+OWN_MINIMUM_HEIGHT = "view_own_minimum_height"  # a cleared label's minimum while it is held at its old height
 WAITING_FOR_TORCH = "Waiting for torch to load..."
 COMPUTING = "Computing..."
 
@@ -302,6 +303,8 @@ class View(QWidget):
         # re-render every plot below them twice per edit.
         for label in (*self.readouts, *self.stale_labels):
             if label.isVisible():
+                if label.property(OWN_MINIMUM_HEIGHT) is None:
+                    label.setProperty(OWN_MINIMUM_HEIGHT, label.minimumHeight())
                 label.setMinimumHeight(label.height())
         for label in self.readouts:
             label.setText(" ")
@@ -309,9 +312,20 @@ class View(QWidget):
             label.setText("")
         self.on_stale()
 
+    def set_label_minimum_height(self, label: QLabel, height: int) -> None:
+        """A readout's or verdict's own minimum: kept, not lost, while a stale view holds the label's height."""
+        if label.property(OWN_MINIMUM_HEIGHT) is not None:
+            label.setProperty(OWN_MINIMUM_HEIGHT, height)
+            label.setMinimumHeight(max(height, label.minimumHeight()))
+        else:
+            label.setMinimumHeight(height)
+
     def _release_label_heights(self) -> None:
         for label in (*self.readouts, *self.stale_labels):
-            label.setMinimumHeight(0)
+            own = label.property(OWN_MINIMUM_HEIGHT)
+            if own is not None:  # the minimum the view gave it (two lines for a wrapped readout), not none
+                label.setMinimumHeight(int(own))
+                label.setProperty(OWN_MINIMUM_HEIGHT, None)
 
     def _set_children_stale(self, stale: bool) -> None:
         # Widgets with readouts of their own (gui.widgets.heatmap.Heatmap) stop reading out old data.

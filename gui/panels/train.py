@@ -52,6 +52,7 @@ from gui.panels.generate.common import TrainedMaskWarning
 from gui.panels.train_compare import ComparePage, CompareRequest, ComparisonProgress, run_pitfall_job
 from gui.widgets.flow_layout import FlowLayout, control_group
 from gui.widgets.page_tabs import PageTabs
+from gui.widgets.plot_titles import wrap_title
 from gui.widgets.turning_splitter import TurningSplitter
 from resources import resource_path
 
@@ -360,7 +361,7 @@ class TrainPanel(Panel):
 
         # ---- loss curves | samples and generation ----
         splitter = TurningSplitter()  # the side tabs go below the plots where the panel is narrow (a lesson beside it)
-        self.loss_plot = pg.PlotWidget()
+        self.loss_plot = wrap_title(pg.PlotWidget())
         self.loss_plot.setMenuEnabled(False)
         self.loss_plot.setTitle("Loss (nats per character)")
         self.loss_plot.setLabel("bottom", "step")

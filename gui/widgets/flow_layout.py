@@ -5,11 +5,17 @@ panel's minimum width is its widest control group, not the sum of all of them: t
 a 1366-pixel laptop, and a 1920-pixel projector at large text scales beside a lesson. An item wider
 than the row narrows to it where its minimum allows (a wrapping group, a word-wrapped caption, at the
 height it then needs), and items that expand sideways share what their row leaves over.
+
+The rows a width wraps onto are the layout's minimum height at that width. Qt asks a layout for its
+minimum without a width, and a box layout around this one gives the wrapped rows their height all
+the same, taking it from its other items: plots laid out below their minimum, labels drawn over
+each other. So the minimum height follows the width the layout was last given, and a change of it
+invalidates the layouts above, which then make room or let the page scroll.
 """
 
 from __future__ import annotations
 
-from PySide6.QtCore import QMargins, QPoint, QRect, QSize, Qt
+from PySide6.QtCore import QMargins, QPoint, QRect, QSize, Qt, QTimer
 from PySide6.QtWidgets import QHBoxLayout, QLayout, QLayoutItem, QSizePolicy, QStyle, QWidget
 
 
@@ -18,6 +24,8 @@ class FlowLayout(QLayout):
         super().__init__(parent)
         self._items: list[QLayoutItem] = []
         self._spacing = spacing
+        self._wrapped_height = 0  # the height of the rows at the width last laid out
+        self._invalidation_posted = False
         self.setContentsMargins(QMargins(0, 0, 0, 0))
 
     # ---- QLayout's item list -------------------------------------------------------------------
@@ -45,7 +53,33 @@ class FlowLayout(QLayout):
 
     def setGeometry(self, rect: QRect) -> None:  # noqa: N802
         super().setGeometry(rect)
-        self._arrange(rect, move=True)
+        # A width below the widest item (a first layout pass, a collapsed page) would put every item
+        # on a row of its own: the minimum is taken at the width the items can have.
+        wide_enough = QRect(rect.topLeft(), QSize(max(rect.width(), self._widest()), rect.height()))
+        height = self._arrange(wide_enough, move=False) if wide_enough != rect else self._arrange(rect, move=True)
+        if wide_enough != rect:
+            self._arrange(rect, move=True)
+        if height != self._wrapped_height:
+            self._wrapped_height = height
+            if not self._invalidation_posted:  # after the pass now placing this layout, never inside it
+                self._invalidation_posted = True
+                QTimer.singleShot(0, self, self._invalidate_above)
+
+    def _invalidate_above(self) -> None:
+        """The minimum height changed: the layouts that hold this one measure again."""
+        self._invalidation_posted = False
+        layout = self.parent()
+        while isinstance(layout, QLayout):
+            layout.invalidate()
+            layout = layout.parent()
+        widget = self.parentWidget()
+        if widget is not None:
+            widget.updateGeometry()
+
+    def _widest(self) -> int:
+        margins = self.contentsMargins()
+        return max((item.minimumSize().width() for item in self._items if not item.isEmpty()), default=0) \
+            + margins.left() + margins.right()
 
     def sizeHint(self) -> QSize:  # noqa: N802
         """One row holding everything: what the layout asks for when there is room."""
@@ -58,12 +92,13 @@ class FlowLayout(QLayout):
         return QSize(width + margins.left() + margins.right(), height + margins.top() + margins.bottom())
 
     def minimumSize(self) -> QSize:  # noqa: N802
-        """The widest single item: every other item can wrap below it."""
+        """The widest single item (every other item can wrap below it), as high as the rows it last wrapped onto."""
         size = QSize()
         for item in self._items:
             size = size.expandedTo(item.minimumSize())
         margins = self.contentsMargins()
-        return size + QSize(margins.left() + margins.right(), margins.top() + margins.bottom())
+        size += QSize(margins.left() + margins.right(), margins.top() + margins.bottom())
+        return QSize(size.width(), max(size.height(), self._wrapped_height))
 
     # ---- placement -----------------------------------------------------------------------------
     def _gap(self, item: QLayoutItem, orientation: Qt.Orientation) -> int:

@@ -274,7 +274,7 @@ def test_tick_labels_the_axis_would_leave_out_are_found(qtbot, projector_look):
 def test_a_long_title_wraps_inside_its_plot_and_the_rule_sees_one_that_does_not(qtbot, projector_look):
     import pyqtgraph as pg
 
-    from gui.legibility import cut_plot
+    from gui.legibility import broken_title, cut_plot
     from gui.widgets.plot_titles import wrap_title
 
     title = "Each block's gradient norm, before clipping, for every run"
@@ -299,6 +299,11 @@ def test_a_long_title_wraps_inside_its_plot_and_the_rule_sees_one_that_does_not(
     wrapped.setTitle("learned (random, untrained)")
     wrapped.resize(200, 400)  # narrower than its longest word beside its axis
     qtbot.waitUntil(lambda: not cut_plot(wrapped))
+    # Kept inside the plot only by breaking a word: the rule sees that too, and not once the words fit.
+    qtbot.waitUntil(lambda: bool(broken_title(wrapped)))
+    assert "broken across lines" in str(broken_title(wrapped)[0])
+    wrapped.resize(420, 400)
+    qtbot.waitUntil(lambda: not broken_title(wrapped))
 
 
 def test_a_plot_keeps_a_few_lines_of_height_and_the_rule_sees_one_that_does_not(qtbot, projector_look):

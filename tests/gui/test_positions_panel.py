@@ -333,6 +333,31 @@ def test_a_theme_change_while_stale_shows_no_old_number(qtbot, state, panel, hol
     assert shown_rope(panel) == pytest.approx(panel.shown_scores()[0], abs=1e-10)
 
 
+def test_the_norm_readout_keeps_its_two_lines_after_going_stale(qtbot, state, panel, hold_worker):
+    from PySide6.QtGui import QFontMetrics
+
+    hold, release = hold_worker
+    view, label = panel.scrubber_view, panel.scrubber_view.norm_label
+
+    def two_lines() -> int:
+        return 2 * QFontMetrics(theme.font()).lineSpacing()
+
+    with qtbot.waitSignal(view.result_shown, timeout=RESULT_TIMEOUT_MS):
+        panel.seed_spin.setValue(5)  # stale, then fresh: the height held while stale is let go
+    assert label.minimumHeight() == two_lines()
+    hold()
+    panel.seed_spin.setValue(6)
+    assert_stale_now(view, "seed")
+    try:
+        state.set_font_scale(1.6)  # a larger text while stale: the readout's own minimum follows it
+    finally:
+        with qtbot.waitSignal(view.result_shown, timeout=RESULT_TIMEOUT_MS):
+            release()
+    assert label.minimumHeight() == two_lines()
+    state.set_font_scale(1.0)
+    assert label.minimumHeight() == two_lines()
+
+
 def test_every_grid_input_marks_the_grids_stale_and_clears_the_hover(qtbot, panel):
     view = show_tab(qtbot, panel, "Score grids")
     for control, value in (("seed_spin", 5), ("base_spin", 700.0), ("scale_spin", 2.0), ("positions_spin", 32)):
@@ -530,3 +555,27 @@ def test_the_rotating_pairs_labels_stay_inside_the_plot_and_apart(qtbot, qapp, p
         qtbot.waitUntil(fits, timeout=5_000)
     finally:
         theme.apply_theme(qapp, theme.DEFAULT_THEME, 1.0)
+
+
+def test_the_score_grids_titles_wrap_between_words_beside_a_lesson_at_projector_scale(qtbot, qapp, panel, state):
+    from gui import theme
+    from gui.legibility import broken_title, cut_plot
+
+    theme.apply_theme(qapp, "projector", 1.6)
+    state.set_theme("projector")
+    state.set_font_scale(1.6)
+    panel.resize(914, 900)  # the panel's width beside a lesson on a 1920 x 1080 projector
+    try:
+        grids = show_tab(qtbot, panel, "Score grids").score_grids()
+        assert grids[0].plot.getPlotItem().getAxis("left").isVisible()  # the shared rows labelled once
+        assert not any(grid.plot.getPlotItem().getAxis("left").isVisible() for grid in grids[1:])
+
+        def whole_words() -> list:
+            QApplication.processEvents()
+            return [problem for grid in grids for problem in broken_title(grid.plot) + cut_plot(grid.plot)]
+
+        qtbot.waitUntil(lambda: not whole_words(), timeout=5_000)
+    finally:
+        theme.apply_theme(qapp, theme.DEFAULT_THEME, 1.0)
+        state.set_theme(theme.DEFAULT_THEME)
+        state.set_font_scale(1.0)

@@ -132,6 +132,37 @@ def test_a_flow_wraps_its_groups_instead_of_widening(qtbot):
         assert first.mapTo(host, first.rect().center()).y() == second.mapTo(host, second.rect().center()).y()
 
 
+def test_the_rows_a_flow_wraps_onto_are_kept_free_of_the_widgets_below_it(qtbot):
+    from PySide6.QtWidgets import QScrollArea, QVBoxLayout
+
+    page = QWidget()
+    column = QVBoxLayout(page)
+    flow = FlowLayout(spacing=4)
+    for index in range(6):
+        flow.addWidget(control_group(QPushButton(f"a control of row {index}")))
+    column.addLayout(flow)
+    plot = QWidget()  # a plot that must keep its minimum height
+    plot.setMinimumHeight(300)
+    column.addWidget(plot, 1)
+    scroll = QScrollArea()
+    scroll.setWidgetResizable(True)
+    scroll.setWidget(page)
+    qtbot.addWidget(scroll)
+    widest = max(flow.itemAt(index).sizeHint().width() for index in range(flow.count()))
+    scroll.resize(widest + 40, 400)  # one group per row: six rows above the plot, in 400 pixels
+    scroll.show()
+    wrapped = flow.heightForWidth(widest + 20)
+    assert wrapped > 3 * flow.itemAt(0).sizeHint().height()
+    qtbot.waitUntil(lambda: plot.height() >= 300, timeout=5_000)
+    assert flow.minimumSize().height() >= flow.heightForWidth(flow.geometry().width())
+    assert flow.geometry().bottom() < plot.geometry().top()  # the rows and the plot do not overlap
+    assert scroll.verticalScrollBar().maximum() > 0  # the page scrolls instead
+    # Wide again: one row, and the page fits without scrolling.
+    scroll.resize(flow.sizeHint().width() + 60, 400)
+    qtbot.waitUntil(lambda: scroll.verticalScrollBar().maximum() == 0, timeout=5_000)
+    assert flow.minimumSize().height() == flow.sizeHint().height()
+
+
 @pytest.mark.parametrize(("theme_name", "scale", "screen"), [("light", 1.0, (1366, 768)), ("projector", 1.6, (1920, 1080))])
 def test_every_step_of_every_bundled_lesson_leaves_the_window_within_the_screen(qtbot, full_window, qapp, theme_name, scale,
                                                                                  screen):

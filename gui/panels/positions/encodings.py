@@ -205,7 +205,7 @@ class EncodingsView(View):
 
     def apply_theme(self) -> None:
         # Cleared while stale: the table below keeps its place.
-        self.learned_note.setMinimumHeight(2 * QFontMetrics(theme.font()).lineSpacing())
+        self.set_label_minimum_height(self.learned_note, 2 * QFontMetrics(theme.font()).lineSpacing())
         self.wavelength_curve.setPen(theme.pen("primary"))
         self.wavelength_curve.setSymbolBrush(theme.brush("primary"))
         self.wavelength_curve.setSymbolPen(theme.pen("primary", width=1))

@@ -101,6 +101,13 @@ class GridsView(View):
             heatmap.plot.addItem(marker)
             self.grid_markers.append(marker)
             grids.addWidget(heatmap)
+        # Small multiples share their rows (query m): only the first map labels them, which leaves the
+        # others' titles room to wrap between words beside a lesson at projector scale.
+        for heatmap in self.score_grids()[1:]:
+            heatmap.plot.hideAxis("left")
+        for index, share in enumerate((5, 4, 4)):  # the first map's share carries its axis: the three images match
+            grids.setStretchFactor(index, share)
+        grids.setSizes([500, 400, 400])
         splitter.addWidget(grids)
         self.offset_plot = make_plot("Score against offset m - n (query at m, every key n)", "offset m - n", "score")
         self.offset_plot.addLegend(offset=(10, 5), colCount=3)

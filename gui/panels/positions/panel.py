@@ -33,7 +33,7 @@ CONTROL_NAMES = ("source_combo", "seed_spin", "d_spin", "layer_spin", "head_spin
 SCRUBBER_NAMES = ("m_slider", "n_slider", "m_line", "n_line", "m_caption", "n_caption", "lock_check",
                   "compare_sinusoidal_check", "rope_score_label", "sinusoidal_score_label", "offset_label",
                   "trace_plot", "trace_rope", "trace_sinusoidal", "row_plot", "arrow_plot", "norm_plot", "norm_label")
-GRIDS_NAMES = ("rope_grid", "sinusoidal_grid", "learned_grid", "offset_plot")
+GRIDS_NAMES = ("grids_note", "rope_grid", "sinusoidal_grid", "learned_grid", "offset_plot")
 ENCODINGS_NAMES = ("encoding_width_spin", "fingerprint_spin", "alibi_heads_spin", "alibi_length_spin",
                    "alibi_head_combo", "sinusoid_map", "fingerprint_plot", "wavelength_plot", "learned_note",
                    "learned_map", "alibi_map")

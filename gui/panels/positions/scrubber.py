@@ -557,7 +557,7 @@ class ScrubberView(View):
             label.setFixedWidth(wide)
             label.setStyleSheet(f"color: {theme.color(role).name()};")
         plain = QFontMetrics(theme.font())
-        self.norm_label.setMinimumHeight(2 * plain.lineSpacing())  # cleared while stale: the plots keep their place
+        self.set_label_minimum_height(self.norm_label, 2 * plain.lineSpacing())  # its two lines: the plots keep their place
         self.offset_label.setFixedWidth(plain.horizontalAdvance("m - n = -0000   "))
         for caption in (self.m_caption, self.n_caption):
             caption.setFixedWidth(plain.horizontalAdvance("query m = 0000  "))

@@ -108,6 +108,7 @@ class TokensPanel(Panel):
         self.verdict = self.propagation.verdict
         self.propagation_map = self.propagation.map
         self.bar_plot = self.propagation.bar_plot
+        self.bar_legend = self.propagation.bar_legend
         self.layer_spin, self.head_spin = self.attention.layer_spin, self.attention.head_spin
         self.temperature_spin, self.top_k_spin = self.predictions.temperature_spin, self.predictions.top_k_spin
 

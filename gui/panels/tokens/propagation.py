@@ -160,7 +160,7 @@ class PropagationView(View):
         bar_caption = QLabel("Bars for")
         bar_caption.setBuddy(self.bar_row_combo)
         self.bar_legend = QLabel("○ exactly 0.0 (torch.equal)   × NaN   "
-                                 "bars: before the edit (a leak) / the edit / after it")
+                                 "bars: before the edit / the edit / after it")
         self.bar_legend.setWordWrap(True)  # at a large text scale the key takes two lines, not the panel's width
         row_controls.addWidget(bar_caption)
         row_controls.addWidget(self.bar_row_combo)
