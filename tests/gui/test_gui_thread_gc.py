@@ -99,3 +99,40 @@ def test_a_request_run_inside_a_long_job_is_also_dropped_on_the_gui_thread(qtbot
     qtbot.waitUntil(lambda: not compute.busy, timeout=10_000)
     qtbot.waitUntil(lambda: bool(finalized), timeout=5_000)
     assert finalized == [threading.get_ident()]
+
+
+def test_a_full_collection_waits_its_interval(compute, monkeypatch):
+    import gui.gui_thread_gc as gui_gc
+
+    collector = gui_gc._collector
+    generations: list[int] = []
+
+    def record(phase, info) -> None:
+        if phase == "start":
+            generations.append(info["generation"])
+
+    def due_everywhere() -> None:
+        # Every generation past its threshold: young objects, and more middle collections than the third threshold.
+        for _ in range(collector.thresholds[2] + 1):
+            gc.collect(1)
+        keep = [[] for _ in range(collector.thresholds[0] + 100)]  # tracked, alive: the young count passes its threshold
+        for _ in range(collector.thresholds[1] + 1):
+            gc.collect(0)
+        keep.extend([] for _ in range(collector.thresholds[0] + 100))
+        return keep
+
+    gc.callbacks.append(record)
+    try:
+        monkeypatch.setattr(collector, "_last_full", gui_gc.time.monotonic())  # one just ran
+        held = due_everywhere()
+        generations.clear()
+        collector.check()
+        assert generations == [1]  # the middle generation, not a full walk
+        monkeypatch.setattr(collector, "_last_full", gui_gc.time.monotonic() - gui_gc.FULL_COLLECTION_INTERVAL_S)
+        held += due_everywhere()
+        generations.clear()
+        collector.check()
+        assert generations == [2]
+    finally:
+        gc.callbacks.remove(record)
+    assert held
