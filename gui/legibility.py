@@ -7,7 +7,8 @@ across, and nothing that carries a lesson is dropped or cut: every pie wedge of 
 has a visible label inside the view, labels do not overlap, a table shows all its rows or at least
 MIN_TABLE_ROWS of them with a scroll bar, an axis is as wide as its tick labels, a plot item (title, axes,
 colour bar) is no wider than its widget, which would cut its right side, a plot is no lower than
-MIN_PLOT_LINES lines of text, and its title wraps between words, never inside one.
+MIN_PLOT_LINES lines of text, its title wraps between words, never inside one, and a wrapped label has
+the height of all its lines.
 `legibility_problems(window)` lists what breaks the rule among the widgets on screen.
 """
 
@@ -94,6 +95,8 @@ def legibility_problems(root: QWidget) -> list[Problem]:
             continue  # scroll bars, a tab bar's scroll arrows, a text field's clear button: the style's parts
         if isinstance(widget, TEXT_WIDGETS) and shows_text(widget) and text_px(widget.font()) < MIN_TEXT_PX:
             problems.append(Problem("text", describe(widget), text_px(widget.font())))
+        if isinstance(widget, QLabel):
+            problems += clipped_label(widget)
         if isinstance(widget, CONTROLS) and control_px(widget) < MIN_CONTROL_PX:
             problems.append(Problem("control", describe(widget), control_px(widget)))
         if isinstance(widget, QGraphicsView) and widget.scene() is not None:
@@ -181,6 +184,16 @@ def cut_plot(plot: pg.PlotWidget) -> list[Problem]:
     return [Problem("dropped", where, round(room + over), f"plot {room + over:.0f} px wide in a {room} px view: its right side is cut")]
 
 
+def clipped_label(label: QLabel) -> list[Problem]:
+    """A word-wrapped label laid out lower than its lines: its last lines are cut off."""
+    if not label.wordWrap() or not label.text().strip() or label.width() <= 0:
+        return []
+    needed = label.heightForWidth(label.width())
+    if needed <= label.height() + 1:
+        return []
+    return [Problem("dropped", describe(label), label.height(), f"wrapped text {needed} px high in {label.height()} px: its last lines are cut")]
+
+
 def broken_title(plot: pg.PlotWidget) -> list[Problem]:
     """A plot title wrapped inside a word ("sinuso" / "idal"): the plot is narrower than the word."""
     label = plot.getPlotItem().titleLabel
@@ -237,5 +250,5 @@ def plot_text_problems(view: QGraphicsView) -> list[Problem]:
     return problems
 
 
-__all__ = ["MIN_CONTROL_PX", "MIN_TABLE_ROWS", "MIN_TEXT_PX", "Problem", "broken_title", "cut_plot", "dropped_plot_labels", "hidden_rows",
+__all__ = ["MIN_CONTROL_PX", "MIN_TABLE_ROWS", "MIN_TEXT_PX", "Problem", "broken_title", "clipped_label", "cut_plot", "dropped_plot_labels", "hidden_rows",
            "legibility_problems", "squashed_plot"]

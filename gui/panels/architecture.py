@@ -48,6 +48,7 @@ from gui.panels.tokens.common import sequence_refusal
 from gui.widgets.block_diagram import BlockDiagramView, DiagramPicture, Part, describe_part, diagram_parts, format_count
 from gui.widgets.plot_titles import wrap_title
 from gui.widgets.table_rows import keep_rows_in_view
+from gui.widgets.wrapping_label import WrappingLabel
 
 TOP_K = 5
 MAX_LAYERS = 1024  # core.config's limit
@@ -110,8 +111,7 @@ class FollowTokenView(View):
         top = QWidget()
         top_layout = QVBoxLayout(top)
         top_layout.setContentsMargins(0, 0, 0, 0)
-        self.caption = QLabel("")
-        self.caption.setWordWrap(True)
+        self.caption = WrappingLabel("")  # its lines at projector scale push the table down, not off the end
         self.caption.setTextFormat(Qt.TextFormat.RichText)  # the app's markup; token labels are escaped
         self.caption.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         top_layout.addWidget(self.caption)
@@ -138,7 +138,7 @@ class FollowTokenView(View):
         self.norm_plot.setMenuEnabled(False)
         self.norm_plot.setMouseEnabled(x=False, y=False)
         self.norm_plot.hideButtons()
-        self.norm_plot.setLabel("bottom", "length after each stage")
+        self.norm_plot.setLabel("bottom", "length")  # the stages are the rows; a longer label is cut in a narrow plot
         self.norm_plot.getAxis("bottom").enableAutoSIPrefix(False)
         self.norm_plot.invertY(True)
         self.norm_plot.showGrid(x=True, y=False, alpha=0.25)
@@ -252,8 +252,8 @@ class FollowTokenView(View):
         size = round(theme.font(0.9).pointSizeF() * 1.35 * 1.1)
         norm, update = theme.color("primary").name(), theme.color("secondary").name()
         # Short: a title wider than the plot would push the plot past its widget's right edge.
-        self.norm_plot.setTitle(f"<span style='color:{norm}'>■</span> ‖x‖ &nbsp;&nbsp; "
-                                f"<span style='color:{update}'>■</span> ‖update‖",
+        self.norm_plot.setTitle(f"<span style='color:{norm}'>■</span>&nbsp;‖x‖ &nbsp; "  # an entry never splits from its mark
+                                f"<span style='color:{update}'>■</span>&nbsp;‖update‖",
                                 color=theme.current().text, size=f"{size}px")
 
     def stage_part_key(self, row: int) -> str:

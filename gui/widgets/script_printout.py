@@ -15,10 +15,11 @@ from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import QGridLayout, QLabel, QSizePolicy, QWidget
 
 from gui import theme
+from gui.widgets.wrapping_label import WrappingLabel
 
 
-def _label(selectable: bool = True) -> QLabel:
-    label = QLabel("")
+def _label(selectable: bool = True, wrapping: bool = False) -> QLabel:
+    label = WrappingLabel("") if wrapping else QLabel("")
     label.setTextFormat(Qt.TextFormat.PlainText)
     if selectable:
         label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -43,9 +44,8 @@ class ScriptPrintout(QWidget):
         """Show these ScriptLine rows; rows beyond them are hidden, not destroyed."""
         while len(self._rows) < len(lines):
             row = len(self._rows)
-            caption, figure, note = _label(), _label(), _label()
+            caption, figure, note = _label(), _label(), _label(wrapping=True)
             figure.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
-            note.setWordWrap(True)
             for column, label in enumerate((caption, figure, note)):
                 self._grid.addWidget(label, row, column)
             self._rows.append((caption, figure, note))

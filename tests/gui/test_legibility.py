@@ -326,3 +326,36 @@ def test_a_plot_keeps_a_few_lines_of_height_and_the_rule_sees_one_that_does_not(
     assert bare.height() < least and squashed_plot(bare)  # squeezed to a strip, and seen
     assert kept.minimumHeight() >= least
     assert kept.height() >= least and not squashed_plot(kept)
+
+
+def test_a_wrapped_caption_keeps_its_lines_and_the_rule_sees_one_cut_off(qtbot, projector_look):
+    from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
+
+    from gui.legibility import clipped_label
+    from gui.widgets.wrapping_label import WrappingLabel
+
+    text = "The reading's unit test on a fresh attention layer, split into heads the right way and the wrong way."
+    pages = {}
+    for name, label in (("plain", QLabel(text)), ("wrapping", WrappingLabel(text))):
+        label.setWordWrap(True)
+        page = QWidget()
+        column = QVBoxLayout(page)
+        column.addWidget(label)
+        below = QWidget()  # a plot under the caption, holding its own minimum
+        below.setMinimumHeight(200)
+        column.addWidget(below, 1)
+        qtbot.addWidget(page)
+        page.resize(240, 260)  # narrow: the caption wraps onto several lines
+        page.show()
+        qtbot.waitExposed(page)
+        pages[name] = (page, label)
+    plain_page, plain = pages["plain"]
+    qtbot.waitUntil(lambda: bool(clipped_label(plain)))
+    assert "its last lines are cut" in str(clipped_label(plain)[0])
+    page, wrapping = pages["wrapping"]
+    qtbot.waitUntil(lambda: page.minimumSizeHint().height() >= wrapping.heightForWidth(wrapping.width()) + 200)
+    page.resize(240, page.minimumSizeHint().height())
+    qtbot.waitUntil(lambda: not clipped_label(wrapping))
+    narrow = page.minimumSizeHint().height()
+    page.resize(600, narrow)  # wider: fewer lines, a lower minimum
+    qtbot.waitUntil(lambda: page.minimumSizeHint().height() < narrow)

@@ -143,8 +143,9 @@ def sequence_refusal(model, tokens: list[int]) -> str:
 def caption(text: str = "", rich: bool = False) -> QLabel:
     from PySide6.QtCore import Qt
 
-    label = QLabel(text)
-    label.setWordWrap(True)
+    from gui.widgets.wrapping_label import WrappingLabel
+
+    label = WrappingLabel(text)  # as high as its lines: a caption beside a map is never cut off
     label.setTextFormat(Qt.TextFormat.RichText if rich else Qt.TextFormat.PlainText)
     label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
     return label

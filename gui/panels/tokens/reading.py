@@ -15,13 +15,17 @@ from typing import Any
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QScrollArea, QSpinBox, QVBoxLayout, QWidget
+from PySide6.QtGui import QFontMetrics
+from PySide6.QtWidgets import QLabel, QScrollArea, QSpinBox, QVBoxLayout, QWidget
 
 from gui import theme
 from gui.panels.base import View
 from gui.panels.tokens.common import caption, set_title
 from gui.widgets.plot_titles import wrap_title
 from gui.widgets.script_printout import ScriptPrintout
+from gui.widgets.turning_splitter import TurningSplitter
+
+PLOT_MIN_LINES_WIDE = 12  # the change plot's least width, in text lines: its axis and a title's longest words
 
 READINGS_SEED = 0  # torch.manual_seed(0) in the reading's script
 MAX_SEED = 2**31 - 1  # the spin box's bound; core accepts up to 2**32 - 1
@@ -75,10 +79,13 @@ class ReadingCausalView(View):
         self.seed_caption = QLabel("seed")
         self.seed_caption.setBuddy(self.reading_seed_spin)
         self.reading_seed_spin.valueChanged.connect(self.inputs_changed)
-        row = QHBoxLayout()
+        # The printout beside the plot where both fit, the plot below it where not (a lesson beside the
+        # panel at projector scale left the plot 70-170 px, its title's words broken).
+        row = TurningSplitter()
+        row.setChildrenCollapsible(False)
         self.printout = ScriptPrintout()
         self.printout.setObjectName("tokens-reading-printout")
-        row.addWidget(self.printout, 3, Qt.AlignmentFlag.AlignTop)
+        row.addWidget(self.printout)
         self.change_plot = wrap_title(pg.PlotWidget())
         self.change_plot.setObjectName("tokens-reading-plot")
         self.change_plot.setMenuEnabled(False)
@@ -92,8 +99,10 @@ class ReadingCausalView(View):
         self.open_bars = pg.BarGraphItem(x=[], height=[], width=0.4, name="no mask")
         self.change_plot.addItem(self.masked_bars)
         self.change_plot.addItem(self.open_bars)
-        row.addWidget(self.change_plot, 2)
-        column.addLayout(row)
+        row.addWidget(self.change_plot)
+        row.setStretchFactor(0, 3)
+        row.setStretchFactor(1, 2)
+        column.addWidget(row)
         self.contrast_label = caption("")
         self.contrast_label.setObjectName("tokens-reading-contrast")
         column.addWidget(self.contrast_label)
@@ -134,6 +143,7 @@ class ReadingCausalView(View):
         return self.printout.shown_figures()
 
     def apply_theme(self) -> None:
+        self.change_plot.setMinimumWidth(PLOT_MIN_LINES_WIDE * QFontMetrics(theme.font()).lineSpacing())
         self.title.setFont(theme.font(1.1))
         self.title.setStyleSheet("font-weight: bold;")  # a stylesheet weight survives the app-wide sheet
         self.contrast_label.setStyleSheet(f"color: {theme.current().muted};")
