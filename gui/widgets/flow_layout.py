@@ -55,10 +55,10 @@ class FlowLayout(QLayout):
         super().setGeometry(rect)
         # A width below the widest item (a first layout pass, a collapsed page) would put every item
         # on a row of its own: the minimum is taken at the width the items can have.
-        wide_enough = QRect(rect.topLeft(), QSize(max(rect.width(), self._widest()), rect.height()))
-        height = self._arrange(wide_enough, move=False) if wide_enough != rect else self._arrange(rect, move=True)
-        if wide_enough != rect:
-            self._arrange(rect, move=True)
+        height = self._arrange(rect, move=True)
+        widest = self.minimumSize().width()
+        if rect.width() < widest:
+            height = self.heightForWidth(widest)
         if height != self._wrapped_height:
             self._wrapped_height = height
             if not self._invalidation_posted:  # after the pass now placing this layout, never inside it
@@ -75,11 +75,6 @@ class FlowLayout(QLayout):
         widget = self.parentWidget()
         if widget is not None:
             widget.updateGeometry()
-
-    def _widest(self) -> int:
-        margins = self.contentsMargins()
-        return max((item.minimumSize().width() for item in self._items if not item.isEmpty()), default=0) \
-            + margins.left() + margins.right()
 
     def sizeHint(self) -> QSize:  # noqa: N802
         """One row holding everything: what the layout asks for when there is room."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from PySide6.QtCore import QSettings, Qt
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QAbstractButton,
     QAbstractItemView,
@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 
 from core.lessons import PLACEHOLDER, bundled_lesson_paths, load_lesson
 from gui.lessons import find_panel_widgets, widget_text
+from tests.gui.lesson_window import loaded_window
 
 # Words that carry no claim of their own: grammar, and the lab's words for its own furniture.
 STOPWORD_TEXT = """
@@ -115,22 +116,7 @@ def shared_claims(step, screen: list[str]) -> list[tuple[str, str, set[str]]]:
 
 @pytest.fixture(scope="module")
 def window(request, tmp_path_factory):
-    from pytestqt.qtbot import QtBot
-
-    from gui.main_window import MainWindow
-
-    bot = QtBot(request)
-    settings = QSettings(str(tmp_path_factory.mktemp("withheld") / "prefs.ini"), QSettings.Format.IniFormat)
-    win = MainWindow(settings=settings)
-    win.remember_preferences = False
-    win.fit_to_screen = lambda: None  # the offscreen screen is small; test_window_fits checks fitting
-    win.resize(1400, 900)
-    win.show()
-    with bot.waitSignal(win.model_loaded, timeout=60_000):
-        win.start_loading()
-    yield win
-    win.close()
-    win.deleteLater()
+    yield from loaded_window(request, tmp_path_factory, "withheld")
 
 
 def settle(qtbot, window, panel, step) -> None:

@@ -16,27 +16,12 @@ from PySide6.QtWidgets import QAbstractScrollArea, QWidget
 from core.lessons import PLACEHOLDER, bundled_lesson_paths, load_lesson
 from gui.lessons import find_panel_widget, find_panel_widgets
 from tests.gui.file_opening import open_lesson
+from tests.gui.lesson_window import loaded_window
 
 
 @pytest.fixture(scope="module")
 def window(request, tmp_path_factory):
-    from pytestqt.qtbot import QtBot
-
-    from gui.main_window import MainWindow
-
-    bot = QtBot(request)
-    settings = QSettings(str(tmp_path_factory.mktemp("lessons") / "prefs.ini"), QSettings.Format.IniFormat)
-    win = MainWindow(settings=settings)
-    win.remember_preferences = False
-    # The offscreen screen is smaller than a laptop's; test_window_fits checks fitting, this module the lessons.
-    win.fit_to_screen = lambda: None
-    win.resize(1400, 900)
-    win.show()
-    with bot.waitSignal(win.model_loaded, timeout=60_000):
-        win.start_loading()
-    yield win
-    win.close()
-    win.deleteLater()
+    yield from loaded_window(request, tmp_path_factory, "lessons")
 
 
 def same(actual, expected) -> bool:
