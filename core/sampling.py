@@ -8,8 +8,9 @@ to sum to 1. Temperature 0 is greedy: only the argmax is kept.
 Ties are kept or dropped together: a token whose logit equals the smallest kept logit is kept, at
 top-k (as transformers does) and at top-p (where transformers' choice would depend on sort order).
 
-A draw is by inverse CDF: uniform number n of the stream `torch.rand(..., generator=seed)` picks the
-first token whose cumulative probability exceeds it. Draw n therefore depends on the seed and n
+A draw is by inverse CDF over the tokens from most to least likely (ties by token id): uniform number n
+of the stream `torch.rand(..., generator=seed)` picks the first token whose running total of probability
+exceeds it, so adding up bars sorted by probability finds the drawn token by eye. Draw n therefore depends on the seed and n
 alone, not on the distributions of earlier steps, so a generation stepped through token by token
 (the Generate panel) draws the same tokens as `generate` run in one go with the same seed.
 """
@@ -110,14 +111,23 @@ def uniform_draw(seed: int, index: int) -> float:
     return float(uniform_draws(seed, index + 1)[index])
 
 
-def draw(probabilities: torch.Tensor, uniform: float) -> int:
-    """Inverse CDF: the first token whose cumulative probability exceeds `uniform`."""
+def draw_order(probabilities: torch.Tensor) -> torch.Tensor:
+    """Token ids from most to least likely, ties by id: the order in which a draw sums the probabilities."""
     p = probabilities.double()  # (V,)
-    cumulative = p.cumsum(dim=0)  # (V,)
+    ids = torch.arange(p.numel())  # (V,)
+    # A stable sort of ids already in ascending order keeps ties by id.
+    return ids[torch.sort(-p, stable=True).indices]  # (V,)
+
+
+def draw(probabilities: torch.Tensor, uniform: float) -> int:
+    """Inverse CDF in draw order: the first token, most likely first, whose running total exceeds `uniform`."""
+    p = probabilities.double()  # (V,)
+    order = draw_order(p)  # (V,)
+    cumulative = p[order].cumsum(dim=0)  # (V,)
     index = int(torch.searchsorted(cumulative, torch.tensor([uniform * float(cumulative[-1])],
                                                             dtype=torch.float64), right=True)[0])
-    last_possible = int(torch.nonzero(p > 0).max())
-    return min(index, last_possible)  # a uniform at the rounding edge of the last sum picks the last kept token
+    last_possible = int((p[order] > 0).sum()) - 1  # zero-probability tokens come last in draw order
+    return int(order[min(index, last_possible)])  # a uniform at the rounding edge of the last sum picks the last kept token
 
 
 def sample_next(logits: torch.Tensor, temperature: float, top_k: int | None, top_p: float | None,
@@ -209,6 +219,7 @@ __all__ = [
     "SamplingError",
     "check_settings",
     "draw",
+    "draw_order",
     "entropy_nats",
     "filtered_logits",
     "kept_mask",

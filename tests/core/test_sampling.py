@@ -112,14 +112,33 @@ def test_the_uniform_stream_is_a_prefix_whatever_its_length():
     assert not torch.equal(sampling.uniform_draws(8, 16), long[:16])
 
 
-def test_the_draw_is_the_inverse_cdf():
+def test_the_draw_is_the_inverse_cdf_most_likely_first():
+    # Draw order: token 3 (0.5), then 1 and 4 (0.25 each, tie by id), then the zero-probability ones.
     probabilities = torch.tensor([0.0, 0.25, 0.0, 0.5, 0.25])
-    assert sampling.draw(probabilities, 0.0) == 1
-    assert sampling.draw(probabilities, 0.2499) == 1
-    assert sampling.draw(probabilities, 0.2501) == 3
+    assert sampling.draw_order(probabilities).tolist() == [3, 1, 4, 0, 2]
+    assert sampling.draw(probabilities, 0.0) == 3
+    assert sampling.draw(probabilities, 0.4999) == 3
+    assert sampling.draw(probabilities, 0.5001) == 1
     assert sampling.draw(probabilities, 0.76) == 4
     assert sampling.draw(probabilities, 1.0 - 1e-16) == 4  # never a zero-probability token
-    assert sampling.draw(torch.tensor([0.3, 0.7, 0.0]), 1.0 - 1e-17) == 1
+    assert sampling.draw(torch.tensor([0.3, 0.7, 0.0]), 1.0 - 1e-17) == 0
+
+
+def test_a_running_total_over_the_sorted_probabilities_finds_the_drawn_token():
+    """What a student does with the bars: add them up most likely first until the total passes u."""
+    generator = torch.Generator().manual_seed(5)
+    for _ in range(200):
+        probabilities = torch.rand(12, generator=generator, dtype=torch.float64) ** 3  # (12,)
+        probabilities /= probabilities.sum()
+        u = float(torch.rand((), generator=generator, dtype=torch.float64))
+        by_hand = sorted(range(12), key=lambda i: (-float(probabilities[i]), i))
+        total, expected = 0.0, by_hand[-1]
+        for token in by_hand:
+            total += float(probabilities[token])
+            if total > u:
+                expected = token
+                break
+        assert sampling.draw(probabilities, u) == expected
 
 
 def test_draws_follow_the_distribution():

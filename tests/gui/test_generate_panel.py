@@ -81,6 +81,27 @@ def test_the_sampling_view_shows_core_samplings_numbers(qtbot, lab, model):
     assert np.allclose(bar_widths, expected.probabilities[view.result.order], atol=1e-7)
 
 
+def test_adding_up_the_bars_as_drawn_lands_on_the_drawn_token(qtbot, lab, model):
+    """The bars go in the order the draw sums them: the running total passes u exactly at the drawn bar."""
+    state, panel = lab
+    view = panel.sampling
+    for draw in range(1, 7):
+        change(qtbot, view, lambda d=draw: panel.draw_spin.setValue(d))
+        result = view.result
+        widths = np.asarray(view.sampled_bars.opts["width"], dtype=np.float64)  # (N,) the filled bars as drawn
+        total = np.cumsum(widths)  # (N,) what a student adds up, top down
+        u = result.sampling.uniform
+        rank = result.drawn_rank
+        if rank < len(widths):
+            assert int(result.order[rank]) == result.sampling.token
+            assert total[rank] > u - 1e-6 and (rank == 0 or total[rank - 1] <= u + 1e-6)
+            assert f"first passes u at rank {rank + 1}" in panel.draw_label.text()
+        else:  # an untrained model's flat distribution: the total passes u further down
+            assert total[-1] <= u + 1e-6 and "below the" in panel.draw_label.text()
+        assert np.allclose(view.running_total_curve.xData, total, atol=1e-6)
+        assert view.uniform_line.value() == pytest.approx(u)
+
+
 def test_sample_next_appends_the_draw_and_steps_equal_generate(qtbot, lab, model):
     state, panel = lab
     view = panel.sampling

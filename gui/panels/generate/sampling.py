@@ -1,10 +1,12 @@
 """Sampling: the next-token distribution with temperature, top-k and top-p cut-offs, its entropy and a seeded draw.
 
-The bars are the most likely tokens after the last position, in the model's order: the outline is the
+The bars are the most likely tokens after the last position, in the order the draw sums them (most likely
+first, ties by id; tokens a cut-off removed follow in the model's order): the outline is the
 tempered distribution softmax(logits / T) before the cut-offs, the filled bar the renormalised
 distribution a token is drawn from (empty where a cut-off removed the token, the drawn token's in
 the highlight colour). The top-k and top-p cut-offs are the lines between the last kept bar and the
-first cut one. The draw is uniform n of the
+first cut one. The dotted line is the running total of the filled bars, top down: the draw picks the
+first bar where it passes u (the vertical line). The draw is uniform n of the
 seed's stream (core.sampling): "Sample next" appends the drawn token to the tokens, for every panel,
 and moves on to draw n + 1, so stepping from a prompt gives what `generate --seed` prints.
 """
@@ -52,6 +54,7 @@ class SamplingResult:
     drawn_rank: int  # the drawn token's rank in the model's order (0 = most likely)
     context_labels: tuple[str, ...]
     top_p_cumulative: float  # tempered-after-top-k mass of the kept tokens: what reached p
+    running_total: np.ndarray  # (N,) the draw's cumulative probability at each bar, top down
 
 
 def compute_sampling(inputs: SamplingInputs, token) -> SamplingResult:
@@ -66,8 +69,12 @@ def compute_sampling(inputs: SamplingInputs, token) -> SamplingResult:
         logits = model(torch.tensor([inputs.tokens], device=device))[0, -1].float().cpu()  # (V,)
     result = sampling.next_token_sampling(logits, len(inputs.tokens) - 1, inputs.temperature, inputs.top_k,
                                           inputs.top_p, inputs.seed, inputs.draw_index)
-    # The model's order, ties by id: the bars, the ranks and the cut-off lines all read it.
-    ranking = np.lexsort((np.arange(logits.numel()), -logits.numpy()))  # (V,)
+    # The draw's order for the kept tokens, then the cut ones in the model's order (ties by id): the bars,
+    # the ranks, the running total and the cut-off lines all read it.
+    kept_ids = sampling.draw_order(torch.from_numpy(result.probabilities)).numpy()[:result.kept_count]  # (K,)
+    cut_ids = np.nonzero(~result.kept)[0]  # (V - K,)
+    cut_ids = cut_ids[np.lexsort((cut_ids, -logits.numpy()[cut_ids]))]  # (V - K,)
+    ranking = np.concatenate([kept_ids, cut_ids])  # (V,)
     order = ranking[:BARS_SHOWN]
     after_k = result.after_top_k
     tempered_after_k = np.where(after_k, result.tempered, 0.0)
@@ -80,6 +87,7 @@ def compute_sampling(inputs: SamplingInputs, token) -> SamplingResult:
         drawn_rank=int(np.nonzero(ranking == result.token)[0][0]),
         context_labels=token_labels(list(inputs.tokens[-CONTEXT_SHOWN:]), inputs.tokenizer),
         top_p_cumulative=mass,
+        running_total=np.cumsum(result.probabilities[order]),
     )
 
 
@@ -157,6 +165,10 @@ class SamplingView(View):
         self.sampled_bars = pg.BarGraphItem(x0=[0], y=[0], height=0.5, width=[0])
         self.plot.addItem(self.tempered_bars)
         self.plot.addItem(self.sampled_bars)
+        self.running_total_curve = pg.PlotDataItem()
+        self.uniform_line = pg.InfiniteLine(angle=90, movable=False)
+        self.plot.addItem(self.running_total_curve)
+        self.plot.addItem(self.uniform_line)
         self.top_k_line = pg.InfiniteLine(angle=0, movable=False)
         self.top_p_line = pg.InfiniteLine(angle=0, movable=False)
         # Above the top-k line and below the top-p line, so that the two never cover each other.
@@ -169,7 +181,8 @@ class SamplingView(View):
         layout.addWidget(self.plot, 1)
         self.legend_label = caption("Outline: softmax(logits / T) before the cut-offs. Filled: the renormalised "
                                     "distribution the draw uses, the drawn token in the highlight colour. Dashed: the top-k and "
-                                    "top-p cut-offs.")
+                                    "top-p cut-offs. Dotted: the running total of the filled bars, top down; the draw "
+                                    "takes the first bar where it passes u (the vertical line).")
         layout.addWidget(self.legend_label)
         self.entropy_label = caption("")
         self.entropy_label.setObjectName("generate-entropy")
@@ -202,7 +215,8 @@ class SamplingView(View):
                               top_k, None if top_p >= 1 else top_p, self.seed_spin.value(), self.draw_spin.value())
 
     def on_stale(self) -> None:
-        for item in (self.top_k_line, self.top_p_line, self.top_k_text, self.top_p_text, self.drawn_text):
+        for item in (self.top_k_line, self.top_p_line, self.top_k_text, self.top_p_text, self.drawn_text,
+                     self.running_total_curve, self.uniform_line):
             item.hide()
         self._sync_buttons()
 
@@ -221,10 +235,17 @@ class SamplingView(View):
                                   brushes=[theme.brush("highlight" if d else "primary") for d in drawn],
                                   pens=[theme.pen("highlight" if d else "primary", width=1) for d in drawn])
         self.plot.getAxis("left").setTicks([list(enumerate(result.labels))])
-        top = float(max(tempered.max(initial=0.0), renormalised.max(initial=0.0)))
-        self.plot.setXRange(0, min(1.0, top * 1.3) or 1.0, padding=0)
+        # The axis reaches u and the running total where it passes u, so the crossing is always in view.
+        top = float(max(tempered.max(initial=0.0), renormalised.max(initial=0.0), s.uniform))
+        x_range = min(1.0, top * 1.15) or 1.0
+        self.plot.setXRange(0, x_range, padding=0)
         self.plot.setYRange(-0.6, n - 0.4, padding=0)
-        x_range = min(1.0, top * 1.3) or 1.0
+        self.running_total_curve.setData(result.running_total, ys, pen=theme.pen("text", width=2, style=Qt.PenStyle.DotLine),
+                                         symbol="o", symbolSize=6, symbolBrush=theme.brush("text"), symbolPen=None)
+        self.running_total_curve.show()
+        self.uniform_line.setPen(theme.pen("highlight", width=1, style=Qt.PenStyle.DashLine))
+        self.uniform_line.setPos(s.uniform)
+        self.uniform_line.show()
         x_text = 0.3 * x_range  # right of the short bars of cut tokens, left of a long top bar's marker
         kept_after_k = int(s.after_top_k.sum())
         self._place_cut(self.top_k_line, self.top_k_text, kept_after_k, n, x_text,
@@ -242,6 +263,8 @@ class SamplingView(View):
         else:
             self.drawn_text.hide()
         greedy = " (greedy: T = 0)" if inputs.temperature == 0 else f" (T = {inputs.temperature:g})"
+        passed = (f"the running total of the bars, top down, first passes u at rank {result.drawn_rank + 1}"
+                  if result.drawn_rank < n else f"the running total passes u below the {n} bars shown")
         set_title(self.plot, f"Next token after position {s.position}{greedy}")
         vocab = len(s.kept)
         self.entropy_label.setText(
@@ -251,7 +274,8 @@ class SamplingView(View):
         self.draw_label.setText(
             f"Seed {inputs.seed}, draw {inputs.draw_index}: u = {s.uniform:.6f} lands on '{result.drawn_label}' "
             f"(rank {result.drawn_rank + 1}, p = {_probability(float(s.probabilities[s.token]))} after the cut-offs, "
-            f"{_probability(float(s.model_probabilities[s.token]))} in the model's own distribution).")
+            f"{_probability(float(s.model_probabilities[s.token]))} in the model's own distribution): "
+            f"{passed}.")
         ellipsis = "…" if len(inputs.tokens) > CONTEXT_SHOWN else ""
         self.context_label.setText(f"{len(inputs.tokens)} tokens: {ellipsis}{''.join(result.context_labels)}")
         self._sync_buttons()
