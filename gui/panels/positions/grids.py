@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QSplitter, QVBoxLayout, QWidget
 
 from gui import theme
@@ -26,7 +26,6 @@ from gui.panels.positions.common import (
     style_colorbars,
     style_legends,
 )
-from gui.panels.positions.scrubber import TITLE_DELAY_MS
 from gui.widgets.heatmap import Heatmap
 
 
@@ -77,10 +76,6 @@ class GridsView(View):
         self.controls = controls
         self.position = position
         self.pairs = PairCache()
-        self._title_timer = QTimer(self)
-        self._title_timer.setSingleShot(True)
-        self._title_timer.setInterval(TITLE_DELAY_MS)
-        self._title_timer.timeout.connect(self._update_titles)
         column = QVBoxLayout(self.content)
         column.setContentsMargins(0, 4, 0, 0)
         self.grids_note = plain_label("RoPE is constant along each diagonal (one offset m - n); the additive "
@@ -164,7 +159,7 @@ class GridsView(View):
         self.offset_sinusoidal.setData(offsets, data.sinusoidal[m])
         self.offset_learned.setData(offsets, data.learned[m])
         self.offset_line.setValue(m - n)
-        self._title_timer.start()
+        self._update_titles()  # in the same update as the plots it names, never after them
 
     def _update_titles(self) -> None:
         self.offset_plot.setTitle(f"Score against offset m - n, query at m = {self.position.m} (every key n)")

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import QCheckBox, QGraphicsItem, QLabel, QSlider, QSplitter, QVBoxLayout, QWidget
 
@@ -40,7 +40,6 @@ from gui.widgets.flow_layout import FlowLayout, control_group, wrapping_group
 
 MAX_ARROW_PAIRS = 8  # more circles than this are unreadable at projector scale
 ARROW_PLOT_LINES = 8  # title, legend, circles of two lines' height, labels of two lines
-TITLE_DELAY_MS = 80  # titles re-lay out their plot: a drag updates them once it pauses
 
 
 @dataclass(frozen=True)
@@ -169,10 +168,6 @@ class ScrubberView(View):
         self._arrow_centres = np.arange(0, dtype=float)
         self._arrow_unit = 1.0
         self._arrow_shape: ArrowLayout | None = None
-        self._title_timer = QTimer(self)
-        self._title_timer.setSingleShot(True)
-        self._title_timer.setInterval(TITLE_DELAY_MS)
-        self._title_timer.timeout.connect(self._update_titles)
         column = QVBoxLayout(self.content)
         column.setContentsMargins(0, 4, 0, 0)
         column.addLayout(self._build_sliders())
@@ -203,7 +198,7 @@ class ScrubberView(View):
         self.lock_check = QCheckBox("lock offset m - n")
         self.lock_check.setObjectName("positions-lock")
         self.lock_check.setToolTip("Move m and n together: the offset stays fixed, and so does the RoPE score")
-        self.lock_check.toggled.connect(lambda _on: self._title_timer.start())
+        self.lock_check.toggled.connect(lambda _on: self._update_titles())
         self.rope_caption = QLabel("RoPE R(m)q·R(n)k =")
         self.rope_caption.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         self.rope_score_label = plain_label(name="positions-rope-score")
@@ -465,7 +460,6 @@ class ScrubberView(View):
         self.m_caption.setText(f"query m = {m}")
         self.n_caption.setText(f"key n = {n}")
         self.offset_label.setText(f"m - n = {m - n}")
-        self._title_timer.start()
 
     def shown_scores(self) -> tuple[float, float]:
         """(RoPE, sinusoidal) score at the current m, n, as displayed."""
@@ -498,6 +492,7 @@ class ScrubberView(View):
             self.trace_rope.setData(xs, rope)
             self.trace_sinusoidal.setData(xs, sinusoidal)
             self._drawn_offset, self._drawn_trace_source = m - n, data
+            self._update_titles()  # in the same update as the trace it names, never after it
         marked = 2 if self.compare_sinusoidal_check.isChecked() else 1
         brushes = [theme.brush("primary"), theme.brush("secondary")][:marked]
         self.trace_markers.setData([m, m][:marked], [rope_score, sinusoidal_score][:marked], brush=brushes)
