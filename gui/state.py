@@ -133,8 +133,10 @@ class LabState(QObject):
         if _same(self._values[field], value):
             return
         self._values[field] = value
+        text_followed = False
         if field == "tokens":
             self._values["token_edit"] = self._next_token_edit
+            text_followed = self._text_follows_tokens()
         if field == "text":
             self._retokenize()
         elif field == "tokenizer":
@@ -142,6 +144,24 @@ class LabState(QObject):
         elif field == "config":
             self._clamp_selection()
         self._emit(field)
+        if text_followed:
+            self._emit("text")
+
+    def _text_follows_tokens(self) -> bool:
+        """One text: tokens set directly (an edit in the strip, a sampled token, an undo) rewrite the text to
+        what they decode to, so the sidebar, the strip and a later re-tokenisation all read the same sequence."""
+        tokenizer = self._values["tokenizer"]
+        if tokenizer is None:
+            return False
+        try:
+            text = tokenizer.decode(list(self._values["tokens"]))
+        except Exception:  # each tokenizer has its own unknown-id error; the text then stays as typed
+            return False
+        if text == self._values["text"]:
+            return False
+        self._values["text"] = text
+        self.text_problem = ""
+        return True
 
     def _normalised(self, field: str, value: Any) -> Any:
         if field == "config":
@@ -209,7 +229,7 @@ class LabState(QObject):
         return list(self._values["tokens"])
 
     def set_tokens(self, tokens: list[int], edit: TokenEdit | None = None) -> bool:
-        """Set token ids directly (the text is left as is); `edit` says which edit made them, if one did."""
+        """Set token ids directly (the text follows: it becomes their decoding); `edit` says which edit made them."""
         self._next_token_edit = edit
         try:
             return self.set("tokens", tokens, undoable=False)

@@ -69,3 +69,27 @@ def test_app_fields_are_not_undoable(state):
     state.set_font_scale(1.5)
     assert state.undo_stack.count() == 0
     assert state.set_font_scale(99) and state.font_scale == 3.0
+
+
+def test_one_text_tokens_set_directly_rewrite_the_text_and_undo_brings_both_back(state):
+    """A token replaced in the strip changes the sidebar's text too; a new tokenizer then reads the edited text."""
+    from gui.panels.generate.common import SetTokensCommand
+
+    state.set_tokenizer(CharTokenizer.from_text("abcdeistz "))
+    state.set_text("bites")
+    fields = record(state)
+    edited = list(state.tokens)
+    edited[2] = state.tokenizer.encode("z")[0]
+    state.undo_stack.push(SetTokensCommand(state, state.tokens, edited, "replace token 2"))
+    assert state.text == "bizes" and fields == ["tokens", "text"]
+    state.set_tokenizer(CharTokenizer.from_text("abcdeistz xy"))  # another preset's vocabulary
+    assert state.tokenizer.decode(state.tokens) == "bizes"
+    state.undo_stack.undo()  # the tokenizer is not undoable: this undoes the edit
+    assert state.text == "bites" and state.tokenizer.decode(state.tokens) == "bites"
+
+
+def test_undecodable_tokens_leave_the_text_and_say_nothing_false(state):
+    state.set_tokenizer(CharTokenizer.from_text("ab"))
+    state.set_text("ab")
+    state.set_tokens([0, 1, 0])
+    assert state.text == "aba" and state.text_problem == ""
