@@ -45,3 +45,21 @@ def format_flops(n: float) -> str:
         if abs(n) >= divisor:
             return f"{n / divisor:.1f} {prefix}FLOP"
     return f"{n:.0f} FLOP"
+
+
+def short_count(n: float, decimals: int = 1) -> str:
+    """124,439,808 -> '124.4M' at one decimal; counts under a thousand are written out."""
+    for divisor, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if abs(n) >= divisor:
+            return f"{n / divisor:.{decimals}f}{suffix}"
+    return f"{n:,.0f}"
+
+
+def short_counts_apart(*counts: int) -> list[str]:
+    """Short forms of counts that differ, with as many decimals as it takes to tell them apart on the page
+    (gpt2-xl's 1,557,611,200 tied and 1,637,988,800 untied are both '1.6B' at one decimal)."""
+    for decimals in range(1, 4):
+        shown = [short_count(n, decimals) for n in counts]
+        if len(set(shown)) == len(set(counts)):
+            return shown
+    return [f"{n:,}" for n in counts]

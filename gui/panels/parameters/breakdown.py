@@ -11,6 +11,7 @@ from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout
 
 from core.config import ConfigError, ModelConfig
+from core.display import short_counts_apart
 from core.params import ParameterBreakdown
 from gui.panels.base import Refusal, View
 from gui.panels.parameters.common import ParametersControls, fit_table, pie_slices, set_cell, table
@@ -131,11 +132,12 @@ class BreakdownView(View):
         tied, untied = result.tied_total, result.untied_total
         saved = untied - tied
         shape = f"{config.vocab_size:,} × {config.d_model:,}"
+        tied_short, untied_short = short_counts_apart(tied, untied)
         if config.tie_embeddings:
             return (f"Tied: the head reuses the {shape} token table, so V × d = {saved:,} parameters are not added"
-                    f" ({format_count(tied)} instead of {format_count(untied)} untied).")
+                    f" ({tied_short} instead of {untied_short} untied).")
         return (f"Untied: the head is a {shape} matrix of its own, adding V × d = {saved:,} parameters"
-                f" ({format_count(untied)} instead of {format_count(tied)} tied).")
+                f" ({untied_short} instead of {tied_short} tied).")
 
     def _fill_legend(self, inner: list[PieSlice], outer: list[PieSlice], breakdown: ParameterBreakdown) -> None:
         rows: list[tuple[str, int, QColor | None, bool]] = []
