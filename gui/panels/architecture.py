@@ -80,6 +80,15 @@ def default_position(count: int, chosen: int | None) -> int | None:
     return min(chosen, count - 1)
 
 
+def model_tokenizer(state):
+    """The text's tokenizer if it is the model's vocabulary; None (ids only) when it belongs to another."""
+    tokenizer = state.tokenizer
+    vocab = state.config.vocab_size
+    if tokenizer is not None and getattr(tokenizer, "vocab_size", vocab) != vocab:
+        return None
+    return tokenizer
+
+
 @dataclass(frozen=True)
 class FollowInputs:
     model: Any
@@ -175,25 +184,27 @@ class FollowTokenView(View):
         problem = sequence_refusal(model, tokens)
         if problem:
             return Refusal(problem)
-        tokenizer = self.state.tokenizer
-        if tokenizer is not None and getattr(tokenizer, "vocab_size", config.vocab_size) != config.vocab_size:
-            tokenizer = None  # ids only: the tokenizer belongs to another vocabulary
-        return FollowInputs(model, tokenizer, tuple(tokens), self.followed_position())
+        return FollowInputs(model, model_tokenizer(self.state), tuple(tokens), self.followed_position())
 
     # ---- showing -------------------------------------------------------------------------------
     def on_stale(self) -> None:
         self.diagram.set_annotations({})  # the lengths written on the drawing belong to the old inputs
 
     def show_result(self, result) -> None:
-        label = html.escape(result.token_label)
-        next_text = (f"the text continues with <b>'{html.escape(result.next_token_label)}'</b>"
+        ids_only = self.shown_inputs.tokenizer is None
+
+        def named(label: str) -> str:  # a label is the token's text, or its id where the model has no tokenizer
+            return f"id {html.escape(label)}" if ids_only else f"'{html.escape(label)}'"
+
+        next_text = (f"the text continues with <b>{named(result.next_token_label)}</b>"
                      if result.next_token_label is not None else "the last token (the text has no next one)")
-        final = html.escape(result.top_labels[-1][0])
         post = " Post-norm: each stage includes its norm." if result.placement == "post" else ""
+        ids_note = (" Token ids only: the text's tokenizer has another vocabulary than this model's "
+                    f"{self.shown_inputs.model.config.vocab_size:,} tokens." if ids_only else "")
         self.caption.setText(
-            f"Token {result.position} <b>'{label}'</b>: {next_text}; {html.escape(result.model_name)} predicts "
-            f"<b>'{final}'</b> ({result.top_probs[-1][0]:.0%}). Each row reads the vector after a stage through the "
-            f"final norm and the head (a logit lens).{post}")
+            f"Token {result.position} <b>{named(result.token_label)}</b>: {next_text}; {html.escape(result.model_name)} "
+            f"predicts <b>{named(result.top_labels[-1][0])}</b> ({result.top_probs[-1][0]:.0%}). Each row reads the vector "
+            f"after a stage through the final norm and the head (a logit lens).{post}{ids_note}")
         self._fill_table(result)
         self._update_bars(result)
         self.annotate_diagram()
@@ -204,7 +215,8 @@ class FollowTokenView(View):
             self.table.setRowCount(result.n_stages)
             plain, bold = theme.font(), theme.font(bold=True)
             for row in range(result.n_stages):
-                guesses = "  │  ".join(f"{label} {prob:.0%}" if prob >= 0.01 else f"{label} <1%"
+                prefix = "id " if self.shown_inputs.tokenizer is None else ""
+                guesses = "  │  ".join(f"{prefix}{label} {prob:.0%}" if prob >= 0.01 else f"{prefix}{label} <1%"
                                      for label, prob in zip(result.top_labels[row], result.top_probs[row]))
                 cells = (result.stage_labels[row], f"{result.norms[row]:.2f}", f"{result.update_norms[row]:.2f}", guesses)
                 for column, text in enumerate(cells):
@@ -440,10 +452,10 @@ class ArchitecturePanel(Panel):
 
     # ---- the followed token --------------------------------------------------------------------
     def token_labels(self) -> list[str]:
-        tokenizer = self.state.tokenizer
+        tokenizer = model_tokenizer(self.state)
         tokens = self.state.tokens
         if tokenizer is None:
-            return [str(t) for t in tokens]
+            return [f"id {t}" for t in tokens]
         labels = []
         for token in tokens:
             try:

@@ -455,3 +455,22 @@ def test_token_labels_are_plain_text_in_the_caption(qtbot, followed, bundled):
         state.set_tokens([bundled.tokenizer.id_of(c) for c in "a&b;c"])
         panel.set_followed_position(1)
     assert "<b>'&amp;'</b>" in panel.follow_caption.text()  # shown as the character itself, not markup
+
+
+def test_a_model_of_another_vocabulary_is_read_in_ids_in_the_picker_and_the_caption(qtbot, followed, bundled):
+    """The text's character tokenizer does not belong to a random gpt2-small: both say 'id N', never a character."""
+    from core.model import Transformer
+    from core.presets import get_preset
+
+    panel, state = followed, followed.state
+    config = get_preset("tiny-gpt").replace(vocab_size=bundled.tokenizer.vocab_size + 7, name="other-vocab")
+    with qtbot.waitSignal(panel.follow.result_shown, timeout=RESULT_TIMEOUT_MS):
+        state.set_config(config)
+        state.set_model(Transformer.from_seed(config, seed=0).eval())
+    panel._fill_token_combo()
+    position = panel.followed_position()
+    token = state.tokens[position]
+    assert panel.token_combo.itemText(position) == f"{position}: id {token}"
+    caption = panel.follow_caption.text()
+    assert f"Token {position} <b>id {token}</b>" in caption and "Token ids only" in caption
+    assert all(part.strip().startswith("id ") for part in panel.table.item(0, 3).text().split("│"))
