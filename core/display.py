@@ -63,3 +63,8 @@ def short_counts_apart(*counts: int) -> list[str]:
         if len(set(shown)) == len(set(counts)):
             return shown
     return [f"{n:,}" for n in counts]
+
+
+def plural(count: int, noun: str, plural_form: str | None = None) -> str:
+    """'1 block', '12 blocks': the count with its noun in the right number."""
+    return f"{count:,} {noun if count == 1 else (plural_form or noun + 's')}"

@@ -9,6 +9,7 @@ import sys
 from core.cli import CliError
 from core.cli.bounds import seed, whole_number
 from core.cli.common import print_json, print_table
+from core.display import plural
 from core.experiments.pitfall_setups import EXPERIMENT_TITLES, EXPERIMENTS, MAX_STEPS, SIZES, PitfallError
 from core.experiments.pitfalls import check_experiment, run_comparison, summary_rows, verdict
 
@@ -57,7 +58,7 @@ def run_pitfalls(args: argparse.Namespace) -> int:
             print(f"{key}: step {step}/{setup.steps}  loss {loss:.3f}", file=sys.stderr, flush=True)
 
     if not args.quiet:
-        print(f"{args.experiment}: {EXPERIMENT_TITLES[args.experiment]}; {setup.n_layers} blocks of d_model "
+        print(f"{args.experiment}: {EXPERIMENT_TITLES[args.experiment]}; {plural(setup.n_layers, 'block')} of d_model "
               f"{setup.d_model}, {setup.steps} steps of {setup.batch_size} x {setup.seq_len}, lr {setup.lr:g}, seed "
               f"{setup.seed}", file=sys.stderr)
     try:
@@ -77,7 +78,7 @@ def run_pitfalls(args: argparse.Namespace) -> int:
             ],
         })
         return 0
-    print(f"{EXPERIMENT_TITLES[comparison.experiment]}: {setup.steps} steps, seed {setup.seed}, {setup.n_layers} blocks, "
+    print(f"{EXPERIMENT_TITLES[comparison.experiment]}: {setup.steps} steps, seed {setup.seed}, {plural(setup.n_layers, 'block')}, "
           f"lr {setup.lr:g}; uniform guess ln V = {comparison.uniform_loss:.3f}")
     header = ["run", "train loss, first", "train loss, last tenth", "max after first tenth", "held-out, own mask",
               "held-out, causal", "last/first block grad, first tenth", "last tenth"]

@@ -31,7 +31,7 @@ from PySide6.QtWidgets import (
 )
 
 from core.config import ConfigError, ModelConfig
-from core.display import format_bytes
+from core.display import format_bytes, plural
 from gui import theme
 from gui.panels.base import Panel, Refusal, View
 from gui.widgets.flow_layout import FlowLayout, control_group
@@ -245,7 +245,7 @@ class ShapesView(View):
             f"d_head={config.d_head}; traced on the {trace.device} device through block 0. "
             f"<span style='color:{theme.current().warning}'><b>The (B, h, T, T) attention matrix</b> is "
             f"{format_bytes(matrix)} per layer ({matrix / max(1, trace.residual_bytes):.1f}x one (B, T, d_model) "
-            f"activation), {format_bytes(matrix * layers)} if all {layers} layers keep theirs; "
+            f"activation), {format_bytes(matrix * layers)} if all {plural(layers, 'layer')} keep theirs; "
             f"doubling T quadruples it.</span>"
         )
 

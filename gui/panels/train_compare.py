@@ -37,6 +37,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from core.display import plural
 from core.experiments.pitfall_setups import (
     EXPERIMENT_NAMES,
     EXPERIMENT_TITLES,
@@ -278,7 +279,7 @@ class ComparePage(QWidget):
         setup = request.setup()
         warm = f"; the warm-up run warms up over {setup.warmup_steps} steps" if request.experiment == "warmup" else ""
         self.setup_label.setText(
-            f"{EXPERIMENT_TITLES[request.experiment]}: {setup.n_layers} blocks, d_model {setup.d_model}, "
+            f"{EXPERIMENT_TITLES[request.experiment]}: {plural(setup.n_layers, 'block')}, d_model {setup.d_model}, "
             f"{setup.n_heads} heads; {setup.steps:,} steps of {setup.batch_size} x {setup.seq_len} characters at "
             f"learning rate {setup.lr:g}{warm}; the first {setup.corpus_chars:,} characters of the bundled "
             "Shakespeare, the last tenth held out. These models are not installed as the lab's model.")

@@ -25,3 +25,12 @@ def test_gpt2_xl_tied_and_untied_are_told_apart():
 def test_equal_counts_stay_equal_and_far_apart_ones_keep_one_decimal():
     assert short_counts_apart(5_000_000, 5_000_000) == ["5.0M", "5.0M"]
     assert short_counts_apart(1_000_000, 2_000_000) == ["1.0M", "2.0M"]
+
+
+def test_plural_agrees_with_its_count():
+    from core.display import plural
+
+    assert plural(1, "block") == "1 block"
+    assert plural(12, "block") == "12 blocks"
+    assert plural(0, "layer") == "0 layers"
+    assert plural(2, "query", "queries") == "2 queries"

@@ -7,6 +7,7 @@ from PySide6.QtGui import QBrush, QColor, QFontMetrics
 from PySide6.QtWidgets import QAbstractItemView, QCheckBox, QComboBox, QHeaderView, QTableWidget, QTableWidgetItem
 
 from core.config import ModelConfig
+from core.display import plural
 from core.params import GROUP_LABELS, ParameterBreakdown
 from core.presets import PRESETS
 from gui import theme
@@ -110,7 +111,7 @@ def pie_slices(breakdown: ParameterBreakdown) -> tuple[list[PieSlice], list[PieS
     inner = [
         PieSlice("token_embeddings", GROUP_LABELS["token_embeddings"], groups["token_embeddings"], colors["token_embeddings"], short_label="token emb."),
         PieSlice("position_embeddings", GROUP_LABELS["position_embeddings"], groups["position_embeddings"], colors["position_embeddings"], short_label="positions"),
-        PieSlice("blocks", f"{stacks} blocks", blocks, colors["blocks"], short_label="blocks"),
+        PieSlice("blocks", plural(stacks, "block"), blocks, colors["blocks"], short_label="blocks"),
         PieSlice("final_norm", final_label, groups["norms"] - block_norms, colors["final_norm"]),
         PieSlice("head", "output head (untied)", groups["head"], colors["head"], short_label="head"),
     ]
