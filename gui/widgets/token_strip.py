@@ -430,11 +430,15 @@ class TokenStrip(QWidget):
     def set_marked(self, position: int) -> None:
         self.chips.set_marked(position)
 
-    def show_message(self, text: str) -> None:
+    def show_message(self, text: str, about: QWidget | None = None) -> None:
+        """A refusal under the strip, outlining the field it is about (the text field unless told otherwise)."""
         self.message_label.setText(text)
         self.message_label.setStyleSheet(f"color: {theme.current().warning};")
         self.message_label.setVisible(bool(text))
-        self.text_edit.setStyleSheet(f"QLineEdit {{ border: 2px solid {theme.current().warning}; }}" if text else "")
+        about = about or self.text_edit
+        for field, kind in ((self.text_edit, "QLineEdit"), (self.replace_combo, "QComboBox")):
+            outlined = bool(text) and field is about
+            field.setStyleSheet(f"{kind} {{ border: 2px solid {theme.current().warning}; }}" if outlined else "")
 
     def clear_message(self) -> None:
         self.show_message("")
@@ -464,7 +468,8 @@ class TokenStrip(QWidget):
             self.show_message(f"there is no token at position {position}")
             return False
         if self._tokenizer is not None and not 0 <= token_id < self._tokenizer.vocab_size:
-            self.show_message(f"token id {token_id} is outside the vocabulary (0..{self._tokenizer.vocab_size - 1})")
+            self.show_message(f"token id {token_id} is outside the vocabulary (0..{self._tokenizer.vocab_size - 1})",
+                              about=self.replace_combo)
             return False
         self.clear_message()
         if self.chips.selected != position:
@@ -493,7 +498,7 @@ class TokenStrip(QWidget):
             except Exception:  # each tokenizer raises its own unknown-token error
                 continue
         self.show_message(f"{text!r} is not a token of this vocabulary ({self._tokenizer.vocab_size} tokens); "
-                          "pick one from the list")
+                          "pick one from the list", about=self.replace_combo)
         return None
 
     def submit_text(self) -> None:

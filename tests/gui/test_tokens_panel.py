@@ -215,6 +215,10 @@ def test_an_unknown_replacement_is_refused(qtbot, lab):
     assert not panel.strip.replace_with_text(2, "€")
     assert "not a token" in panel.strip.message_label.text()
     assert state.tokens == tokens
+    # The outline marks the field the refusal is about: Replace with, not the text field.
+    assert "border" in panel.strip.replace_combo.styleSheet() and panel.strip.text_edit.styleSheet() == ""
+    panel.strip.clear_message()
+    assert panel.strip.replace_combo.styleSheet() == ""
 
 
 # The offscreen platform cannot grab the keyboard or raise a popup; those notices are no defect of the panel.
