@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from core import sampling
+from core.display import display_token
 from core.experiments import kv_cache
 from core.model import Transformer
 from core.presets import get_preset
@@ -160,6 +161,9 @@ def test_the_kv_cache_view_proves_the_cache(qtbot, lab, model):
     assert panel.steps_table.rowCount() == 9 and panel.layers_table.rowCount() == model.config.n_layers
     assert panel.variants_table.rowCount() == len(proof.variants) == 3
     assert panel.variants_table.item(0, 0).text() == "multi-head (this model)"
+    tokenizer = state.tokenizer  # each decoded token is named as the text shows it, with its id
+    for row, step in enumerate(proof.steps, start=1):
+        assert panel.steps_table.item(row, 2).text() == f"'{display_token(tokenizer.token_text(step.token))}' ({step.token})"
     change(qtbot, view, lambda: panel.decode_steps_spin.setValue(3))
     assert len(view.result.steps) == 3 and panel.steps_table.rowCount() == 4
     change(qtbot, view, lambda: state.set_text("To be or not"))

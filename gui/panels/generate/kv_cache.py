@@ -15,7 +15,7 @@ from typing import Any
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QSpinBox, QSplitter, QVBoxLayout
 
-from core.display import format_bytes
+from core.display import display_token, format_bytes
 from gui.panels.base import Refusal, View
 from gui.panels.generate.common import caption, fit_table, sequence_refusal, set_cell, table
 from gui.panels.tokens.common import format_change
@@ -29,6 +29,7 @@ MAX_DECODE_STEPS = 256  # core.experiments.kv_cache.MAX_DECODE_STEPS (torch-free
 @dataclass(frozen=True)
 class KVCacheInputs:
     model: Any
+    tokenizer: Any  # None, or another vocabulary's: the table gives ids only
     tokens: tuple[int, ...]
     decode_steps: int
 
@@ -43,9 +44,20 @@ def _shape(shape: tuple[int, ...]) -> str:
     return "(" + ", ".join(str(n) for n in shape) + ")"
 
 
+def _token_cell(inputs: KVCacheInputs, token_id: int) -> str:
+    """The decoded token as the text shows it, with its id; the id alone where the tokenizer is another vocabulary's."""
+    tokenizer = inputs.tokenizer
+    if tokenizer is None or getattr(tokenizer, "vocab_size", None) != inputs.model.config.vocab_size:
+        return f"id {token_id}"
+    try:
+        return f"'{display_token(tokenizer.token_text(token_id))}' ({token_id})"
+    except Exception:  # each tokenizer has its own unknown-id error; the id still identifies the token
+        return f"id {token_id}"
+
+
 class KVCacheView(View):
     name = "KV cache"
-    reads = frozenset({"model", "tokens"})
+    reads = frozenset({"model", "tokens", "tokenizer"})
     compute_fn = staticmethod(compute_kv_cache)
 
     def __init__(self, state, compute, channel_prefix: str = "", parent=None) -> None:
@@ -68,7 +80,7 @@ class KVCacheView(View):
         self.proof_label.setObjectName("generate-kv-proof")
         layout.addWidget(self.proof_label)
         # Short headers: at projector scale every column must stay in view.
-        self.steps_table = table(("step", "position", "token id", "cached", "K = V shape", "K+V / layer", "cache",
+        self.steps_table = table(("step", "position", "token", "cached", "K = V shape", "K+V / layer", "cache",
                                   "max |Δ logit| vs recompute"))
         self.layers_table = table(("layer", "K shape", "V shape", "K bytes", "V bytes"))
         self.variants_table = table(("attention", "kv heads", "measured B/token", "2·L·h_kv·d_head·B",
@@ -101,7 +113,7 @@ class KVCacheView(View):
         if len(tokens) < 2:
             return Refusal("The cached decode needs at least two tokens: one to prefill, one to decode. Type more text.")
         steps = min(self.decode_steps_spin.value(), len(tokens) - 1)
-        return KVCacheInputs(model, tuple(tokens), steps)
+        return KVCacheInputs(model, self.state.tokenizer, tuple(tokens), steps)
 
     def on_stale(self) -> None:
         for widget in (self.steps_table, self.layers_table, self.variants_table):
@@ -110,7 +122,7 @@ class KVCacheView(View):
     def show_result(self, proof) -> None:
         inputs: KVCacheInputs = self.shown_inputs
         rows = [("prefill", f"0..{proof.prefill_length - 1}", "", proof.prefill_length, proof.prefill_layers, None)]
-        rows += [(str(index + 1), str(step.position), str(step.token), step.cached_positions, step.layers, step)
+        rows += [(str(index + 1), str(step.position), _token_cell(inputs, step.token), step.cached_positions, step.layers, step)
                  for index, step in enumerate(proof.steps)]
         self.steps_table.setRowCount(len(rows))
         for row, (label, position, token_id, cached, layers, step) in enumerate(rows):
