@@ -234,7 +234,8 @@ class SamplingView(View):
         self.sampled_bars.setOpts(x0=np.zeros(n), y=ys, width=renormalised, height=0.5,
                                   brushes=[theme.brush("highlight" if d else "primary") for d in drawn],
                                   pens=[theme.pen("highlight" if d else "primary", width=1) for d in drawn])
-        self.plot.getAxis("left").setTicks([list(enumerate(result.labels))])
+        # Quoted: a lone ',' or '.' is a speck on the axis; in quotes it reads as a token at any text size.
+        self.plot.getAxis("left").setTicks([[(row, f"'{label}'") for row, label in enumerate(result.labels)]])
         # The axis reaches u and the running total where it passes u, so the crossing is always in view.
         top = float(max(tempered.max(initial=0.0), renormalised.max(initial=0.0), s.uniform))
         x_range = min(1.0, top * 1.15) or 1.0
