@@ -65,14 +65,25 @@ def _vector(values) -> str:
 
 
 def _as_json(worked, description: str, ids: list[int]) -> dict:
-    def clean(array):
-        return [None if v != v else ("-inf" if v == float("-inf") else v) for v in array.ravel().tolist()]
+    def number(v):
+        return None if v != v else ("-inf" if v == float("-inf") else v)
+
+    def cleaned(listed):
+        return [cleaned(row) if isinstance(row, list) else number(row) for row in listed]
+
+    def clean(array):  # keeps the array's shape: a (T, d) array is T lists of d numbers
+        return None if array is None else cleaned(array.reshape(array.shape or (1,)).tolist())
 
     return {
         "model": description, "tokens": ids, "labels": list(worked.labels), "layer": worked.layer,
         "head": worked.head, "query": worked.query, "mask_mode": worked.mask_mode, "omitted": list(worked.omitted),
         "kv_head": worked.kv_head, "shared_heads": list(worked.shared_heads), "d_head": worked.d_head,
         "scale": worked.scale, "q_before_rope": clean(worked.q_before), "q": clean(worked.q),
+        "k_before_rope": clean(worked.k_before), "k": clean(worked.k), "v": clean(worked.v),
+        "rope_angles": clean(worked.rope_angles), "model_q": clean(worked.model_q),
+        "zeroed_after_softmax": worked.zeroed_after_softmax.tolist(),
+        "step_checks": [{"step": step, "max_difference": difference, "tolerance": tolerance}
+                        for step, difference, tolerance in worked.step_checks],
         "dots": clean(worked.dots), "scaled": clean(worked.scaled), "alibi_slope": worked.alibi_slope,
         "alibi_penalty": clean(worked.alibi_penalty), "visible": worked.visible.tolist(),
         "scores": clean(worked.scores), "weights": clean(worked.weights),

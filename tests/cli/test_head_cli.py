@@ -47,6 +47,32 @@ def test_json_holds_every_step(capsys):
     assert data["scores"][2:] == ["-inf"] * 4 and sum(data["weights"]) == pytest.approx(1.0)
 
 
+def test_json_holds_the_keys_values_and_rotation_of_a_rope_model(capsys):
+    """Every array of the worked head: k and v per key (T, d), the rotated k, the angles (T, d/2), checked by hand."""
+    import numpy as np
+
+    code, out, _ = run(capsys, "head", "--checkpoint", "tiny-llama", "--text", "To be", "--query", "3", "--json")
+    assert code == 0
+    data = json.loads(out)
+    k_before, k, v = (np.array(data[name]) for name in ("k_before_rope", "k", "v"))
+    angles = np.array(data["rope_angles"])
+    tokens, d = len(data["tokens"]), data["d_head"]
+    assert k_before.shape == k.shape == v.shape == (tokens, d) and angles.shape == (tokens, d // 2)
+    # Rotating k_before by the angles gives k, in whichever pairing the model uses (half-split or interleaved).
+    cos, sin = np.cos(angles), np.sin(angles)  # (T, d/2) each
+    first, second = k_before[:, : d // 2], k_before[:, d // 2:]
+    half_split = np.concatenate([first * cos - second * sin, second * cos + first * sin], axis=1)  # (T, d)
+    even, odd = k_before[:, 0::2], k_before[:, 1::2]
+    interleaved = np.stack([even * cos - odd * sin, odd * cos + even * sin], axis=-1).reshape(tokens, d)  # (T, d)
+    tolerance = 1e-5 * max(1.0, float(np.abs(k_before).max()))
+    assert np.allclose(half_split, k, atol=tolerance) or np.allclose(interleaved, k, atol=tolerance)
+    scaled = np.array(data["q"]) @ k.T * data["scale"]  # (T,) the scores before the mask, from the printed arrays
+    visible = np.array(data["visible"])
+    assert np.allclose(scaled[visible], np.array(data["scaled"])[visible], rtol=1e-5, atol=1e-5)
+    assert [check["step"] for check in data["step_checks"]] and all(
+        check["max_difference"] <= check["tolerance"] for check in data["step_checks"])
+
+
 @pytest.mark.parametrize(("argv", "message"), [
     (["--checkpoint", "tiny-gpt", "--layer", "9"], "block 9 is out of range: this model has blocks 0 to 3"),
     (["--head", "4"], "head 4 is out of range: each block has heads 0 to 3"),
