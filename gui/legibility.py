@@ -103,7 +103,7 @@ def legibility_problems(root: QWidget) -> list[Problem]:
             problems += plot_text_problems(widget)
             problems += dropped_plot_labels(widget)
         if isinstance(widget, pg.PlotWidget):
-            problems += cut_plot(widget) + squashed_plot(widget) + broken_title(widget)
+            problems += cut_plot(widget) + squashed_plot(widget) + broken_title(widget) + legend_over_data(widget)
         if isinstance(widget, QAbstractItemView) and not isinstance(widget.parentWidget(), QComboBox):
             problems += hidden_rows(widget)
     return problems
@@ -252,3 +252,30 @@ def plot_text_problems(view: QGraphicsView) -> list[Problem]:
 
 __all__ = ["MIN_CONTROL_PX", "MIN_TABLE_ROWS", "MIN_TEXT_PX", "Problem", "broken_title", "clipped_label", "cut_plot", "dropped_plot_labels", "hidden_rows",
            "legibility_problems", "squashed_plot"]
+
+
+def legend_over_data(plot: pg.PlotWidget) -> list[Problem]:
+    """A legend drawn inside the view box over a plotted point or line: it hides the data it names."""
+    item = plot.getPlotItem()
+    legend = item.legend
+    if legend is None or not legend.isVisible() or not legend.items:
+        return []
+    box = legend.sceneBoundingRect()
+    if not box.intersects(item.vb.sceneBoundingRect()):
+        return []
+    covered = []
+    for curve in item.listDataItems():
+        if not curve.isVisible():
+            continue
+        xs, ys = curve.getData()
+        if xs is None or len(xs) == 0:
+            continue
+        # The curve's points and the midpoints of its segments, in scene coordinates.
+        points = [(float(x), float(y)) for x, y in zip(xs, ys) if x == x and y == y]
+        points += [((a[0] + b[0]) / 2, (a[1] + b[1]) / 2) for a, b in zip(points, points[1:])]
+        if any(box.contains(item.vb.mapViewToScene(pg.Point(x, y))) for x, y in points):
+            covered.append(curve.name() or type(curve).__name__)
+    if not covered:
+        return []
+    where = plot.objectName() or describe(plot)
+    return [Problem("dropped", where, round(box.width()), f"the legend covers the plotted {', '.join(covered)}")]

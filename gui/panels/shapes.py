@@ -35,6 +35,7 @@ from core.display import format_bytes, plural
 from gui import theme
 from gui.panels.base import Panel, Refusal, View
 from gui.widgets.flow_layout import FlowLayout, control_group
+from gui.widgets.legend import legend_below
 from gui.widgets.log_axis import log_ready_axes
 from gui.widgets.plot_titles import wrap_title
 
@@ -209,7 +210,7 @@ class ShapesView(View):
         self.growth_plot.setLabel("bottom", "sequence length T")
         self.growth_plot.setLabel("left", "memory")
         self.growth_plot.showGrid(x=True, y=True, alpha=0.25)
-        self.growth_plot.addLegend(offset=(10, 10))
+        legend_below(self.growth_plot)
         self.attention_curve = self.growth_plot.plot([], [], name="(B, h, T, T) attention weights", symbol="o", symbolSize=5)
         self.residual_curve = self.growth_plot.plot([], [], name="(B, T, d_model) activation", symbol="s", symbolSize=5)
         self.current_marker = pg.ScatterPlotItem(size=14, symbol="o")

@@ -49,8 +49,9 @@ from core.tokenizers import CharTokenizer
 from gui import theme
 from gui.panels.base import Panel
 from gui.panels.generate.common import TrainedMaskWarning
-from gui.panels.train_compare import ComparePage, CompareRequest, ComparisonProgress, run_pitfall_job
+from gui.panels.train_compare import ComparePage, ComparisonProgress, run_pitfall_job
 from gui.widgets.flow_layout import FlowLayout, control_group
+from gui.widgets.legend import legend_below
 from gui.widgets.page_tabs import PageTabs
 from gui.widgets.plot_titles import wrap_title
 from gui.widgets.turning_splitter import TurningSplitter
@@ -369,7 +370,7 @@ class TrainPanel(Panel):
         self.loss_plot.showGrid(x=True, y=True, alpha=0.25)
         self.loss_plot.getAxis("left").enableAutoSIPrefix(False)
         self.loss_plot.getAxis("bottom").enableAutoSIPrefix(False)
-        self.loss_plot.addLegend(offset=(-10, 5))
+        legend_below(self.loss_plot)
         self.train_curve = self.loss_plot.plot([], [], name="train (batch)")
         # Redrawn ten times a second with every step so far: long runs are drawn at screen resolution.
         self.train_curve.setDownsampling(auto=True, method="peak")

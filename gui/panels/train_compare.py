@@ -48,6 +48,7 @@ from core.experiments.pitfall_setups import (
     run_keys,
 )
 from gui import theme
+from gui.widgets.legend import legend_below
 from gui.widgets.log_axis import log_ready_axes
 from gui.widgets.plot_titles import wrap_title
 
@@ -197,7 +198,7 @@ class ComparePage(QWidget):
         self.loss_plot.setLabel("bottom", "step")
         self.loss_plot.setLabel("left", "loss (nats/char)")
         self.loss_plot.showGrid(x=True, y=True, alpha=0.25)
-        self.loss_plot.addLegend(offset=(-10, 5))
+        legend_below(self.loss_plot)
         self.loss_curves: dict[str, pg.PlotDataItem] = {}
         splitter.addWidget(self.loss_plot)
 
@@ -218,7 +219,7 @@ class ComparePage(QWidget):
         self.gradient_plot.setLabel("left", "||dL/dθ|| of the block")
         self.gradient_plot.setLogMode(y=True)
         self.gradient_plot.showGrid(x=True, y=True, alpha=0.25)
-        self.gradient_plot.addLegend(offset=(-10, 5))
+        legend_below(self.gradient_plot)
         gradient_layout.addWidget(self.gradient_plot, 1)
         splitter.addWidget(gradient_box)
         layout.addWidget(splitter, 1)

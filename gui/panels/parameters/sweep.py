@@ -18,6 +18,7 @@ from core.config import ConfigError, ModelConfig
 from gui import theme
 from gui.panels.base import Refusal, View
 from gui.panels.parameters.common import ParametersControls
+from gui.widgets.legend import legend_below
 from gui.widgets.pie import format_count, format_share
 from gui.widgets.plot_titles import wrap_title
 
@@ -75,7 +76,7 @@ class SweepView(View):
         self.sweep_plot.setLabel("bottom", "width d_model")
         self.sweep_plot.setLabel("left", "share (%)")
         self.sweep_plot.showGrid(x=True, y=True, alpha=0.25)
-        self.sweep_plot.addLegend(offset=(-10, 10))  # top right: both curves run low or level there
+        legend_below(self.sweep_plot)
         self.embedding_curve = self.sweep_plot.plot([], [], name="embeddings / all parameters")
         self.ffn_curve = self.sweep_plot.plot([], [], name="FFN / one block")
         self.sweep_marker = self.sweep_plot.plot([], [], symbol="o", symbolSize=14)

@@ -27,6 +27,7 @@ from gui.panels.positions.common import (
     style_legends,
 )
 from gui.widgets.heatmap import Heatmap
+from gui.widgets.legend import legend_below
 
 
 @dataclass(frozen=True)
@@ -105,7 +106,7 @@ class GridsView(View):
         grids.setSizes([500, 400, 400])
         splitter.addWidget(grids)
         self.offset_plot = make_plot("Score against offset m - n (query at m, every key n)", "offset m - n", "score")
-        self.offset_plot.addLegend(offset=(10, 5), colCount=3)
+        legend_below(self.offset_plot)
         self.offset_rope = self.offset_plot.plot([], [], name="RoPE")
         self.offset_sinusoidal = self.offset_plot.plot([], [], name="sinusoidal")
         self.offset_learned = self.offset_plot.plot([], [], name="learned (random)")

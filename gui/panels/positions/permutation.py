@@ -37,6 +37,7 @@ from gui.panels.positions.common import (
     plain_label,
 )
 from gui.widgets.flow_layout import FlowLayout
+from gui.widgets.legend import legend_below
 from gui.widgets.table_rows import keep_rows_in_view
 
 ZERO_FLOOR_LOG10 = -17.0  # where an exactly-zero difference is drawn on the log axis
@@ -124,7 +125,7 @@ class PermutationView(View):
         self.permutation_plot = make_plot("|attn(shuffled x) - shuffle(attn(x))| per position (log scale)",
                                           "position", "max |difference|")
         self.permutation_plot.setMouseEnabled(x=False, y=False)
-        self.permutation_plot.addLegend(offset=(10, 5), colCount=len(PERMUTATION_ENCODINGS))
+        legend_below(self.permutation_plot)
         self.permutation_bars = {}
         for encoding in PERMUTATION_ENCODINGS:
             bars = pg.BarGraphItem(x=[0], height=[0], width=0.2, name=PERMUTATION_ENCODING_CAPTIONS[encoding])

@@ -37,6 +37,7 @@ from gui.panels.positions.common import (
     style_legends,
 )
 from gui.widgets.flow_layout import FlowLayout, control_group, wrapping_group
+from gui.widgets.legend import legend_below
 
 MAX_ARROW_PAIRS = 8  # more circles than this are unreadable at projector scale
 ARROW_PLOT_LINES = 8  # title, legend, circles of two lines' height, labels of two lines
@@ -242,7 +243,7 @@ class ScrubberView(View):
 
     def _build_plots(self) -> QSplitter:
         self.trace_plot = make_plot("Score against m at a fixed offset m - n", "query position m", "score")
-        self.trace_plot.addLegend(offset=(10, 5), colCount=2)
+        legend_below(self.trace_plot)
         self.trace_rope = self.trace_plot.plot([], [], name="RoPE")
         self.trace_sinusoidal = self.trace_plot.plot([], [], name="sinusoidal (added)")
         self.trace_markers = pg.ScatterPlotItem(size=12)
@@ -268,7 +269,7 @@ class ScrubberView(View):
         self.arrow_plot.hideAxis("bottom")
         self.arrow_plot.hideAxis("left")
         self.arrow_plot.getViewBox().sigResized.connect(self._arrow_plot_resized)
-        self.arrow_plot.addLegend(offset=(10, 5), colCount=2)
+        legend_below(self.arrow_plot)
         self.arrow_circles = self.arrow_plot.plot([], [])
         self.q_arrows = self.arrow_plot.plot([], [], connect="pairs", name="R(m) q")
         self.k_arrows = self.arrow_plot.plot([], [], connect="pairs", name="R(n) k")
@@ -283,7 +284,7 @@ class ScrubberView(View):
             self.pair_labels.append(label)
 
         self.norm_plot = make_plot("Rotation keeps lengths: ‖R(m)q‖ against m", "position", "length")
-        self.norm_plot.addLegend(offset=(10, 5), colCount=2)
+        legend_below(self.norm_plot)
         self.q_norm_curve = self.norm_plot.plot([], [], name="‖R(m) q‖")
         self.k_norm_curve = self.norm_plot.plot([], [], name="‖R(n) k‖")
         self.norm_m_line = pg.InfiniteLine(angle=90, movable=False)
@@ -335,7 +336,7 @@ class ScrubberView(View):
         self.q_norm_curve.setData(data.positions, data.q_norms)
         self.k_norm_curve.setData(data.positions, data.k_norms)
         biggest = max(data.q_norm, data.k_norm)
-        self.norm_plot.setYRange(0, biggest * 1.6, padding=0)  # top: room for the legend
+        self.norm_plot.setYRange(0, biggest * 1.15, padding=0)
         self.norm_label.setText(
             f"‖q‖ = {data.q_norm:.10f}, ‖k‖ = {data.k_norm:.10f}; largest change over m = 0..{last}: "
             f"{format_difference(data.q_norm_drift)} and {format_difference(data.k_norm_drift)} "
@@ -360,7 +361,7 @@ class ScrubberView(View):
         low, high = float(shown.min()), float(shown.max())
         pad = 0.05 * (high - low or 1.0)
         for plot in (self.trace_plot, self.row_plot):
-            plot.setYRange(low - pad, high + 4 * pad, padding=0)  # top: room for the legend
+            plot.setYRange(low - pad, high + pad, padding=0)
 
     def _comparison_toggled(self, compared: bool) -> None:
         for item in (self.trace_sinusoidal, self.row_sinusoidal):
@@ -377,10 +378,8 @@ class ScrubberView(View):
         widest = max(data.wavelengths.shape[0] * 2 - 1, 1)
         label_px = metrics.horizontalAdvance(f"dims {widest - 1}-{widest}") + 2 * margin
         view = self.arrow_plot.getViewBox().geometry()
-        legend = self.arrow_plot.getPlotItem().legend
-        legend_px = legend.boundingRect().height() + 5 if legend is not None else 0.0  # 5: its offset from the top
         labels_px = 2 * metrics.lineSpacing() + 2 * margin
-        return arrow_layout(view.width(), view.height(), label_px, labels_px, legend_px,
+        return arrow_layout(view.width(), view.height(), label_px, labels_px, 0.0,  # the legend is below the view
                             data.wavelengths.shape[0])
 
     def _arrow_plot_resized(self) -> None:

@@ -21,6 +21,7 @@ from PySide6.QtWidgets import QLabel, QScrollArea, QSpinBox, QVBoxLayout, QWidge
 from gui import theme
 from gui.panels.base import View
 from gui.panels.tokens.common import caption, set_title
+from gui.widgets.legend import legend_below
 from gui.widgets.plot_titles import wrap_title
 from gui.widgets.script_printout import ScriptPrintout
 from gui.widgets.turning_splitter import TurningSplitter
@@ -94,7 +95,7 @@ class ReadingCausalView(View):
         self.change_plot.setLabel("bottom", "position")
         self.change_plot.setLabel("left", "max |change|")
         self.change_plot.setMinimumHeight(220)
-        self.legend = self.change_plot.addLegend(offset=(-10, 10))
+        self.legend = legend_below(self.change_plot)
         self.masked_bars = pg.BarGraphItem(x=[], height=[], width=0.4, name="causal mask")
         self.open_bars = pg.BarGraphItem(x=[], height=[], width=0.4, name="no mask")
         self.change_plot.addItem(self.masked_bars)
