@@ -67,6 +67,7 @@ from gui.state import LabState
 
 STALE_GRACE_MS = 150  # a result faster than this replaces the old one without dimming it first
 STALE_OPACITY = 0.35
+STALE_TITLE_OPACITY = 0.3  # a plot's title, faded the moment its inputs change: it names data about to go
 WAITING_FOR_MODEL = "Waiting for the model..."
 OWN_MINIMUM_HEIGHT = "view_own_minimum_height"  # a cleared label's minimum while it is held at its old height
 WAITING_FOR_TORCH = "Waiting for torch to load..."
@@ -117,6 +118,7 @@ class StaleMark:
         if stale == self.stale:
             return
         self.stale = stale
+        self._fade_titles(STALE_TITLE_OPACITY if stale else 1.0)
         if stale:
             self._timer.start()
             return
@@ -127,6 +129,15 @@ class StaleMark:
     @property
     def dimmed(self) -> bool:
         return self._target.graphicsEffect() is not None
+
+    def _fade_titles(self, opacity: float) -> None:
+        """At once, not after the grace: a title ("T = 1", "offset 2") must not read as current beside new
+        inputs. An item's opacity re-lays out nothing, so a fast result costs no extra layout pass."""
+        for plot in self._target.findChildren(pg.PlotWidget):
+            plot.getPlotItem().titleLabel.setOpacity(opacity)
+
+    def titles_faded(self) -> bool:
+        return any(plot.getPlotItem().titleLabel.opacity() < 1 for plot in self._target.findChildren(pg.PlotWidget))
 
     def _dim(self) -> None:
         if not self.stale:

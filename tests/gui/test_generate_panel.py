@@ -4,6 +4,7 @@ from __future__ import annotations
 
 
 import numpy as np
+import pyqtgraph as pg
 import pytest
 import torch
 
@@ -54,11 +55,14 @@ def last_logits(model, tokens) -> torch.Tensor:
 
 
 def change(qtbot, view, action) -> None:
-    """Do `action`; the view is stale (numbers cleared) at once, then shows the new result."""
+    """Do `action`; the view is stale (numbers cleared, plot titles faded) at once, then shows the new result."""
     with qtbot.waitSignal(view.result_shown, timeout=RESULT_TIMEOUT_MS):
         action()
         assert view.is_stale or view.showing_message
         assert all(label.text().strip() == "" for label in (*view.stale_labels, *view.readouts))
+        has_plots = bool(view.content.findChildren(pg.PlotWidget))
+        assert view.showing_message or not has_plots or view._stale.titles_faded()
+    assert not view._stale.titles_faded()
 
 
 def test_the_sampling_view_shows_core_samplings_numbers(qtbot, lab, model):
