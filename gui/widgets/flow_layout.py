@@ -25,12 +25,17 @@ class FlowLayout(QLayout):
         self._items: list[QLayoutItem] = []
         self._spacing = spacing
         self._wrapped_height = 0  # the height of the rows at the width last laid out
+        # heightForWidth by width, as Qt's own box layouts cache it: a layout pass asks the same width
+        # dozens of times. Cleared by invalidate(), which Qt calls on every layout inside a widget's
+        # layout whenever that one is activated after a child changed.
+        self._height_for_width: dict[int, int] = {}
         self._invalidation_posted = False
         self.setContentsMargins(QMargins(0, 0, 0, 0))
 
     # ---- QLayout's item list -------------------------------------------------------------------
     def addItem(self, item: QLayoutItem) -> None:  # noqa: N802 (Qt's name)
         self._items.append(item)
+        self.invalidate()
 
     def count(self) -> int:
         return len(self._items)
@@ -39,7 +44,10 @@ class FlowLayout(QLayout):
         return self._items[index] if 0 <= index < len(self._items) else None
 
     def takeAt(self, index: int) -> QLayoutItem | None:  # noqa: N802
-        return self._items.pop(index) if 0 <= index < len(self._items) else None
+        if not 0 <= index < len(self._items):
+            return None
+        self.invalidate()
+        return self._items.pop(index)
 
     # ---- sizes ---------------------------------------------------------------------------------
     def expandingDirections(self) -> Qt.Orientation:  # noqa: N802
@@ -49,7 +57,14 @@ class FlowLayout(QLayout):
         return True
 
     def heightForWidth(self, width: int) -> int:  # noqa: N802
-        return self._arrange(QRect(0, 0, width, 0), move=False)
+        height = self._height_for_width.get(width)
+        if height is None:
+            height = self._height_for_width[width] = self._arrange(QRect(0, 0, width, 0), move=False)
+        return height
+
+    def invalidate(self) -> None:
+        self._height_for_width.clear()
+        super().invalidate()
 
     def setGeometry(self, rect: QRect) -> None:  # noqa: N802
         super().setGeometry(rect)

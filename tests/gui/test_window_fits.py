@@ -191,3 +191,25 @@ def test_every_step_of_every_bundled_lesson_leaves_the_window_within_the_screen(
         lessons.set_presentation(False)
         window.state.set_theme("light")
         window.state.set_font_scale(1.0)
+
+
+def test_a_flow_measures_a_width_once_per_layout_pass_and_again_after_a_change(qtbot):
+    """heightForWidth is asked the same width many times a pass: cached, and forgotten when the layout is invalidated."""
+    from PySide6.QtWidgets import QLabel, QWidget
+
+    from gui.widgets.flow_layout import FlowLayout
+
+    host = QWidget()
+    qtbot.addWidget(host)
+    flow = FlowLayout(host)
+    labels = [QLabel("word " * 4) for _ in range(6)]
+    for label in labels:
+        flow.addWidget(label)
+    arranged = []
+    original = flow._arrange
+    flow._arrange = lambda rect, move: arranged.append(rect.width()) or original(rect, move)
+    first = flow.heightForWidth(200)
+    assert [flow.heightForWidth(200) for _ in range(5)] == [first] * 5 and arranged == [200]
+    labels[0].hide()  # one row fewer
+    flow.invalidate()  # what Qt does to every nested layout when the widget's layout activates after the change
+    assert flow.heightForWidth(200) < first and arranged == [200, 200]
