@@ -94,6 +94,21 @@ def main() -> int:
     panel.tabs.setCurrentWidget(view)
     shown: list[float] = []
     view.result_shown.connect(lambda: shown.append(time.perf_counter()))
+    # The worker's own time for each edit: the view's compute function, timed where it runs.
+    compute_times: list[float] = []
+    compute_spans: list[tuple[float, float]] = []  # (start, end) of each compute, to split the edit's time
+    view_compute = type(view).compute_fn
+
+    def timed_compute(inputs, token):
+        began = time.perf_counter()
+        try:
+            return view_compute(inputs, token)
+        finally:
+            ended = time.perf_counter()
+            compute_times.append((ended - began) * 1000)
+            compute_spans.append((began, ended))
+
+    type(view).compute_fn = staticmethod(timed_compute)
     corpus = resource_path("tinyshakespeare.txt").read_text(encoding="utf-8")
     state.set_text(corpus[: args.tokens])
     run_until(lambda: bool(shown) and not compute.busy, 600.0, view.result_shown, compute.busy_changed)
@@ -131,8 +146,15 @@ def main() -> int:
     timer.timeout.connect(tick)
     rng = random.Random(args.seed)
 
+    before_compute: list[float] = []  # edit call -> the worker starts computing
+    after_compute: list[float] = []  # the worker's result -> the view has shown it
+
     def edit_run(with_meter: bool) -> list[float]:
         latencies: list[float] = []
+        compute_times.clear()
+        compute_spans.clear()
+        before_compute.clear()
+        after_compute.clear()
         last_tick[0] = time.perf_counter()
         if with_meter:
             timer.start()
@@ -145,6 +167,10 @@ def main() -> int:
             panel.strip.replace_at(position, new)
             run_until(lambda: bool(shown), 600.0, view.result_shown)
             latencies.append((shown[0] - began) * 1000)
+            if compute_spans:
+                start, end = compute_spans[-1]
+                before_compute.append((start - began) * 1000)
+                after_compute.append((shown[0] - end) * 1000)
             run_until(lambda: not compute.busy, 600.0, compute.busy_changed)
             if args.baseline and not with_meter:
                 done: list[float] = []
@@ -167,6 +193,8 @@ def main() -> int:
     # The meter's 5 ms ticks make the worker hand the GIL to the GUI thread 200 times a second,
     # which by itself slows the worker; so latency is measured once without it and once with it.
     plain = edit_run(with_meter=False)
+    worker = sorted(compute_times)
+    waits = (sorted(before_compute), sorted(after_compute))
     metered = edit_run(with_meter=True) if not args.baseline else []
     hidden_work = {name: count - work_before.get(name, 0) for name, count in work_counts().items()}
     window.close()
@@ -180,6 +208,14 @@ def main() -> int:
     print(f"{args.preset} ({loaded[-1].source}), {len(state.tokens)} tokens, {args.edits} edits, full window, "
           f"'{args.tab}' sub-tab, {len(window.panels)} panels:")
     print(f"  edit -> result_shown:                   {text}")
+    if worker:
+        _w50, w95, worker_text = figures(worker)
+        print(f"  the worker's compute for the same edits: {worker_text}")
+        print(f"  edit p95 / worker compute p95:           {p95 / w95:.2f}x (the window's share: "
+              f"{p95 - w95:.1f} ms at p95)")
+        if waits[0] and waits[1]:
+            print(f"  of which: edit -> compute starts         {figures(waits[0])[2]}")
+            print(f"            compute ends -> view shows it  {figures(waits[1])[2]}")
     if metered:
         print(f"  the same with the 5 ms stall meter on:   {figures(metered)[2]}")
         print(f"  longest GUI-thread stall ({TICK_MS} ms timer lateness): {max(lates):.1f} ms over {len(lates)} ticks")
