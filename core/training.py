@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import torch
@@ -133,11 +133,13 @@ class TrainResult:
     wall_time_s: float = 0.0
     tokens_per_s: float = 0.0
     stopped: bool = False  # should_stop ended the run early
+    start: str = "fresh"  # "fresh": seeded random weights; "fine-tune": a copy of a loaded model
 
     def metadata(self) -> dict[str, Any]:
         """A JSON-ready record of how the model was made and how well it does."""
         return {
             "settings": self.settings.to_dict(),
+            "start": self.start,
             "steps_done": self.steps_done,
             "stopped_early": self.stopped,
             "wall_time_s": round(self.wall_time_s, 1),
@@ -220,6 +222,7 @@ def train(
     sample_every: int = 0,
     on_sample: SampleCallback | None = None,
     on_grad_norms: GradNormCallback | None = None,
+    start_from: tuple[Transformer, Tokenizer] | None = None,
     **options: Any,
 ) -> TrainResult:
     """Train a character-level decoder on `text` and return the model with its history.
@@ -231,11 +234,32 @@ def train(
     first character. on_grad_norms(step, norms) receives each grad_norm_every-th step's per-block
     gradient norms. `options` sets the other TrainSettings fields (warmup_steps, weight_decay,
     grad_clip, bf16_autocast, mask_mode, grad_norm_every, ...).
+
+    start_from=(model, tokenizer) fine-tunes a copy of that model with its own tokenizer instead of
+    starting from seeded random weights; the corpus must be written in the tokenizer's vocabulary. The
+    seed then orders the batches only.
     """
     settings = TrainSettings(steps=steps, batch_size=batch_size, seq_len=seq_len, lr=lr, seed=seed, **options)
     check_run(config, settings)
     val_text = ""
-    if settings.tokenizer == "bpe":
+    if start_from is not None:
+        tokenizer = start_from[1]
+        # The loaded model's own tokenizer: per-character losses need the split by characters unless it is one.
+        settings = replace(settings, tokenizer="char" if tokenizer.kind == "char" else "bpe")
+        split = int(len(text) * (1 - VALIDATION_FRACTION))
+        try:
+            if tokenizer.kind == "char":
+                ids = torch.tensor(tokenizer.encode(text), dtype=torch.long)  # (N,)
+                train_ids, val_ids = split_corpus(ids)
+            else:
+                val_text = text[split:]
+                train_ids = torch.tensor(tokenizer.encode(text[:split]), dtype=torch.long)  # (N_train,)
+                val_ids = torch.tensor(tokenizer.encode(val_text), dtype=torch.long)  # (N_val,)
+                ids = torch.cat([train_ids, val_ids])  # (N,)
+        except Exception as error:  # each tokenizer has its own unknown-token error
+            raise TrainingError(f"the corpus is not written in the loaded model's vocabulary ({error}); "
+                                "fine-tuning keeps the model's tokenizer, so train from fresh weights instead") from None
+    elif settings.tokenizer == "bpe":
         split = int(len(text) * (1 - VALIDATION_FRACTION))  # by characters: the split a character model holds out
         train_text, val_text = text[:split], text[split:]
         tokenizer: Tokenizer = train_byte_level_bpe(train_text, settings.bpe_vocab)
@@ -246,6 +270,8 @@ def train(
         tokenizer = CharTokenizer.from_text(text)
         ids = torch.tensor(tokenizer.encode(text), dtype=torch.long)  # (N,)
         train_ids, val_ids = split_corpus(ids)
+    if start_from is not None and start_from[0].config != config:
+        raise TrainingError("fine-tuning continues the loaded model: its config must be the run's config")
     if tokenizer.vocab_size != config.vocab_size:
         config = config.replace(vocab_size=tokenizer.vocab_size)
     if len(train_ids) <= settings.seq_len + 1 or len(val_ids) < 2:
@@ -256,11 +282,14 @@ def train(
 
     target = choose_device(device).device if not isinstance(device, torch.device) else device
     model = Transformer.from_seed(config, seed=settings.seed, device=target).train()
+    if start_from is not None:
+        model.load_state_dict(start_from[0].state_dict())  # a copy: the loaded model stays as it was
     optimizer = _optimizer(model, settings)
     generator = torch.Generator().manual_seed(settings.seed)
     eval_windows = _fixed_windows(val_ids, min(settings.seq_len, len(val_ids) - 1), settings.eval_windows)
 
-    result = TrainResult(model=model, tokenizer=tokenizer, config=config, settings=settings)
+    result = TrainResult(model=model, tokenizer=tokenizer, config=config, settings=settings,
+                         start="fresh" if start_from is None else "fine-tune")
     tokens_per_step = settings.batch_size * settings.seq_len
     started = time.perf_counter()
     train_time = 0.0  # excludes evaluation and sampling, so tokens/s measures the training itself

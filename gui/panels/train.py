@@ -36,6 +36,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QLineEdit,
+    QMessageBox,
     QPlainTextEdit,
     QPushButton,
     QSpinBox,
@@ -109,6 +110,7 @@ class TrainRequest:
     device: str
     state_seed: int  # the lab's seed, recorded so the main window sees the model as built
     mask_mode: str = "causal"  # the training forward's mask (core.choices.TRAIN_MASK_MODES)
+    start_from: Any = None  # (model, tokenizer) to fine-tune; None: fresh weights from `seed`
 
 
 @dataclass(frozen=True)
@@ -225,12 +227,13 @@ def run_training(request: TrainRequest, control: TrainingControl, token) -> Trai
         seq_len=request.seq_len, lr=request.lr, seed=request.seed, device=device, on_progress=on_progress,
         should_stop=should_stop, sample_every=max(1, request.steps // SAMPLE_EVERY_RUNS), on_sample=on_sample,
         warmup_steps=min(100, max(1, request.steps // 10)), eval_every=max(1, request.steps // 20),
-        mask_mode=request.mask_mode,
+        mask_mode=request.mask_mode, start_from=request.start_from,
     )
     metadata = result.metadata()
     metadata["corpus"] = request.corpus.name
     result.model.trained_mask_mode = request.mask_mode  # the model's description and Generate say so
-    source = f"trained here ({result.steps_done:,} steps on {request.corpus.name})"
+    how = "fine-tuned" if request.start_from is not None else "trained"
+    source = f"{how} here ({result.steps_done:,} steps on {request.corpus.name})"
     from core.model import count_parameters
 
     loaded = LoadedModel(result.model, result.config, device, source, count_parameters(result.model), "",
@@ -293,6 +296,9 @@ class TrainPanel(Panel):
         self.train_points: tuple[list[float], list[float]] = ([], [])
         self.val_points: tuple[list[float], list[float]] = ([], [])
         self.last_progress: TrainingProgress | None = None
+        self.pending_config = None  # a config asked for during the run, applied when it ends
+        self.discard_run = False  # the run's model is not to be installed (the user chose the new config)
+        self.config_question: QMessageBox | None = None  # open while a config change during a run waits for an answer
         layout = self.layout()
 
         # ---- corpus and settings ----
@@ -316,6 +322,11 @@ class TrainPanel(Panel):
         self.lr_spin.setToolTip("peak learning rate (AdamW; linear warm-up, then a cosine decay to a tenth)")
         self.lr_spin.setKeyboardTracking(False)
         self.seed_spin = _spin(0, 999_999, 0, "seeds the initial weights and the batch order")
+        self.start_combo = QComboBox()
+        self.start_combo.addItem("fresh weights", "fresh")
+        self.start_combo.addItem("the loaded model", "fine-tune")
+        self.start_combo.setToolTip("fresh: random weights from the seed; the loaded model: fine-tune a copy of the "
+                                    "model the other panels use now (its tokenizer too; the seed orders the batches)")
         self.mask_combo = QComboBox()
         self.mask_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.mask_combo.setMinimumContentsLength(8)  # the settings grid must not widen the panel at projector scale
@@ -333,16 +344,17 @@ class TrainPanel(Panel):
         corpus_row.addWidget(self.corpus_label)
         grid.addLayout(corpus_row, 0, 0, 1, 7)
         settings_row = FlowLayout(spacing=18)
-        for caption, box in (("Steps", self.steps_spin), ("Batch", self.batch_spin), ("Seed", self.seed_spin),
-                             ("Seq len", self.seq_spin), ("Learning rate", self.lr_spin), ("Mask", self.mask_combo)):
+        for caption, box in (("Start from", self.start_combo), ("Steps", self.steps_spin), ("Batch", self.batch_spin),
+                             ("Seed", self.seed_spin), ("Seq len", self.seq_spin), ("Learning rate", self.lr_spin),
+                             ("Mask", self.mask_combo)):
             label = QLabel(caption)
             label.setBuddy(box)
             settings_row.addWidget(control_group(label, box))
         grid.addLayout(settings_row, 1, 0, 1, 7)
         buttons = QHBoxLayout()
         self.train_button = QPushButton("Train")
-        self.train_button.setToolTip("train the current config from fresh weights; the other panels keep computing "
-                                     "between its steps")
+        self.train_button.setToolTip("train the current config from fresh weights or fine-tune the loaded model "
+                                     "(Start from); the other panels keep computing between its steps")
         self.pause_button = QPushButton("Pause")
         self.pause_button.setToolTip("hold the run between steps; Resume continues it")
         self.stop_button = QPushButton("Stop")
@@ -458,6 +470,7 @@ class TrainPanel(Panel):
         self.compare_button.clicked.connect(self.start_compare)
         self.plot_tabs.currentChanged.connect(self._follow_plot_tab)
         compute.busy_changed.connect(self._on_busy_changed)
+        state.config_changed.connect(self._config_changed)
         self._use_bundled_corpus()
         self._update_buttons()
         self.apply_theme()
@@ -545,6 +558,14 @@ class TrainPanel(Panel):
             self.show_error("torch is still loading; try again in a moment.")
             return False
         config = self.state.config
+        start_from, start_text = None, "from fresh random weights (seed {seed})"
+        if self.start_combo.currentData() == "fine-tune":
+            model, tokenizer = self.state.model, self.state.tokenizer
+            if model is None or model.config != config or tokenizer is None:
+                self.show_error("Fine-tuning continues the loaded model, and there is none of the sidebar's config "
+                                "yet; wait for it, or start from fresh weights.")
+                return False
+            start_from, start_text = (model, tokenizer), "fine-tuning a copy of the loaded model"
         seq_len = min(self.seq_spin.value(), config.context_length)
         needed = int((seq_len + 2) / 0.9) + 1
         if len(self.corpus.text) < needed:
@@ -553,7 +574,8 @@ class TrainPanel(Panel):
             return False
         self.request = TrainRequest(config, self.corpus, self.steps_spin.value(), self.batch_spin.value(), seq_len,
                                     self.lr_spin.value(), self.seed_spin.value(), self.state.device, self.state.seed,
-                                    self.mask_combo.currentData())
+                                    self.mask_combo.currentData(), start_from)
+        self.pending_config, self.discard_run = None, False
         control = self.control = TrainingControl()
         request = self.request
         self.outcome = None
@@ -569,8 +591,10 @@ class TrainPanel(Panel):
         self.side_tabs.setCurrentIndex(0)
         self.plot_tabs.setCurrentIndex(0)
         masked = "" if request.mask_mode == "causal" else f" with the {MASK_MODE_LABELS[request.mask_mode]} mask"
-        self.status_label.setText(f"Training {config.name} on {self.corpus.name}{masked}: {request.steps:,} steps of "
-                                  f"{request.batch_size} x {request.seq_len} characters.")
+        start_text = start_text.format(seed=request.seed)
+        self.status_label.setText(f"Training {config.name} on {self.corpus.name}{masked}, {start_text}: "
+                                  f"{request.steps:,} steps of {request.batch_size} x {request.seq_len} characters. When "
+                                  "it ends, the trained model replaces the one the other panels use now.")
         self.clear_error()
         self.compute.submit(self.channel, lambda token: run_training(request, control, token), self._on_trained,
                             f"training {config.name} ({request.steps:,} steps)", on_error=self._on_training_failed,
@@ -642,8 +666,8 @@ class TrainPanel(Panel):
         if self.training:
             self.control.stop_requested.set()
             self.control.paused.clear()
-            self.status_label.setText("Stopping after this step; then the whole validation split is scored...")
             self._update_buttons()
+            self._show_progress()
 
     def _on_progress(self, progress: TrainingProgress) -> None:
         """GUI thread: a batch of steps from the worker goes into the curves, labels and sample box."""
@@ -669,6 +693,15 @@ class TrainPanel(Panel):
             return
         paused = self.control is not None and self.control.paused.is_set()
         progress = self.last_progress
+        if self.control is not None and self.control.stop_requested.is_set():
+            # What the wait is for, until the model arrives: no step count or ETA of a run that has ended.
+            held_out = len(self.request.corpus.text) // 10
+            at = f" at step {progress.losses[-1][0]:,} of {self.request.steps:,}" if progress is not None else ""
+            then = ("then the run is discarded" if self.discard_run else
+                    "then the trained model replaces the one the other panels use")
+            self.status_label.setText(f"Stopping{at}: scoring the whole held-out split (about {held_out:,} characters) "
+                                      f"with the causal mask; {then}. The buttons come back when it is done.")
+            return
         if progress is None:
             if paused:
                 self.status_label.setText("Paused before the first step; the other panels keep computing.")
@@ -698,17 +731,26 @@ class TrainPanel(Panel):
             window_note = (f"The whole-split loss is scored in windows of the context length ({config.context_length}); "
                            f"positions past the training sequence length ({self.request.seq_len}) were never trained, "
                            "so it can sit above the estimates made during the run.")
+        loaded = outcome.loaded
+        pending, self.pending_config = self.pending_config, None
+        if self.discard_run or loaded.config != self.state.config:
+            where = "The run was discarded for the new config: the other panels keep their model"
+        elif pending is not None:
+            where = ("The other panels used it until the config you asked for during the run was applied; they now use "
+                     "a model of that config")
+        else:
+            where = "The other panels now use this model"
         self.status_label.setText(
             f"<b>{how} after {outcome.steps_done:,} steps</b>: validation loss {outcome.final_val_loss:.3f} nats/char "
             f"on the whole held-out split, scored with the causal mask (uniform guess {math.log(config.vocab_size):.3f}), "
-            f"{outcome.tokens_per_s:,.0f} tokens/s. The other panels now use this model.")
+            f"{outcome.tokens_per_s:,.0f} tokens/s. {where}; Save model... writes it.")
         self.status_label.setToolTip(window_note)
-        loaded = outcome.loaded
-        if loaded.config != self.state.config:
-            self.show_error("The config changed during the run, so the trained model was not loaded; "
-                            "Save model... still writes it.")
-        else:
+        self.clear_error()
+        if not self.discard_run and loaded.config == self.state.config:
             self.adopt(loaded)
+        self.discard_run = False
+        if pending is not None:
+            self.state.set("config", pending, undoable=False)
         self._update_buttons()
         self.result_shown.emit()
         self.training_finished.emit()
@@ -723,13 +765,62 @@ class TrainPanel(Panel):
 
     def _on_training_failed(self, message: str) -> None:
         self._finish_run()
+        self.discard_run = False
+        pending, self.pending_config = self.pending_config, None
+        if pending is not None:
+            self.state.set("config", pending, undoable=False)
         self.status_label.setText("The run ended without a model; the previous model stays.")
         self.show_error(message)
 
     def _finish_run(self) -> None:
         self.control = None
         self.comparing = False
+        if self.config_question is not None:  # the run it asked about is over
+            self.config_question.close()
+            self.config_question = None
         self._update_buttons()
+
+    # ---- a config change while a run is on -----------------------------------------------------------
+    def _config_changed(self) -> None:
+        """The sidebar (or a session, a lesson) asked for another config during a run: ask before anything goes.
+
+        The change is held back at once, in the same event, so the main window never replaces the loaded model
+        with a random one of the new config while the question is open.
+        """
+        if not self.training or self.comparing or self.request is None or self.discard_run:
+            return
+        asked = self.state.config
+        if asked == self.request.config:
+            return
+        self.pending_config = asked
+        self.state.set("config", self.request.config, undoable=False)
+        if self.config_question is not None:
+            return  # the open question now applies to the newest config asked for
+        question = self.config_question = QMessageBox(self)
+        question.setIcon(QMessageBox.Icon.Question)
+        question.setWindowTitle("A run is in progress")
+        question.setTextFormat(Qt.TextFormat.PlainText)
+        question.setText(f"The run trains {self.request.config.name}. Change the config now and discard the run, or "
+                         "keep training and apply the change when the run ends?")
+        self.discard_button = question.addButton("Discard the run", QMessageBox.ButtonRole.DestructiveRole)
+        self.keep_button = question.addButton("Keep training, apply after", QMessageBox.ButtonRole.AcceptRole)
+        question.setDefaultButton(self.keep_button)
+        question.buttonClicked.connect(self._config_answer)
+        question.open()
+
+    def _config_answer(self, button) -> None:
+        self.config_question = None
+        if not self.training:
+            return
+        if button is self.discard_button:
+            self.discard_run = True
+            pending, self.pending_config = self.pending_config, None
+            self.stop_training()
+            if pending is not None:
+                self.state.set("config", pending, undoable=False)
+        else:
+            self._show_progress()
+            self.status_label.setText(self.status_label.text() + " The config you asked for is applied when the run ends.")
 
     def _on_busy_changed(self, _busy: bool, _name: str) -> None:
         self._check_cancelled()  # the worker may stay busy with other panels' requests after a cancelled run
@@ -744,6 +835,10 @@ class TrainPanel(Panel):
                 self.status_label.setText("The comparison was cancelled.")
             else:
                 self.status_label.setText("The run was cancelled; the previous model stays.")
+                self.discard_run = False
+                pending, self.pending_config = self.pending_config, None
+                if pending is not None:
+                    self.state.set("config", pending, undoable=False)
 
     def _update_buttons(self) -> None:
         training = self.training
@@ -758,7 +853,7 @@ class TrainPanel(Panel):
         self.generate_button.setToolTip("generate when the run ends; its samples are in the Samples tab" if training
                                         else "sample from the current model")
         page = self.compare_page
-        for box in (self.corpus_combo, self.corpus_button, self.steps_spin, self.batch_spin, self.seq_spin,
+        for box in (self.start_combo, self.corpus_combo, self.corpus_button, self.steps_spin, self.batch_spin, self.seq_spin,
                     self.lr_spin, self.seed_spin, self.mask_combo, page.compare_button, page.experiment_combo,
                     page.steps_spin, page.seed_spin):
             box.setEnabled(not training)
@@ -859,6 +954,7 @@ class TrainPanel(Panel):
             "temperature": self.temperature_spin.value(),
             "top_k": self.top_k_spin.value(),
             "mask_mode": self.mask_combo.currentData(),
+            "start": self.start_combo.currentData(),
             "plot_tab": "compare" if self.plot_tabs.currentIndex() == 1 else "run",
             "compare_experiment": self.compare_page.experiment_combo.currentData(),
             "compare_steps": self.compare_page.steps_spin.value(),
@@ -884,6 +980,8 @@ class TrainPanel(Panel):
             return
         if data.get("mask_mode") in TRAIN_MASK_MODES:
             self.mask_combo.setCurrentIndex(self.mask_combo.findData(data["mask_mode"]))
+        if data.get("start") in ("fresh", "fine-tune"):
+            self.start_combo.setCurrentIndex(self.start_combo.findData(data["start"]))
         page = self.compare_page
         if data.get("compare_experiment") in EXPERIMENTS:
             page.experiment_combo.setCurrentIndex(page.experiment_combo.findData(data["compare_experiment"]))

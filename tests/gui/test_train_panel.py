@@ -332,3 +332,79 @@ def test_open_model_folder_takes_a_hugging_face_gpt2_folder(qtbot, window, tmp_p
     assert window.state.model is window.loaded.model and "Hugging Face" in window.loaded.source
     qtbot.wait(50)
     assert not window.compute.busy and window.state.model is window.loaded.model
+
+
+def start_long_paused_run(qtbot, win, panel) -> None:
+    panel.steps_spin.setValue(100_000)
+    panel.batch_spin.setValue(2)
+    panel.seq_spin.setValue(16)
+    win.tabs.setCurrentWidget(panel)
+    assert panel.start_training()
+    qtbot.waitUntil(lambda: len(panel.train_points[0]) >= 2, timeout=30_000)
+    panel.toggle_pause()
+
+
+def test_a_config_change_while_paused_asks_first_and_keep_training_applies_it_after(qtbot, settings):
+    """The sidebar's n_heads during a paused run: held back at once (the loaded model stays), asked, applied at the end."""
+    win = window_with(qtbot, settings, TrainPanel)
+    panel = win.panels[0]
+    loaded_before = win.loaded
+    start_long_paused_run(qtbot, win, panel)
+    other = TINY.replace(n_heads=1)
+    win.state.set_config(other)
+    assert win.state.config == TINY  # held back in the same event: nothing is rebuilt for the asked config
+    qtbot.waitUntil(lambda: not win._model_timer.isActive(), timeout=5_000)
+    assert win.loaded is loaded_before and win.state.model is loaded_before.model and not win.compute.busy_with("model")
+    question = panel.config_question
+    assert question is not None and question.isVisible() and "keep training" in question.text()
+    question.buttonClicked.emit(panel.keep_button)  # what a click on it does
+    assert panel.training and "applied when the run ends" in panel.status_label.text()
+    with qtbot.waitSignal(panel.training_finished, timeout=60_000):
+        panel.stop_training()
+        assert "Stopping" in panel.status_label.text() and "ETA" not in panel.status_label.text()
+    text = panel.status_label.text()
+    assert "Stopped after" in text and "they now use a model of that config" in text
+    assert panel.last_error == "" and not panel.message_label.isVisible()  # no banner beside the headline
+    qtbot.waitUntil(lambda: win.loaded is not None and win.loaded.config == other, timeout=60_000)
+    assert win.state.config == other and panel.outcome.loaded.config == TINY and panel.save_button.isEnabled()
+    win.close()
+
+
+def test_discarding_the_run_for_a_new_config_stops_it_and_installs_nothing_of_it(qtbot, settings):
+    win = window_with(qtbot, settings, TrainPanel)
+    panel = win.panels[0]
+    start_long_paused_run(qtbot, win, panel)
+    other = TINY.replace(d_ff=32)
+    with qtbot.waitSignal(panel.training_finished, timeout=60_000):
+        win.state.set_config(other)
+        panel.config_question.buttonClicked.emit(panel.discard_button)
+        assert win.state.config == other
+        assert "then the run is discarded" in panel.status_label.text()
+    assert "The run was discarded for the new config" in panel.status_label.text()
+    qtbot.waitUntil(lambda: win.loaded is not None and win.loaded.config == other, timeout=60_000)
+    assert win.state.model is not panel.outcome.loaded.model
+    win.close()
+
+
+def test_fine_tuning_starts_from_the_loaded_model_and_says_so(qtbot, settings):
+    import torch
+
+    win = window_with(qtbot, settings, TrainPanel)
+    panel = win.panels[0]
+    loaded, tokenizer = win.loaded, win.state.tokenizer
+    panel.start_combo.setCurrentIndex(panel.start_combo.findData("fine-tune"))
+    panel.seed_spin.setValue(loaded.seed + 5)  # a fresh start from this seed would draw other weights
+    panel.steps_spin.setValue(1)
+    panel.lr_spin.setValue(1e-5)
+    panel.batch_spin.setValue(2)
+    panel.seq_spin.setValue(16)
+    with qtbot.waitSignal(panel.training_finished, timeout=60_000):
+        assert panel.start_training()
+        assert "fine-tuning a copy of the loaded model" in panel.status_label.text()
+    trained = panel.outcome.loaded
+    assert panel.outcome.metadata["start"] == "fine-tune" and trained.source.startswith("fine-tuned here")
+    # One step at lr 1e-5 moves each weight by about 1e-5 (Adam): the copy is the loaded model, nudged.
+    before, after = loaded.model.state_dict(), trained.model.state_dict()
+    assert max(float((after[name] - before[name]).abs().max()) for name in before) < 1e-3
+    assert trained.tokenizer is tokenizer  # fine-tuning keeps the model's own tokenizer
+    win.close()
