@@ -156,7 +156,7 @@ def cached_entries(cache_dir: Path | None = None) -> list[LibraryEntry]:
 
 
 def _cached_entry(repo_id: str, snapshot: Path, size: int) -> LibraryEntry:
-    from core.hf_import import SUPPORTED_MODEL_TYPES
+    from core.families.registry import SUPPORTED_MODEL_TYPES
 
     about = next((model.about for model in CATALOGUE if model.repo_id == repo_id), "")
     family = "?"

@@ -1,7 +1,7 @@
 """`train`, `logits`, `generate` and `evaluate`: trained models from the command line.
 
 `--checkpoint` takes a bundled model name (tiny-gpt, tiny-llama), a checkpoint folder this app
-saved, or a local Hugging Face folder (GPT-2 or Llama family, safetensors weights).
+saved, or a local Hugging Face folder of a family core.families.registry lists (safetensors weights).
 """
 
 from __future__ import annotations
@@ -130,7 +130,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     exporter = subparsers.add_parser(
         "export",
-        help="save a GPT-2, Llama or Qwen2 family model as a Hugging Face folder that transformers loads",
+        help=f"save a {_export_titles()} family model as a Hugging Face folder that transformers loads",
         description="Write the model as a Hugging Face folder (config.json with model_type, model.safetensors under "
         "Hugging Face names, a real tokenizer.json), loadable with transformers.AutoModelForCausalLM.from_pretrained "
         "and AutoTokenizer; the lab's own record and training record travel with it.",
@@ -448,17 +448,25 @@ def _note_leaky_training(loaded: LoadedModel) -> None:
               "mask, as generation must", file=sys.stderr)
 
 
+def _export_titles() -> str:
+    from core.families.registry import FAMILIES
+
+    titles = [family.title for family in FAMILIES.values() if family.exports]
+    return ", ".join(titles[:-1]) + f" or {titles[-1]}" if len(titles) > 1 else titles[0]
+
+
 def run_export(args: argparse.Namespace) -> int:
     from core.checkpoints import check_destination
-    from core.hf_export import hf_model_type, save_hf_folder
+    from core.families.registry import export_family
+    from core.hf_export import save_hf_folder
 
     check_destination(args.out)  # before loading: a refused folder fails at once
     loaded = _load(args)
-    family = hf_model_type(loaded.config)
+    family = export_family(loaded.config)
     record = {k: v for k, v in (loaded.metadata or {}).items() if k not in ("hf_model_type", "generation")}
     folder = save_hf_folder(loaded.model.cpu(), args.out, tokenizer=loaded.tokenizer, metadata=record or None)
-    print(f"wrote {folder}: a Hugging Face {family} folder of {loaded.source} "
-          "(transformers.AutoModelForCausalLM.from_pretrained loads it)")
+    print(f"wrote {folder}: a Hugging Face {family.model_type} folder of {loaded.source} "
+          f"(transformers.{family.auto_class}.from_pretrained loads it)")
     return 0
 
 
