@@ -62,10 +62,12 @@ def load_hf_folder(path: str | Path, device: str | torch.device = "cpu") -> Load
     tensors = read_hf_weights(folder)
     state = family.import_tensors(tensors, config, str(folder))
     model = model_from_tensors(config, state, f"{folder} ({model_type} import)", device)
-    try:
-        tokenizer = load_pretrained_tokenizer(folder)
-    except TokenizerFileError as error:
-        raise CheckpointError(str(error)) from None
+    tokenizer = None
+    if family.text_input:  # else the family's tokenizer files are of a kind this app does not read
+        try:
+            tokenizer = load_pretrained_tokenizer(folder)
+        except TokenizerFileError as error:
+            raise CheckpointError(str(error)) from None
     if tokenizer is not None and tokenizer.vocab_size > config.vocab_size:
         raise CheckpointError(
             f"{folder}: the tokenizer has {tokenizer.vocab_size:,} tokens but the model's vocabulary holds {config.vocab_size:,}"

@@ -43,6 +43,7 @@ class Family:
     # What sets the family apart, for the refusal of a model no family fits; "" for a variant of another
     signature: str = ""
     text_input: bool = True  # False when the folder's tokenizer cannot be read (ids only)
+    tokenizer_note: str = ""  # why not, in words, when text_input is False
 
     @property
     def exports(self) -> bool:
@@ -136,6 +137,13 @@ def take_head(source: TensorSource, config: ModelConfig, state: Tensors, where: 
         state["head.weight"] = head
 
 
+def take_tied_copy(source: TensorSource, name: str, expected: torch.Tensor, where: str) -> None:
+    """A stored copy of a tied tensor (older uploads save both) must equal the tensor it copies."""
+    copy = source.take_optional(name)
+    if copy is not None and not torch.equal(copy, expected):
+        raise CheckpointError(f"{where}: {name} differs from the tensor it is tied to")
+
+
 __all__ = [
     "CAUSAL_DECODER",
     "Family",
@@ -146,4 +154,5 @@ __all__ = [
     "check_shape",
     "field",
     "take_head",
+    "take_tied_copy",
 ]

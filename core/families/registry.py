@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from core.checkpoint_files import CheckpointError
 from core.config import ModelConfig
-from core.families import gpt2, llama, qwen2
+from core.families import bert, distilbert, gpt2, llama, marian, qwen2
 from core.families.common import Family, causal_decoder_needs
 
 FAMILIES: dict[str, Family] = {
@@ -17,6 +17,9 @@ FAMILIES: dict[str, Family] = {
         gpt2.FAMILY,
         llama.FAMILY,
         qwen2.FAMILY,
+        bert.FAMILY,
+        distilbert.FAMILY,
+        marian.FAMILY,
     )
 }
 SUPPORTED_MODEL_TYPES = tuple(FAMILIES)
