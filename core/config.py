@@ -13,7 +13,7 @@ from typing import Any, Literal, get_args
 
 Norm = Literal["layernorm", "rmsnorm"]
 NormPlacement = Literal["pre", "post"]
-Activation = Literal["relu", "gelu", "gelu-tanh", "swiglu"]
+Activation = Literal["relu", "gelu", "gelu-tanh", "swiglu", "silu"]
 Positional = Literal["none", "sinusoidal", "learned", "rope", "alibi"]
 AttentionKind = Literal["causal", "bidirectional"]
 Architecture = Literal["decoder", "encoder", "encoder-decoder"]
@@ -54,6 +54,11 @@ class ModelConfig:
     n_experts: int = 0  # mixture-of-experts FFN: experts per block; 0 means one dense FFN
     top_k: int = 2  # mixture-of-experts: experts each token is routed to
     final_norm: bool = True  # a norm before the head (pre-norm stacks need it; 2017 post-norm has none)
+    embed_scale: bool = False  # token embeddings times sqrt(d_model) before positions are added (2017, Marian)
+    embed_norm: bool = False  # a norm over embeddings plus positions before the first block (BERT)
+    sinusoidal_halves: bool = False  # sinusoidal layout: all sines then all cosines (Marian), not interleaved pairs
+    head_transform: bool = False  # dense + activation + norm before the vocabulary head (BERT's masked-LM head)
+    head_bias: bool = False  # a bias added to every logit (BERT's decoder bias, Marian's final_logits_bias)
 
     # ---- derived sizes -------------------------------------------------------------------------
     @property
@@ -134,7 +139,8 @@ _LITERAL_CHOICES: dict[str, tuple[str, ...]] = {
 _INT_FIELDS = {"vocab_size", "context_length", "d_model", "n_heads", "n_layers", "d_ff", "n_experts", "top_k"}
 _OPTIONAL_INT_FIELDS = {"n_kv_heads", "n_encoder_layers"}
 _FLOAT_FIELDS = {"norm_eps", "rope_base", "rope_scale"}
-_BOOL_FIELDS = {"bias", "qkv_bias", "tie_embeddings", "final_norm"}
+BOOL_FIELDS = frozenset({"bias", "qkv_bias", "tie_embeddings", "final_norm", "embed_scale", "embed_norm",
+                         "sinusoidal_halves", "head_transform", "head_bias"})
 
 MAX_NAME_CHARS = 256  # one line in the title bar, status bar and captions; a folder name (255 bytes) fits
 # Beyond these sizes a single dimension is a typo, not a model (Llama-3 405B has d_model 16384).
@@ -144,7 +150,7 @@ _MAX_VOCAB = 1 << 22
 
 def _coerce_field(name: str, spec: dataclasses.Field, value: Any) -> Any:
     """Check the JSON type of one field value; numbers stay numbers, strings stay strings."""
-    if name in _BOOL_FIELDS:
+    if name in BOOL_FIELDS:
         if not isinstance(value, bool):
             raise ConfigError(name, f"expected true or false, got {_shown(value)}")
         return value
@@ -272,4 +278,4 @@ def config_field_docs() -> dict[str, str]:
     return docs
 
 
-__all__ = ["ConfigError", "ModelConfig", "validate", "config_field_docs"]
+__all__ = ["BOOL_FIELDS", "ConfigError", "ModelConfig", "config_field_docs", "validate"]

@@ -171,6 +171,8 @@ class FeedForward(nn.Module):
             hidden = F.relu(self.up(x))  # (B, T, d_ff)
         elif self.activation == "gelu-tanh":
             hidden = F.gelu(self.up(x), approximate="tanh")  # (B, T, d_ff)
+        elif self.activation == "silu":
+            hidden = F.silu(self.up(x))  # (B, T, d_ff)
         else:
             hidden = F.gelu(self.up(x))  # (B, T, d_ff)
         return self.down(self.hook_hidden(hidden))  # (B, T, D)
@@ -202,6 +204,30 @@ class MixtureOfExperts(nn.Module):
         for index, expert in enumerate(self.experts):
             out = out + routing[..., index : index + 1] * expert(x)  # (B, T, D)
         return out
+
+
+def activate(x: torch.Tensor, activation: str) -> torch.Tensor:
+    """The non-gated activations by name (SwiGLU's gate needs its own matrix: FeedForward)."""
+    if activation == "relu":
+        return F.relu(x)
+    if activation == "gelu-tanh":
+        return F.gelu(x, approximate="tanh")
+    if activation == "silu":
+        return F.silu(x)
+    return F.gelu(x)
+
+
+class HeadTransform(nn.Module):
+    """BERT's masked-LM head before the vocabulary matrix: dense, activation, norm."""
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        self.activation = "gelu" if config.activation == "swiglu" else config.activation
+        self.dense = Linear(config.d_model, config.d_model, bias=config.bias)
+        self.norm = make_norm(config)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.norm(activate(self.dense(x), self.activation))  # (B, T, D)
 
 
 class Block(nn.Module):
@@ -261,6 +287,8 @@ class Transformer(nn.Module):
         self.tok_emb = nn.Embedding(config.vocab_size, config.d_model)
         if config.positional == "learned":
             self.pos_emb = nn.Embedding(config.context_length, config.d_model)
+        if config.embed_norm:
+            self.embed_norm = make_norm(config)
         self.hook_embed = HookPoint()
         if config.encoder_layers and config.decoder_layers:
             self.encoder_blocks = nn.ModuleList(Block(config) for _ in range(config.encoder_layers))
@@ -271,7 +299,9 @@ class Transformer(nn.Module):
         self.blocks = nn.ModuleList(Block(config, cross_attention=cross) for _ in range(config.n_layers))
         self.final_norm = make_norm(config) if config.final_norm else nn.Identity()
         self.hook_final = HookPoint()
-        self.head = Linear(config.d_model, config.vocab_size, bias=False)
+        if config.head_transform:
+            self.head_transform = HeadTransform(config)
+        self.head = Linear(config.d_model, config.vocab_size, bias=config.head_bias)
         self.tie_weights()
 
     # ---- construction --------------------------------------------------------------------------
@@ -346,12 +376,17 @@ class Transformer(nn.Module):
         """Token embeddings plus additive positions, through `hook` (the decoder's hook_embed by default)."""
         seq = tokens.shape[1]
         x = self.tok_emb(tokens)  # (B, T, D)
+        if self.config.embed_scale:
+            x = x * math.sqrt(self.config.d_model)  # (B, T, D)
         if self.config.positional == "learned":
             x = x + self.pos_emb(torch.arange(seq, device=tokens.device))  # (B, T, D)
         elif self.config.positional == "sinusoidal":
             # On the CPU (then moved), so that every device adds the same float values; on meta, no memory.
-            table = sinusoidal_table(seq, self.config.d_model, dtype=x.dtype, device="meta" if x.is_meta else None)
+            table = sinusoidal_table(seq, self.config.d_model, dtype=x.dtype, device="meta" if x.is_meta else None,
+                                     halves=self.config.sinusoidal_halves)  # (T, D)
             x = x + table.to(x.device)  # (B, T, D)
+        if self.config.embed_norm:
+            x = self.embed_norm(x)  # (B, T, D)
         return (hook or self.hook_embed)(x)
 
     def check_tokens(self, tokens: torch.Tensor) -> None:
@@ -409,6 +444,8 @@ class Transformer(nn.Module):
         x = self.hook_final(self.final_norm(x))  # (B, T, D)
         if not head:
             return x  # (B, T, D)
+        if self.config.head_transform:
+            x = self.head_transform(x)  # (B, T, D)
         return self.head(x)  # (B, T, V)
 
 

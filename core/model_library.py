@@ -68,6 +68,25 @@ CATALOGUE: tuple[CatalogueModel, ...] = (
          "max_position_embeddings": 32768, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0,
          "tie_word_embeddings": True, "use_sliding_window": False, "torch_dtype": "bfloat16"},
     ),
+    CatalogueModel(
+        "google-bert/bert-base-uncased",
+        "BERT base (uncased)",
+        "a masked-LM encoder: every token sees both sides; post-LayerNorm, 12 blocks of 12 heads, 768 wide",
+        {"model_type": "bert", "vocab_size": 30522, "hidden_size": 768, "num_hidden_layers": 12,
+         "num_attention_heads": 12, "intermediate_size": 3072, "max_position_embeddings": 512, "type_vocab_size": 2,
+         "hidden_act": "gelu", "layer_norm_eps": 1e-12, "torch_dtype": "float32"},
+    ),
+    CatalogueModel(
+        "Helsinki-NLP/opus-mt-en-de",
+        "opus-mt English-German",
+        "a Marian translation model: encoder and decoder with cross-attention, 6 + 6 blocks, 512 wide "
+        "(token ids only: its SentencePiece tokenizer is not read)",
+        {"model_type": "marian", "vocab_size": 58101, "decoder_vocab_size": 58101, "d_model": 512,
+         "encoder_layers": 6, "decoder_layers": 6, "encoder_attention_heads": 8, "decoder_attention_heads": 8,
+         "encoder_ffn_dim": 2048, "decoder_ffn_dim": 2048, "max_position_embeddings": 512,
+         "activation_function": "swish", "scale_embedding": True, "share_encoder_decoder_embeddings": True,
+         "torch_dtype": "float32"},
+    ),
 )
 
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}
@@ -156,7 +175,7 @@ def cached_entries(cache_dir: Path | None = None) -> list[LibraryEntry]:
 
 
 def _cached_entry(repo_id: str, snapshot: Path, size: int) -> LibraryEntry:
-    from core.hf_import import SUPPORTED_MODEL_TYPES
+    from core.families.registry import SUPPORTED_MODEL_TYPES
 
     about = next((model.about for model in CATALOGUE if model.repo_id == repo_id), "")
     family = "?"

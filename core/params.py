@@ -134,8 +134,10 @@ def parameter_breakdown(config: ModelConfig) -> ParameterBreakdown:
         "attention": n_stack * decoder.attention + (n_encoder * encoder.attention if encoder else 0),
         "ffn": n_stack * decoder.ffn + (n_encoder * encoder.ffn if encoder else 0),
         "router": n_stack * decoder.router + (n_encoder * encoder.router if encoder else 0),
-        "norms": n_stack * decoder.norms + (n_encoder * encoder.norms if encoder else 0) + final_norms,
-        "head": 0 if config.tie_embeddings else V * d,
+        "norms": n_stack * decoder.norms + (n_encoder * encoder.norms if encoder else 0) + final_norms
+        + (_norm_params(config) if config.embed_norm else 0),
+        "head": (0 if config.tie_embeddings else V * d) + (V if config.head_bias else 0)
+        + (_linear(d, d, config.bias) + _norm_params(config) if config.head_transform else 0),
     }
     total = sum(groups.values())
     idle_experts = max(config.n_experts - config.top_k, 0) if config.is_moe else 0

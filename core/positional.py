@@ -13,16 +13,23 @@ import torch
 
 
 def sinusoidal_table(
-    n_positions: int, d_model: int, base: float = 10000.0, dtype=torch.float32, device: torch.device | str | None = None
+    n_positions: int, d_model: int, base: float = 10000.0, dtype=torch.float32, device: torch.device | str | None = None,
+    halves: bool = False,
 ) -> torch.Tensor:
     """The 2017 encoding: row pos holds sin/cos of pos at one geometric frequency per pair.
 
+    Pairs are interleaved (sin in column 2i, cos in 2i + 1); with `halves`, all sines come first and
+    the cosines after them (sin in column i, cos in d/2 + i), the layout of Marian and fairseq.
     Built on `device` directly: on the meta device it takes no memory at any length.
     """
     positions = torch.arange(n_positions, dtype=dtype, device=device).unsqueeze(1)  # (P, 1)
     pair_dims = torch.arange(0, d_model, 2, dtype=dtype, device=device)  # (d/2,)
     angles = positions / (base ** (pair_dims / d_model))  # (P, d/2)
     table = torch.zeros(n_positions, d_model, dtype=dtype, device=device)  # (P, d)
+    if halves:
+        table[:, : d_model // 2] = torch.sin(angles)
+        table[:, d_model // 2 :] = torch.cos(angles)
+        return table
     table[:, 0::2] = torch.sin(angles)
     table[:, 1::2] = torch.cos(angles)
     return table

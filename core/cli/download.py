@@ -86,6 +86,7 @@ def _cancel_on_interrupt(flag) -> Iterator[None]:
 
 def run_download(args: argparse.Namespace) -> int:
     from core.checkpoints import CheckpointError, read_json_file
+    from core.families.registry import family_of
     from core.hf_import import hf_to_model_config
     from core.hub_download import CancelFlag, DownloadCancelled, DownloadError, download_model
     from core.model_library import find_catalogue
@@ -109,11 +110,16 @@ def run_download(args: argparse.Namespace) -> int:
         raise CliError(str(error)) from None
     try:
         hf_config = read_json_file(result.folder / "config.json", "the model config")
-        hf_to_model_config(hf_config if isinstance(hf_config, dict) else {}, repo_id, f"{repo_id} config.json")
+        config = hf_to_model_config(hf_config if isinstance(hf_config, dict) else {}, repo_id, f"{repo_id} config.json")
     except CheckpointError as error:
         raise CliError(f"downloaded {repo_id} to {result.folder}, but this app cannot open it: {error}") from None
     files = [path for path in result.folder.iterdir() if path.is_file()]
     size = sum(path.stat().st_size for path in files)
     print(f"{repo_id}: {len(files)} files ({format_bytes(size)}) in {result.folder}")
-    print(f"open it with: python main.py logits --checkpoint {result.folder} --text ... (or File > Open model folder)")
+    has_text = family_of(hf_config.get("model_type"), repo_id).text_input  # hf_to_model_config read it as a dict
+    inputs = "--ids 1,2,3" if not has_text else "--text ..."
+    if config.architecture == "encoder-decoder":
+        inputs = ("--source-ids 1,2,3 " if not has_text else "--source ... ") + inputs
+    print(f"open it with: python main.py logits --checkpoint {result.folder} {inputs} --out logits.npy "
+          "(or File > Open model folder)")
     return 0

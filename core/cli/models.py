@@ -1,7 +1,7 @@
 """`train`, `logits`, `generate` and `evaluate`: trained models from the command line.
 
 `--checkpoint` takes a bundled model name (tiny-gpt, tiny-llama), a checkpoint folder this app
-saved, or a local Hugging Face folder (GPT-2 or Llama family, safetensors weights).
+saved, or a local Hugging Face folder of a family core.families.registry lists (safetensors weights).
 """
 
 from __future__ import annotations
@@ -97,6 +97,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     source = logits.add_mutually_exclusive_group(required=True)
     source.add_argument("--text", type=bounded_text(MAX_TEXT_CHARS), help="text to tokenize with the model's tokenizer")
     source.add_argument("--ids", type=bounded_text(MAX_IDS_CHARS), help="comma-separated token ids, e.g. 1,2,3")
+    encoder_input = logits.add_mutually_exclusive_group()
+    encoder_input.add_argument("--source", type=bounded_text(MAX_TEXT_CHARS),
+                               help="an encoder-decoder model's encoder input as text (--text/--ids is the decoder's)")
+    encoder_input.add_argument("--source-ids", type=bounded_text(MAX_IDS_CHARS),
+                               help="an encoder-decoder model's encoder input as comma-separated token ids")
     logits.add_argument("--out", metavar="FILE.npy", required=True, help="where to write the (T, V) float32 array")
     logits.set_defaults(run=run_logits)
 
@@ -130,7 +135,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     exporter = subparsers.add_parser(
         "export",
-        help="save a GPT-2, Llama or Qwen2 family model as a Hugging Face folder that transformers loads",
+        help=f"save a {_export_titles()} family model as a Hugging Face folder that transformers loads",
         description="Write the model as a Hugging Face folder (config.json with model_type, model.safetensors under "
         "Hugging Face names, a real tokenizer.json), loadable with transformers.AutoModelForCausalLM.from_pretrained "
         "and AutoTokenizer; the lab's own record and training record travel with it.",
@@ -368,19 +373,24 @@ def _train_and_save(
 # ---- logits, generate, evaluate -----------------------------------------------------------------
 
 
-def _parse_ids(text: str) -> list[int]:
+def _parse_ids(text: str, option: str = "--ids") -> list[int]:
     parts = [part.strip() for part in text.split(",") if part.strip()]
     if not parts:
-        raise CliError("--ids needs at least one token id, e.g. --ids 1,2,3")
+        raise CliError(f"{option} needs at least one token id, e.g. {option} 1,2,3")
     try:
         return [int(part) for part in parts]
     except ValueError:
-        raise CliError(f"--ids expects comma-separated whole numbers, got {text!r}") from None
+        raise CliError(f"{option} expects comma-separated whole numbers, got {text!r}") from None
 
 
 def _encode(loaded: LoadedModel, text: str) -> list[int]:
     if loaded.tokenizer is None:
-        raise CliError(f"{loaded.source} has no tokenizer; pass token ids with --ids")
+        from core.families.registry import FAMILIES
+
+        family = FAMILIES.get(str((loaded.metadata or {}).get("hf_model_type")))
+        why = f" ({family.tokenizer_note})" if family is not None and family.tokenizer_note else ""
+        ids_options = "--ids and --source-ids" if loaded.config.architecture == "encoder-decoder" else "--ids"
+        raise CliError(f"{loaded.source} has no tokenizer{why}; pass token ids with {ids_options}")
     ids = loaded.tokenizer.encode(text)
     if not ids:
         raise CliError("the text gives no tokens; give at least one character")
@@ -393,11 +403,23 @@ def run_logits(args: argparse.Namespace) -> int:
         raise CliError(f"--out must name a .npy file, got {out}")
     if out.parent and not out.parent.is_dir():
         raise CliError(f"the folder {out.parent} does not exist")
+    source_given = args.source is not None or args.source_ids is not None
     loaded = _load(args)
+    two_towers = loaded.config.architecture == "encoder-decoder"
+    if two_towers and not source_given:
+        raise CliError(f"{loaded.source} is an encoder-decoder model: give the encoder's input with --source-ids "
+                       "or --source (and the decoder's with --ids or --text)")
+    if source_given and not two_towers:
+        raise CliError(f"--source and --source-ids are the encoder input of an encoder-decoder model; "
+                       f"{loaded.source} is {_ONE_TOWER[loaded.config.architecture]} model")
     ids = _parse_ids(args.ids) if args.ids is not None else _encode(loaded, args.text)
     device = next(loaded.model.parameters()).device
+    source = None
+    if two_towers:
+        source_ids = _parse_ids(args.source_ids, "--source-ids") if args.source_ids is not None else _encode(loaded, args.source)
+        source = torch.tensor([source_ids], device=device)  # (1, S)
     with torch.no_grad():
-        logits = loaded.model(torch.tensor([ids], device=device))[0]  # (T, V)
+        logits = loaded.model(torch.tensor([ids], device=device), source=source)[0]  # (T, V)
     array = logits.float().cpu().numpy().astype(np.float32)  # (T, V)
     with out.open("wb") as handle:
         np.save(handle, array)
@@ -422,8 +444,18 @@ def generation_settings(loaded: LoadedModel, temperature: float | None, top_k: i
     return temperature, top_k, stops, top_p
 
 
+_ONE_TOWER = {"decoder": "a decoder-only", "encoder": "an encoder-only"}
+
+
+def _need_next_token_model(loaded: LoadedModel, command: str) -> None:
+    if loaded.config.architecture == "encoder":
+        raise CliError(f"{loaded.source} is an encoder-only model (it sees the whole text at once), so it has no "
+                       f"next-token prediction to {command}; `logits` gives its outputs for every position")
+
+
 def run_generate(args: argparse.Namespace) -> int:
     loaded = _load(args)
+    _need_next_token_model(loaded, "generate from")
     ids = _encode(loaded, args.text)
     temperature, top_k, stops, top_p = generation_settings(loaded, args.temperature, args.top_k, args.top_p)
     try:
@@ -448,23 +480,32 @@ def _note_leaky_training(loaded: LoadedModel) -> None:
               "mask, as generation must", file=sys.stderr)
 
 
+def _export_titles() -> str:
+    from core.families.registry import FAMILIES
+
+    titles = [family.title for family in FAMILIES.values() if family.exports]
+    return ", ".join(titles[:-1]) + f" or {titles[-1]}" if len(titles) > 1 else titles[0]
+
+
 def run_export(args: argparse.Namespace) -> int:
     from core.checkpoints import check_destination
-    from core.hf_export import hf_model_type, save_hf_folder
+    from core.families.registry import export_family
+    from core.hf_export import save_hf_folder
 
     check_destination(args.out)  # before loading: a refused folder fails at once
     loaded = _load(args)
-    family = hf_model_type(loaded.config)
+    family = export_family(loaded.config)
     record = {k: v for k, v in (loaded.metadata or {}).items() if k not in ("hf_model_type", "generation")}
     folder = save_hf_folder(loaded.model.cpu(), args.out, tokenizer=loaded.tokenizer, metadata=record or None)
-    print(f"wrote {folder}: a Hugging Face {family} folder of {loaded.source} "
-          "(transformers.AutoModelForCausalLM.from_pretrained loads it)")
+    print(f"wrote {folder}: a Hugging Face {family.model_type} folder of {loaded.source} "
+          f"(transformers.{family.auto_class}.from_pretrained loads it)")
     return 0
 
 
 def run_evaluate(args: argparse.Namespace) -> int:
     text = _read_text(args.text_file)  # before loading, so a wrong path fails at once
     loaded = _load(args)
+    _need_next_token_model(loaded, "score")
     ids = _encode(loaded, text)
     if len(ids) < 2:
         raise CliError("the text file needs at least two tokens to score a next-token prediction")

@@ -160,7 +160,7 @@ def _norm_name(config: ModelConfig) -> str:
 
 
 def _activation_name(config: ModelConfig) -> str:
-    return {"relu": "ReLU", "gelu": "GELU", "gelu-tanh": "GELU (tanh)", "swiglu": "SwiGLU"}[config.activation]
+    return {"relu": "ReLU", "gelu": "GELU", "gelu-tanh": "GELU (tanh)", "swiglu": "SwiGLU", "silu": "SiLU"}[config.activation]
 
 
 class _Builder:

@@ -24,12 +24,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from core.config import BOOL_FIELDS as _BOOL_FIELDS
 from core.config import ConfigError, ModelConfig, config_field_docs
 from core.presets import PRESETS
 from gui import theme
 from gui.state import LabState
 
-_BOOL_FIELDS = {"bias", "qkv_bias", "tie_embeddings", "final_norm"}
 _OPTIONAL_FIELDS = {"n_kv_heads": "same as n_heads", "n_encoder_layers": "same as n_layers"}
 _FLOAT_FIELDS = {"norm_eps", "rope_base", "rope_scale"}
 CUSTOM_PRESET = "(edited)"

@@ -202,8 +202,8 @@ def _rewrite_config(folder, **changes):
 
 def test_unsupported_model_type(tmp_path):
     _llama(tmp_path)
-    _rewrite_config(tmp_path, model_type="bert")
-    with pytest.raises(CheckpointError, match="model_type 'bert' is not supported"):
+    _rewrite_config(tmp_path, model_type="t5")
+    with pytest.raises(CheckpointError, match="model_type 't5' is not supported"):
         resolve_checkpoint(tmp_path)
 
 

@@ -84,10 +84,10 @@ def test_cache_location_follows_the_environment(tmp_path, monkeypatch):
 def test_cached_models_are_found_and_open(cache, tmp_path):
     snapshot = cache_repo(cache, "someone/tiny-gpt2", gpt2_files(tmp_path))
     cache_repo(cache, "someone/pickled", {"config.json": json.dumps(GPT2_CONFIG).encode(), "pytorch_model.bin": b"x"})
-    cache_repo(cache, "someone/bert", {"config.json": b'{"model_type": "bert"}', "model.safetensors": b"x"})
+    cache_repo(cache, "someone/t5", {"config.json": b'{"model_type": "t5"}', "model.safetensors": b"x"})
     cache_repo(cache, "someone/corpus", {"data.txt": b"text"}, repo_type="datasets")
     entries = {entry.name: entry for entry in cached_entries()}
-    assert sorted(entries) == ["someone/bert", "someone/pickled", "someone/tiny-gpt2"]  # datasets are not models
+    assert sorted(entries) == ["someone/pickled", "someone/t5", "someone/tiny-gpt2"]  # datasets are not models
     gpt2 = entries["someone/tiny-gpt2"]
     assert gpt2.openable and gpt2.where == "cache" and gpt2.family == "gpt2"
     assert gpt2.path == snapshot
@@ -95,7 +95,7 @@ def test_cached_models_are_found_and_open(cache, tmp_path):
     loaded = resolve_checkpoint(gpt2.path)
     assert gpt2.parameters == sum(p.numel() for p in loaded.model.parameters())
     assert "safetensors" in entries["someone/pickled"].problem and not entries["someone/pickled"].openable
-    assert "'bert' is not one this app imports" in entries["someone/bert"].problem
+    assert "'t5' is not one this app imports" in entries["someone/t5"].problem
 
 
 def test_an_absent_cache_lists_nothing(tmp_path, monkeypatch):
