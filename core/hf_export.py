@@ -35,7 +35,7 @@ from core.checkpoints import (
 from core.config import ModelConfig
 from core.families.llama import deinterleave_rope_rows
 from core.families.registry import export_family
-from core.hf_import import LAB_RECORD_FILE
+from core.hf_import import GENERATION_CONFIG_FILE, LAB_RECORD_FILE
 from core.model import Transformer
 from core.tokenizers import CharTokenizer, HuggingFaceTokenizer, Tokenizer, WordTokenizer
 
@@ -109,14 +109,21 @@ def save_hf_folder(
     path: str | Path,
     tokenizer: Tokenizer | None = None,
     metadata: dict[str, Any] | None = None,
+    generation: dict[str, Any] | None = None,
 ) -> Path:
-    """Write `model` as a Hugging Face folder (all or nothing, as every save of the app); returns it."""
+    """Write `model` as a Hugging Face folder (all or nothing, as every save of the app); returns it.
+
+    Beside what transformers reads, the lab's record keeps the lab's config and its own tokenizer, so
+    the folder opens in the lab exactly as it was saved; `generation` becomes generation_config.json.
+    """
     config = model.config
     hf_config = hf_config_of(config)  # refuses a model with no Hugging Face equivalent before any work
     folder = Path(path)
     check_destination(folder, needed_bytes=weights_bytes(model))
     tensors = hf_tensors(model)
-    record = {"format": FORMAT_TAG, "format_version": FORMAT_VERSION, "config": config.to_dict()}
+    record: dict[str, Any] = {"format": FORMAT_TAG, "format_version": FORMAT_VERSION, "config": config.to_dict()}
+    if tokenizer is not None and getattr(tokenizer, "kind", "") in ("char", "word"):
+        record["tokenizer"] = tokenizer.to_json()  # tokenizer.json encodes the same; this is the lab's own kind
     files: dict[str, FileWriter] = {
         MODEL_FILE: lambda target: save_file(tensors, str(target), metadata={"format": "pt"}),
         CONFIG_FILE: json_writer(hf_config),
@@ -127,6 +134,8 @@ def save_hf_folder(
         files[TOKENIZER_CONFIG_FILE] = json_writer(_tokenizer_config(tokenizer, config))
     if metadata is not None:
         files[METADATA_FILE] = json_writer(metadata)
+    if generation:
+        files[GENERATION_CONFIG_FILE] = json_writer(generation)
     return write_checkpoint_folder(folder, files)
 
 

@@ -29,7 +29,7 @@ from core.checkpoint_files import (
 from core.config import ConfigError, ModelConfig
 from core.families.llama import interleave_rope_rows
 from core.families.registry import SUPPORTED_MODEL_TYPES, family_of
-from core.tokenizers import TokenizerFileError, load_pretrained_tokenizer
+from core.tokenizers import TokenizerFileError, load_pretrained_tokenizer, tokenizer_from_json
 
 INDEX_FILE = "model.safetensors.index.json"
 GENERATION_CONFIG_FILE = "generation_config.json"
@@ -62,8 +62,8 @@ def load_hf_folder(path: str | Path, device: str | torch.device = "cpu") -> Load
     tensors = read_hf_weights(folder)
     state = family.import_tensors(tensors, config, str(folder))
     model = model_from_tensors(config, state, f"{folder} ({model_type} import)", device)
-    tokenizer = None
-    if family.text_input:  # else the family's tokenizer files are of a kind this app does not read
+    tokenizer = _lab_tokenizer(folder)  # a folder the lab saved: its own character or word tokenizer
+    if tokenizer is None and family.text_input:  # else the family's tokenizer files are of a kind this app does not read
         try:
             tokenizer = load_pretrained_tokenizer(folder)
         except TokenizerFileError as error:
@@ -72,13 +72,32 @@ def load_hf_folder(path: str | Path, device: str | torch.device = "cpu") -> Load
         raise CheckpointError(
             f"{folder}: the tokenizer has {tokenizer.vocab_size:,} tokens but the model's vocabulary holds {config.vocab_size:,}"
         )
-    metadata = {"hf_model_type": model_type, "generation": read_generation_config(folder)}
+    raw_generation = raw_generation_config(folder)
+    metadata = {"hf_model_type": model_type, "generation": read_generation_config(folder),
+                "generation_config": raw_generation, "generation_not_applied": not_applied_generation(raw_generation)}
     if (folder / METADATA_FILE).is_file():  # the training record of a model this app saved
         record = read_json_file(folder / METADATA_FILE, "the training record")
         if not isinstance(record, dict):
             raise CheckpointError(f"{folder / METADATA_FILE} must hold a JSON object")
         metadata.update(record)
     return LoadedModel(config, model, tokenizer, f"{folder} (Hugging Face {model_type})", metadata)
+
+
+def _lab_tokenizer(folder: Path):
+    """The tokenizer the lab's record keeps (a character or word tokenizer it saved), or None."""
+    path = folder / LAB_RECORD_FILE
+    if not path.is_file():
+        return None
+    record = read_json_file(path, "the lab's record of the model")
+    data = record.get("tokenizer") if isinstance(record, dict) else None
+    if data is None:
+        return None
+    if not isinstance(data, dict) or data.get("kind") not in ("char", "word"):
+        raise CheckpointError(f"{path}: 'tokenizer' must be a character or word tokenizer the lab saved")
+    try:
+        return tokenizer_from_json(data)
+    except TokenizerFileError as error:
+        raise CheckpointError(f"{path}: {error}") from None
 
 
 def _model_name(folder: Path, model_type: str) -> str:
@@ -90,6 +109,37 @@ def _model_name(folder: Path, model_type: str) -> str:
         if isinstance(name, str) and 0 < len(name) <= 200:
             return name
     return folder.name or model_type
+
+
+# Keys transformers applies when it samples from a folder that this app's sampler does not, with their
+# defaults: a folder that sets one to another value is sampled without it, and `generate` says so.
+NOT_APPLIED_GENERATION_KEYS: dict[str, Any] = {
+    "min_p": None, "typical_p": 1.0, "epsilon_cutoff": 0.0, "eta_cutoff": 0.0, "repetition_penalty": 1.0,
+    "encoder_repetition_penalty": 1.0, "no_repeat_ngram_size": 0, "bad_words_ids": None, "suppress_tokens": None,
+    "begin_suppress_tokens": None, "forced_bos_token_id": None, "forced_eos_token_id": None, "min_length": 0,
+    "min_new_tokens": None, "sequence_bias": None, "exponential_decay_length_penalty": None,
+}
+
+
+# What a folder's metadata holds besides its training record: kept apart when the record is written again.
+FOLDER_KEYS = ("hf_model_type", "generation", "generation_config", "generation_not_applied")
+
+
+def raw_generation_config(folder: Path) -> dict[str, Any]:
+    """generation_config.json as written ({} when absent): an export writes it again whole."""
+    path = folder / GENERATION_CONFIG_FILE
+    if not path.is_file():
+        return {}
+    data = read_json_file(path, "the generation config")
+    if not isinstance(data, dict):
+        raise CheckpointError(f"{path} must hold a JSON object")
+    return data
+
+
+def not_applied_generation(raw: dict[str, Any]) -> dict[str, Any]:
+    """The keys of a generation config that transformers would apply and this app does not, as set there."""
+    return {key: raw[key] for key, default in NOT_APPLIED_GENERATION_KEYS.items()
+            if key in raw and raw[key] != default and raw[key] is not None}
 
 
 def read_generation_config(folder: Path) -> dict[str, Any]:

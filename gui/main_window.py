@@ -37,7 +37,15 @@ from gui import APP_NAME, theme
 from gui.compute import ComputeController
 from gui.file_reader import FileReader
 from gui.gui_thread_gc import freeze_long_lived
-from gui.model_loader import LoadedModel, TorchRuntime, load_model, load_torch, open_model_folder, save_model_folder, versions
+from gui.model_loader import (
+    LoadedModel,
+    TorchRuntime,
+    load_model,
+    load_torch,
+    open_model_folder,
+    save_model_folder,
+    versions,
+)
 from gui.save_model_dialog import choose_model_folder
 from gui.session import Session, SessionError, read_session, write_session
 from gui.state import LabState
@@ -490,8 +498,15 @@ class MainWindow(QMainWindow):
             return
         if tokenizer is not None and tokenizer.vocab_size > model.config.vocab_size:
             tokenizer = None  # ids the model cannot embed: a checkpoint with it would not load back
+        loaded = self.loaded if self.loaded is not None and self.loaded.model is model else None
+        kept = dict(loaded.metadata or {}) if loaded is not None and isinstance(loaded.metadata, dict) else {}
+        from core.hf_import import FOLDER_KEYS  # torch is loaded: a model is
+
+        # The folder's own generation_config.json travels with it; the rest is its training record.
+        generation = kept.get("generation_config") or kept.get("generation") or None
+        record = {key: value for key, value in kept.items() if key not in FOLDER_KEYS} or None
         self.settings_store.setValue("model/dir", str(Path(folder).parent))
-        self.compute.submit("save-model", lambda: save_model_folder(model, folder, tokenizer),
+        self.compute.submit("save-model", lambda: save_model_folder(model, folder, tokenizer, record, generation),
                             lambda written: self.statusBar().showMessage(f"saved the model to {written}", 5000),
                             "saving the model", on_error=lambda message: self._show_message("Could not save the model", message))
 

@@ -36,6 +36,7 @@ class LoadedModel:
     message: str = ""  # e.g. why a requested device was not used
     tokenizer: Any = None  # the bundled model's own tokenizer, when it has one
     seed: int = 0
+    metadata: Any = None  # a folder's training record and generation settings (core.checkpoints), if it had them
 
 
 @dataclass(frozen=True)
@@ -125,7 +126,7 @@ def loaded_from_checkpoint(checkpoint: Any, device: str, seed: int) -> LoadedMod
 
     checkpoint.model.trained_mask_mode = training_mask_mode(checkpoint.metadata)
     return LoadedModel(checkpoint.model, checkpoint.config, device, checkpoint.source, count_parameters(checkpoint.model),
-                       "", checkpoint.tokenizer, seed)
+                       "", checkpoint.tokenizer, seed, checkpoint.metadata)
 
 
 def open_model_folder(path: str, device: str, seed: int) -> LoadedModel:
@@ -137,18 +138,20 @@ def open_model_folder(path: str, device: str, seed: int) -> LoadedModel:
     return loaded_from_checkpoint(resolve_checkpoint(Path(path), device=target), target, seed)
 
 
-def save_model_folder(model: Any, path: str, tokenizer: Any = None, metadata: dict[str, Any] | None = None) -> Path:
-    """Write the model as a safetensors checkpoint folder (worker only: it copies tensors).
+def save_model_folder(model: Any, path: str, tokenizer: Any = None, metadata: dict[str, Any] | None = None,
+                      generation: dict[str, Any] | None = None) -> Path:
+    """Write the model as a safetensors folder (worker only: it copies tensors): one `transformers` opens where
+    the model's family exists there, with the lab's record beside it (core.model_saving).
 
     Without a training record of its own, a model trained with a leaky mask still gets one that says so:
     opened again, it must warn as it did before the save.
     """
-    from core.checkpoints import save_checkpoint
+    from core.model_saving import save_model
 
     trained_mask = getattr(model, "trained_mask_mode", "causal")
     if metadata is None and trained_mask != "causal":
         metadata = {"settings": {"mask_mode": trained_mask}}
-    return save_checkpoint(model, path, tokenizer=tokenizer, metadata=metadata)
+    return save_model(model, path, tokenizer=tokenizer, metadata=metadata, generation=generation)
 
 
 def versions() -> dict[str, str]:

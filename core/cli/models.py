@@ -23,12 +23,14 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from core.checkpoints import CheckpointError, LoadedModel, check_destination, resolve_checkpoint, save_checkpoint
+from core.checkpoints import CheckpointError, LoadedModel, check_destination, resolve_checkpoint
 from core.cli import CliError
 from core.cli.bounds import MAX_IDS_CHARS, MAX_TEXT_FILE_BYTES, bounded_text, real_number, seed, whole_number
 from core.config import ModelConfig
 from core.device import choose_device
+from core.hf_import import FOLDER_KEYS
 from core.limits import MAX_TEXT_CHARS
+from core.model_saving import save_model
 from core.presets import get_preset
 from core.training import (
     BUNDLED_RECIPES,
@@ -352,11 +354,11 @@ def _train_and_save(
         finished_utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     )
     try:
-        save_checkpoint(result.model.cpu(), out, tokenizer=result.tokenizer, metadata=metadata)
+        save_model(result.model.cpu(), out, tokenizer=result.tokenizer, metadata=metadata)
     except CheckpointError as error:  # the destination changed during the run (disk filled, unmounted)
         rescue = _rescue_folder(args.preset)
         try:
-            save_checkpoint(result.model.cpu(), rescue, tokenizer=result.tokenizer, metadata=metadata)
+            save_model(result.model.cpu(), rescue, tokenizer=result.tokenizer, metadata=metadata)
         except CheckpointError:
             raise CliError(f"{error}; the trained model could not be saved anywhere") from None
         raise CliError(f"{error}; the trained model was saved to {rescue} instead") from None
@@ -458,6 +460,11 @@ def run_generate(args: argparse.Namespace) -> int:
     _need_next_token_model(loaded, "generate from")
     ids = _encode(loaded, args.text)
     temperature, top_k, stops, top_p = generation_settings(loaded, args.temperature, args.top_k, args.top_p)
+    not_applied = (loaded.metadata or {}).get("generation_not_applied") or {}
+    if not_applied and temperature > 0:
+        settings = ", ".join(f"{key} {value!r}" for key, value in not_applied.items())
+        print(f"note: the folder's generation_config.json sets {settings}, which this app's sampler does not apply "
+              "(it applies temperature, top_k, top_p and the end-of-text ids); transformers would", file=sys.stderr)
     try:
         tokens = generate(loaded.model, ids, args.max_new, temperature, top_k, args.seed, top_p=top_p)
     except TrainingError as error:
@@ -495,8 +502,12 @@ def run_export(args: argparse.Namespace) -> int:
     check_destination(args.out)  # before loading: a refused folder fails at once
     loaded = _load(args)
     family = export_family(loaded.config)
-    record = {k: v for k, v in (loaded.metadata or {}).items() if k not in ("hf_model_type", "generation")}
-    folder = save_hf_folder(loaded.model.cpu(), args.out, tokenizer=loaded.tokenizer, metadata=record or None)
+    metadata = loaded.metadata or {}
+    record = {k: v for k, v in metadata.items() if k not in FOLDER_KEYS}
+    # The folder's generation_config.json travels with it whole, keys this app does not apply included.
+    generation = metadata.get("generation_config") or metadata.get("generation") or None
+    folder = save_hf_folder(loaded.model.cpu(), args.out, tokenizer=loaded.tokenizer, metadata=record or None,
+                            generation=generation)
     print(f"wrote {folder}: a Hugging Face {family.model_type} folder of {loaded.source} "
           f"(transformers.{family.auto_class}.from_pretrained loads it)")
     return 0

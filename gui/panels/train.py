@@ -237,7 +237,7 @@ def run_training(request: TrainRequest, control: TrainingControl, token) -> Trai
     from core.model import count_parameters
 
     loaded = LoadedModel(result.model, result.config, device, source, count_parameters(result.model), "",
-                         result.tokenizer, request.state_seed)
+                         result.tokenizer, request.state_seed, metadata)
     return TrainOutcome(loaded, metadata, tuple(result.loss_history), tuple(result.val_history),
                         float(result.final_val_loss), result.steps_done, result.stopped, float(result.tokens_per_s))
 

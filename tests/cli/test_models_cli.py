@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from core.checkpoints import load_checkpoint, resolve_checkpoint
+from core.checkpoints import resolve_checkpoint
 from core.cli import main
 from resources import resource_path
 
@@ -52,7 +52,7 @@ def _error_line(capsys, argv) -> str:
 
 
 def test_train_writes_a_checkpoint_with_its_record(trained, corpus_file, capsys):
-    loaded = load_checkpoint(trained)
+    loaded = resolve_checkpoint(trained)
     record = loaded.metadata
     assert record["settings"]["steps"] == 3 and record["settings"]["seed"] == 5
     assert record["preset"] == "tiny-gpt" and record["corpus"] == "corpus.txt"
@@ -71,7 +71,7 @@ def test_train_progress_goes_to_stderr(tmp_path, corpus_file, capsys):
 
 
 def test_logits_from_text_and_ids_agree(trained, tmp_path, capsys):
-    loaded = load_checkpoint(trained)
+    loaded = resolve_checkpoint(trained)
     ids = loaded.tokenizer.encode("ROMEO:")
     assert main(["logits", "--checkpoint", str(trained), "--text", "ROMEO:", "--out", str(tmp_path / "a.npy")]) == 0
     assert (

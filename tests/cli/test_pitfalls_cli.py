@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from core.checkpoints import METADATA_FILE, load_checkpoint
+from core.checkpoints import METADATA_FILE, resolve_checkpoint
 from core.training import training_mask_mode
 from resources import resource_path
 from tests.cli.helpers import run
@@ -39,7 +39,7 @@ def test_train_mask_round_trips_into_the_training_record(capsys, tmp_path, corpu
     assert code == 0, stderr
     record = json.loads((out / METADATA_FILE).read_text(encoding="utf-8"))
     assert record["settings"]["mask_mode"] == "after-softmax" and record["val_loss_mask"] == "causal"
-    assert training_mask_mode(load_checkpoint(out).metadata) == "after-softmax"
+    assert training_mask_mode(resolve_checkpoint(out).metadata) == "after-softmax"
     assert "trained with the after-softmax mask" in stdout
     code, stdout, stderr = run(capsys, "evaluate", "--checkpoint", str(out), "--text-file", str(corpus_file), "--json")
     assert code == 0 and json.loads(stdout)["trained_mask_mode"] == "after-softmax"
@@ -51,7 +51,7 @@ def test_train_without_mask_records_causal(capsys, tmp_path, corpus_file):
     out = tmp_path / "honest"
     code, stdout, stderr = _train(capsys, out, corpus_file)
     assert code == 0, stderr
-    assert training_mask_mode(load_checkpoint(out).metadata) == "causal" and "trained with" not in stdout
+    assert training_mask_mode(resolve_checkpoint(out).metadata) == "causal" and "trained with" not in stdout
     code, stdout, stderr = run(capsys, "generate", "--checkpoint", str(out), "--text", "ROMEO", "--max-new", "3")
     assert code == 0 and "trained with" not in stderr
 

@@ -66,7 +66,8 @@ def test_a_full_disk_is_refused_before_training(tmp_path, corpus_file, capsys, n
 
 
 def test_a_destination_that_fails_after_training_keeps_the_model_elsewhere(tmp_path, corpus_file, capsys, monkeypatch):
-    from core.checkpoints import CheckpointError, load_checkpoint
+    from core import hf_export
+    from core.checkpoints import CheckpointError, resolve_checkpoint
 
     real = checkpoints.write_checkpoint_folder
     out = tmp_path / "run"
@@ -76,11 +77,13 @@ def test_a_destination_that_fails_after_training_keeps_the_model_elsewhere(tmp_p
             raise CheckpointError(f"could not save to {out}: the disk is full")
         return real(folder, files)
 
+    # tiny-gpt is a GPT-2 shape: it is saved as a folder transformers opens (core.hf_export writes it).
     monkeypatch.setattr(checkpoints, "write_checkpoint_folder", fails_at_out)
+    monkeypatch.setattr(hf_export, "write_checkpoint_folder", fails_at_out)
     line = _train_error(capsys, out, corpus_file)
     assert line.endswith("instead") and "the disk is full; the trained model was saved to " in line
     rescued = line.split("saved to ", 1)[1].removesuffix(" instead")
-    assert load_checkpoint(rescued).metadata["steps_done"] == 2
+    assert resolve_checkpoint(rescued).metadata["steps_done"] == 2
     import shutil
 
     shutil.rmtree(os.path.dirname(rescued))
