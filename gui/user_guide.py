@@ -40,7 +40,7 @@ class GuideBrowser(QTextBrowser):
         self.setSearchPaths([str(folder)])
         self.anchorClicked.connect(self.follow)
 
-    def loadResource(self, kind: int, url: QUrl):  # noqa: N802 (Qt's name)
+    def loadResource(self, kind: int, url: QUrl):  # Qt calls it for every image a page shows
         if kind == QTextDocument.ResourceType.ImageResource.value:
             image = QImage(self.source().resolved(url).toLocalFile())
             if not image.isNull() and image.width() > MAX_IMAGE_WIDTH:

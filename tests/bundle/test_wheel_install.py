@@ -127,7 +127,7 @@ def test_uninstalling_the_clash_leaves_the_app_whole(installed, home):
 
 
 def test_the_user_guide_ships_beside_the_code(installed, home):
-    result = run([str(installed["python"]), "-c", "import transformer_explorer; from gui.user_guide import guide_folder; "
-                  "print((guide_folder() / 'index.md').is_file(), (guide_folder() / 'images' / 'window.png').is_file())"],
-                 home)
+    check = ("import transformer_explorer; from gui.user_guide import guide_folder; "
+             "print((guide_folder() / 'index.md').is_file(), (guide_folder() / 'images' / 'window.png').is_file())")
+    result = run([str(installed["python"]), "-c", check], home)
     assert result.stdout.split() == ["True", "True"], result.stderr[-3000:]
