@@ -81,9 +81,19 @@ def _visible(parser: argparse.ArgumentParser) -> list[argparse.Action]:
             if action.help != argparse.SUPPRESS and not isinstance(action, argparse._SubParsersAction)]
 
 
+USAGE_WIDTH = 96  # wrapped here rather than by argparse, whose wrapping follows the terminal and the Python version
+
+
 def _usage(parser: argparse.ArgumentParser, prog: str) -> str:
     parts = [_usage_part(action) for action in _visible(parser) if "-h" not in action.option_strings]
-    return " ".join([prog, *parts])
+    lines, line = [], prog
+    for part in parts:
+        if len(line) + 1 + len(part) > USAGE_WIDTH and line.strip():
+            lines.append(line)
+            line = " " * (len(prog) + 1) + part
+        else:
+            line += " " + part
+    return "\n".join([*lines, line])
 
 
 def _default_note(action: argparse.Action) -> str:
