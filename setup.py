@@ -1,6 +1,6 @@
 """Packages and their folders for setuptools; everything else is in pyproject.toml.
 
-One package goes into site-packages, transformer_explorer, holding core/, gui/ and resources/ under their
+One package goes into site-packages, transformer_explorer, holding core/, gui/, resources/ and docs/ under their
 short names; at start-up it puts its own folder first on sys.path (transformer_explorer/__init__.py), so no
 other distribution's `core`, `gui` or `resources` can shadow the app's or delete them on uninstall. The
 source keeps those folders at the top of the repository, so `python main.py` needs no installation.
@@ -10,7 +10,8 @@ from setuptools import find_namespace_packages, find_packages, setup
 
 PACKAGE = "transformer_explorer"
 CODE = ("core", "gui")
-DATA = "resources"  # its folders (icons, lessons, models) are data: every file in them ships
+# Data folders: every file in them ships. docs/ is the user guide that Help > User guide opens.
+DATA = ("resources", "docs")
 
 
 def under(top: str, names: list[str]) -> list[str]:
@@ -20,11 +21,11 @@ def under(top: str, names: list[str]) -> list[str]:
 packages = [PACKAGE]
 for top in CODE:
     packages += under(top, find_packages(top))
-data_packages = under(DATA, find_namespace_packages(DATA, exclude=["*__pycache__*"]))
+data_packages = [name for top in DATA for name in under(top, find_namespace_packages(top, exclude=["*__pycache__*"]))]
 
 setup(
     packages=packages + data_packages,
-    package_dir={PACKAGE: PACKAGE, **{f"{PACKAGE}.{top}": top for top in (*CODE, DATA)}},
+    package_dir={PACKAGE: PACKAGE, **{f"{PACKAGE}.{top}": top for top in (*CODE, *DATA)}},
     package_data={name: ["*"] for name in data_packages},
     exclude_package_data={"": ["*.pyc"]},
 )

@@ -108,11 +108,13 @@ def version(root: Path) -> str:
         return tomllib.load(handle)["project"]["version"]
 
 
+DATA_FOLDERS = ("resources", "docs")  # docs/: the user guide that Help > User guide opens
+
+
 def data_files(root: Path) -> list[tuple[str, str]]:
-    """Every file under resources/ except its Python package files, at the same relative place."""
-    resources = root / "resources"
+    """Every file under resources/ and docs/ except Python package files, at the same relative place."""
     files = []
-    for path in sorted(resources.rglob("*")):
+    for path in sorted(path for folder in DATA_FOLDERS for path in (root / folder).rglob("*")):
         if not path.is_file() or path.suffix in {".py", ".pyc"} or "__pycache__" in path.parts:
             continue
         files.append((str(path), str(path.parent.relative_to(root))))

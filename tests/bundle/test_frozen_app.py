@@ -69,7 +69,7 @@ def test_the_bundle_carries_the_resources_and_leaves_out_unused_qt_and_cuda(bund
     for needed in ("resources/tinyshakespeare.txt", "resources/models/tiny-gpt/model.safetensors",
                    "resources/models/tiny-llama/config.json", "resources/lessons/08-exercises.json",
                    f"resources/icons/{APP_ID}.svg", f"resources/icons/hicolor/256x256/apps/{APP_ID}.png",
-                   "core/config.py", "torch/bin/torch_shm_manager"):
+                   "core/config.py", "torch/bin/torch_shm_manager", "docs/index.md", "docs/images/window.png"):
         assert (internal / needed).is_file(), needed
     names = [path.relative_to(internal).as_posix() for path in internal.rglob("*")]
     unwanted = ("Qt6Qml", "Qt6Quick", "Qt6Network", "Qt6Pdf", "Qt6WebEngine", "Qt6VirtualKeyboard", "libcudnn",

@@ -42,7 +42,8 @@ def test_data_files_are_the_resources_without_python_files():
     destinations = {Path(source).relative_to(ROOT).as_posix(): dest for source, dest in files}
     for needed in ("resources/tinyshakespeare.txt", "resources/models/tiny-gpt/model.safetensors",
                    "resources/models/tiny-llama/tokenizer.json", "resources/lessons/01-causal-mask.json",
-                   f"resources/icons/{APP_ID}.svg", f"resources/icons/hicolor/48x48/apps/{APP_ID}.png"):
+                   f"resources/icons/{APP_ID}.svg", f"resources/icons/hicolor/48x48/apps/{APP_ID}.png",
+                   "docs/index.md", "docs/images/window.png"):
         assert needed in destinations, needed
         assert destinations[needed] == str(Path(needed).parent)
     assert not [path for path in destinations if path.endswith((".py", ".pyc"))]

@@ -124,3 +124,10 @@ def test_uninstalling_the_clash_leaves_the_app_whole(installed, home):
     assert result.returncode == 0, result.stderr[-3000:]
     assert "tiny-gpt" in result.stdout
     assert (installed["site"] / "transformer_explorer" / "resources" / "models" / "tiny-gpt" / "model.safetensors").is_file()
+
+
+def test_the_user_guide_ships_beside_the_code(installed, home):
+    check = ("import transformer_explorer; from gui.user_guide import guide_folder; "
+             "print((guide_folder() / 'index.md').is_file(), (guide_folder() / 'images' / 'window.png').is_file())")
+    result = run([str(installed["python"]), "-c", check], home)
+    assert result.stdout.split() == ["True", "True"], result.stderr[-3000:]
