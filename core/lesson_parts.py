@@ -11,6 +11,7 @@ list in "shows" is covered.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -56,7 +57,7 @@ class Setting:
             ok = isinstance(value, list) and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
             ok = ok and self.high is not None and len(value) <= self.high
             return "" if ok else f"must be a list of at most {self.high:g} whole numbers"
-        is_number = is_int or (isinstance(value, float) and value == value)
+        is_number = is_int or (isinstance(value, float) and math.isfinite(value))
         if self.kind == "int" and not is_int:
             return f"must be a whole number from {self.low:g} to {self.high:g}"
         if self.kind == "float" and not is_number:
@@ -199,5 +200,16 @@ def panel_parts(panel: str) -> PanelParts | None:
     return PANEL_PARTS.get(panel)
 
 
-__all__ = ["PANEL_PARTS", "PanelParts", "Setting", "RESULT", "CONTROL", "WINDOW_PARTS", "panel_parts",
-           "TOKENS_SUB_TABS", "POSITIONS_SUB_TABS", "PARAMETERS_SUB_TABS", "GENERATE_SUB_TABS"]
+__all__ = [
+    "CONTROL",
+    "GENERATE_SUB_TABS",
+    "PANEL_PARTS",
+    "PARAMETERS_SUB_TABS",
+    "POSITIONS_SUB_TABS",
+    "RESULT",
+    "TOKENS_SUB_TABS",
+    "WINDOW_PARTS",
+    "PanelParts",
+    "Setting",
+    "panel_parts",
+]

@@ -60,10 +60,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.json_files import JsonFileError, read_json_document
-from core.limits import MAX_LESSON_STEPS, MAX_PROSE_CHARS, MAX_SEED, MAX_TEXT_CHARS, MAX_TITLE_CHARS, settings_problem
 from core.config import ConfigError, ModelConfig
+from core.json_files import JsonFileError, read_json_document
 from core.lesson_parts import PANEL_PARTS
+from core.limits import MAX_LESSON_STEPS, MAX_PROSE_CHARS, MAX_SEED, MAX_TEXT_CHARS, MAX_TITLE_CHARS, settings_problem
 from core.presets import PRESETS
 from resources import resource_path
 
@@ -350,14 +350,14 @@ def bundled_lesson_paths() -> list[Path]:
 
 
 __all__ = [
-    "Lesson",
-    "LessonStep",
-    "LessonError",
-    "parse_lesson",
-    "lesson_problems",
-    "step_part_problems",
-    "load_lesson",
-    "bundled_lesson_paths",
     "BUNDLED_LESSONS_DIR",
     "STATE_KEYS",
+    "Lesson",
+    "LessonError",
+    "LessonStep",
+    "bundled_lesson_paths",
+    "lesson_problems",
+    "load_lesson",
+    "parse_lesson",
+    "step_part_problems",
 ]

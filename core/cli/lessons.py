@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from core.lessons import load_lesson, lesson_problems
+from core.lessons import lesson_problems, load_lesson
 
 MAX_FILES = 1000  # lesson files checked in one run
 
