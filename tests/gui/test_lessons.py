@@ -99,19 +99,96 @@ def test_the_focus_outline_frames_the_named_widget(qtbot, window):
     assert lessons.outline.geometry().contains(target.mapTo(window, target.rect().center()))
 
 
-def test_page_keys_and_arrows_step_through_the_lesson(qtbot, window):
+def press(qtbot, window, widget, key) -> str:
+    """One clicker key on `widget`: "revealed" when it revealed the step's answer, "stepped" when it changed step."""
+    lessons = window.lessons
+    if lessons.dock.reveal_button.isVisible() and not lessons.dock.revealed and key != Qt.Key.Key_PageUp \
+            and key != Qt.Key.Key_Left:
+        qtbot.keyClick(widget, key)
+        return "revealed" if lessons.dock.revealed and not lessons.covers else "nothing"
+    with qtbot.waitSignal(lessons.step_shown, timeout=30_000):
+        qtbot.keyClick(widget, key)
+    return "stepped"
+
+
+def test_clicker_keys_reveal_then_advance_whatever_has_focus(qtbot, window):
     lessons = window.lessons
     path = next(p for p in bundled_lesson_paths() if "counting" in p.name)
+    lesson = load_lesson(path)
     go(qtbot, window, lambda: lessons.open_lesson(path))
     activate(qtbot, window)
-    window.setFocus()
-    for key, expected in ((Qt.Key.Key_PageDown, 1), (Qt.Key.Key_Right, 2), (Qt.Key.Key_PageUp, 1), (Qt.Key.Key_Left, 0)):
-        go(qtbot, window, lambda k=key: qtbot.keyClick(window, k))
-        assert lessons.index == expected
+    combo = window.panel("Parameters").model_combo  # a control with focus: the lesson still has the keys
+    combo.setFocus()
+    for key in (Qt.Key.Key_PageDown, Qt.Key.Key_Right, Qt.Key.Key_Space, Qt.Key.Key_PageDown):
+        index, had_question = lessons.index, bool(lesson.steps[lessons.index].reveal) and not lessons.dock.revealed
+        outcome = press(qtbot, window, combo, key)
+        assert outcome == ("revealed" if had_question else "stepped") and lessons.index == index + (not had_question)
+    index = lessons.index
+    press(qtbot, window, combo, Qt.Key.Key_PageUp)
+    assert lessons.index == index - 1 and not lessons.dock.revealed
+    assert lessons.covers or not lesson.steps[index - 1].reveal  # going back covers the answer again
+    press(qtbot, window, combo, Qt.Key.Key_Left)
+    assert lessons.index == index - 2
     lessons.dock.hide()
     assert not lessons.next_action.isEnabled()  # the keys go back to the panels while the dock is closed
     lessons.dock.show()
     assert lessons.next_action.isEnabled()
+
+
+def test_a_text_field_keeps_the_keys_typed_in_it(qtbot, window):
+    lessons = window.lessons
+    path = next(p for p in bundled_lesson_paths() if "order-blind" in p.name)
+    go(qtbot, window, lambda: lessons.open_lesson(path))
+    field = window.panel("Positions").permutation_edit
+    window.panel("Positions").tabs.setCurrentIndex(3)
+    activate(qtbot, window)
+    field.setFocus()
+    qtbot.waitUntil(field.hasFocus, timeout=5000)
+    field.setText("2 0 1")
+    field.setCursorPosition(0)
+    before = field.text()
+    for key in (Qt.Key.Key_Right, Qt.Key.Key_Space, Qt.Key.Key_Left):
+        qtbot.keyClick(field, key)
+    assert lessons.index == 0 and not lessons.dock.revealed
+    assert field.text() == before[:1] + " " + before[1:] and field.cursorPosition() == 1
+
+
+def test_every_declared_part_is_a_widget_of_its_live_panel(window):
+    from core.lesson_parts import PANEL_PARTS
+    from gui.panels.generate.panel import SUB_TABS as GENERATE_TABS
+    from gui.panels.parameters.panel import SUBTABS as PARAMETERS_TABS
+    from gui.panels.positions.panel import SUB_TABS as POSITIONS_TABS
+    from gui.panels.tokens.panel import SUB_TABS as TOKENS_TABS
+
+    assert {panel.title for panel in window.panels} == set(PANEL_PARTS)
+    missing = [f"{title}: {name}" for title, declared in PANEL_PARTS.items() for name in declared.parts()
+               if not window.lessons._part_widgets(window.panel(title), name)]
+    assert not missing
+    for title, tabs in (("Tokens & masks", TOKENS_TABS), ("Positions", POSITIONS_TABS),
+                        ("Parameters", PARAMETERS_TABS), ("Generate", GENERATE_TABS)):
+        assert set(PANEL_PARTS[title].sub_tabs) - {""} == set(tabs), title
+        for key, value in window.panel(title).settings().items():  # what the panel saves, the declaration takes
+            setting = PANEL_PARTS[title].settings.get(key)
+            assert setting is not None and not setting.problem(value), f"{title}: {key} = {value!r}"
+
+
+def test_closing_a_lesson_puts_the_lab_back(qtbot, window):
+    lessons = window.lessons
+    if lessons.lesson is not None:  # an earlier test's lesson: its own "before" would come back
+        lessons.close_lesson()
+    qtbot.waitUntil(lambda: window.loaded.config == window.state.config and not window.compute.busy, timeout=60_000)
+    window.state.set_text("A text typed before the lesson.")
+    before = (window.state.config, window.state.text, window.panel("Tokens & masks").settings())
+    path = next(p for p in bundled_lesson_paths() if "exercises" in p.name)
+    go(qtbot, window, lambda: lessons.open_lesson(path))
+    for _ in range(len(lessons.lesson.steps) - 1):
+        go(qtbot, window, lessons.next_step)
+    assert window.state.config != before[0]
+    with qtbot.waitSignal(window.model_loaded, timeout=60_000):
+        lessons.dock.close_requested.emit()
+    assert lessons.lesson is None and not lessons.dock.isVisible()
+    assert (window.state.config, window.state.text, window.panel("Tokens & masks").settings()) == before
+    assert window.loaded.config == before[0] and window.loaded.source == "bundled (trained)"
 
 
 def test_presentation_view_hides_the_chrome_and_widens_the_lesson(qtbot, window):
@@ -267,20 +344,6 @@ def test_a_step_can_set_the_theme_and_the_text_size(qtbot, window, tmp_path):
     finally:
         window.state.set_theme("light")
         window.state.set_font_scale(1.0)
-
-
-def test_arrows_stay_with_a_focused_slider(qtbot, window):
-    lessons = window.lessons
-    path = next(p for p in bundled_lesson_paths() if "rope" in p.name)
-    go(qtbot, window, lambda: lessons.open_lesson(path))
-    slider = window.panel("Positions").m_slider
-    activate(qtbot, window)
-    slider.setFocus()
-    value = slider.value()
-    qtbot.keyClick(slider, Qt.Key.Key_Right)
-    assert lessons.index == 0 and slider.value() == value + 1
-    go(qtbot, window, lambda: qtbot.keyClick(slider, Qt.Key.Key_PageDown))  # the clicker's key always steps
-    assert lessons.index == 1
 
 
 def test_placeholders_quote_the_panels_own_numbers(qtbot, window, tmp_path):
