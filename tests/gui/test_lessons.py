@@ -14,7 +14,7 @@ from PySide6.QtCore import QSettings, Qt
 from PySide6.QtWidgets import QAbstractScrollArea, QWidget
 
 from core.lessons import PLACEHOLDER, bundled_lesson_paths, load_lesson
-from gui.lessons import find_panel_widget, find_panel_widgets
+from gui.answer_cover import find_panel_widget, find_panel_widgets
 from tests.gui.file_opening import open_lesson
 from tests.gui.lesson_window import loaded_window
 
@@ -414,7 +414,7 @@ def same_pixels(first, second) -> bool:
 def test_the_answer_is_covered_until_reveal(qtbot, window, path, index):
     from PySide6.QtCore import QPoint, QRect
 
-    from gui.lessons import widget_text
+    from gui.answer_cover import widget_text
 
     lessons = window.lessons
     step = load_lesson(path).steps[index]
@@ -469,7 +469,7 @@ def test_the_answer_is_covered_until_reveal(qtbot, window, path, index):
 def test_a_focus_left_a_sliver_by_an_earlier_scroll_is_brought_into_view(qtbot):
     from PySide6.QtWidgets import QHBoxLayout, QScrollArea, QWidget
 
-    from gui.lessons import SLIVER, bring_into_view, shown_rect
+    from gui.answer_cover import SLIVER, bring_into_view, shown_rect
 
     area = QScrollArea()
     qtbot.addWidget(area)
@@ -496,7 +496,7 @@ def test_a_focus_left_a_sliver_by_an_earlier_scroll_is_brought_into_view(qtbot):
 def test_the_focus_outline_follows_its_widget_when_the_layout_moves_it(qtbot):
     from PySide6.QtWidgets import QHBoxLayout, QWidget
 
-    from gui.lessons import FocusOutline
+    from gui.answer_cover import FocusOutline
 
     host = QWidget()
     qtbot.addWidget(host)
