@@ -25,7 +25,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run_check_lesson(args: argparse.Namespace) -> int:
     files = args.files
     if len(files) > MAX_FILES:
-        print(f"check-lesson: at most {MAX_FILES:,} files at once, not {len(files):,}", file=sys.stderr)
+        print(f"check-lesson: error: at most {MAX_FILES:,} files at once, not {len(files):,}", file=sys.stderr)
         return 2
     failed = steps = 0
     for name in files:
@@ -38,7 +38,7 @@ def run_check_lesson(args: argparse.Namespace) -> int:
             steps += len(load_lesson(name).steps)
     clean = len(files) - failed
     if failed:
-        print(f"{failed} of {len(files)} lesson file(s) have problems", file=sys.stderr)
+        print(f"check-lesson: error: {failed} of {len(files)} lesson file(s) have problems (listed above)", file=sys.stderr)
         return 2
     print(f"{clean} lesson file(s) checked, {steps} step(s), no problems")
     return 0
