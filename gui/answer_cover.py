@@ -154,7 +154,7 @@ class AnswerCover(QWidget):
     sibling for a pane of its own.)
     """
 
-    TEXT = "Predict first, then Reveal (Ctrl+Shift+R)"
+    TEXT = "Predict first, then Reveal (Page Down)"
     SHORTER = ("Predict first, then Reveal", "Predict, then Reveal")  # for a cover too small for TEXT
 
     def __init__(self, target: QWidget) -> None:

@@ -82,7 +82,7 @@ class LessonDock(QDockWidget):
         self.question.setTextFormat(Qt.TextFormat.RichText)
         self.reveal_button = QPushButton("Reveal")
         self.reveal_button.setObjectName("lesson-reveal-button")
-        self.reveal_button.setToolTip("Show what the app measured (Ctrl+Shift+R)")
+        self.reveal_button.setToolTip("Show what the app measured (Page Down, Space or Ctrl+Shift+R)")
         self.reveal_text = QLabel("")
         self.reveal_text.setObjectName("lesson-reveal")
         self.reveal_text.setWordWrap(True)

@@ -553,6 +553,12 @@ class MainWindow(SessionFiles, ModelFiles, QMainWindow):
         self.setWindowState(Qt.WindowState.WindowNoState)
         self.setMaximumSize(QWIDGETSIZE_MAX, QWIDGETSIZE_MAX)
         self.resize(width, height)
+        screen = self.screen() or QApplication.primaryScreen()
+        if screen is not None:  # on the screen as far as it fits: a first launch centred a smaller window
+            area = screen.availableGeometry()
+            left = max(area.left(), min(self.x(), area.right() + 1 - width))
+            top = max(area.top(), min(self.y(), area.bottom() + 1 - height))
+            self.move(left, top)
 
     def set_look_for_this_run(self, theme_name: str | None = None, font_scale: float | None = None) -> None:
         """A theme or text size from the command line or a lesson: shown now, not saved as the user's preference.
