@@ -29,6 +29,13 @@ CONTROL = "control"  # a step's set-up: never covered
 WINDOW_PARTS: dict[str, str] = {"status_model": RESULT}
 
 
+def _number(value: float | None) -> str:
+    """A bound as a reader writes it: 2,147,483,647 and 0.05, not 2.14748e+09."""
+    if value is None:
+        return "?"
+    return f"{int(value):,}" if float(value).is_integer() else f"{value:g}"
+
+
 @dataclass(frozen=True)
 class Setting:
     """The values one panel setting accepts: a kind ("int", "float", "bool", "choice", "int_list", "text")
@@ -56,14 +63,14 @@ class Setting:
         if self.kind == "int_list":
             ok = isinstance(value, list) and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
             ok = ok and self.high is not None and len(value) <= self.high
-            return "" if ok else f"must be a list of at most {self.high:g} whole numbers"
+            return "" if ok else f"must be a list of at most {_number(self.high)} whole numbers"
         is_number = is_int or (isinstance(value, float) and math.isfinite(value))
         if self.kind == "int" and not is_int:
-            return f"must be a whole number from {self.low:g} to {self.high:g}"
+            return f"must be a whole number from {_number(self.low)} to {_number(self.high)}"
         if self.kind == "float" and not is_number:
-            return f"must be a number from {self.low:g} to {self.high:g}"
+            return f"must be a number from {_number(self.low)} to {_number(self.high)}"
         if not self.low <= value <= self.high:  # type: ignore[operator]
-            return f"must be from {self.low:g} to {self.high:g}"
+            return f"must be from {_number(self.low)} to {_number(self.high)}"
         return ""
 
 
@@ -200,7 +207,37 @@ def panel_parts(panel: str) -> PanelParts | None:
     return PANEL_PARTS.get(panel)
 
 
+def describe_setting(setting: Setting) -> str:
+    """A setting's accepted values in a few words, for the authors' guide."""
+    if setting.kind == "choice":
+        text = " / ".join(f"`{choice!r}`" if choice != "" else '`""`' for choice in setting.choices[:8])
+        text += " ..." if len(setting.choices) > 8 else ""
+    elif setting.kind in ("int", "float"):
+        text = f"{'whole number' if setting.kind == 'int' else 'number'} {_number(setting.low)} to {_number(setting.high)}"
+    elif setting.kind == "int_list":
+        text = f"list of at most {_number(setting.high)} whole numbers"
+    else:
+        text = {"bool": "true / false", "text": "string"}[setting.kind]
+    return text + (", or null" if setting.none_ok else "")
+
+
+def parts_markdown() -> str:
+    """The parts and settings of every panel as Markdown: the table docs/lessons.md carries (a test compares)."""
+    lines = []
+    for title, panel in PANEL_PARTS.items():
+        lines += [f"### {title}", "", "| sub-tab | results (covered until Reveal) | controls (set-up) |", "|---|---|---|"]
+        for sub_tab, parts in panel.sub_tabs.items():
+            results = ", ".join(f"`{n}`" for n, kind in parts.items() if kind == RESULT) or "-"
+            controls = ", ".join(f"`{n}`" for n, kind in parts.items() if kind == CONTROL) or "-"
+            lines.append(f"| {sub_tab or '(whole panel)'} | {results} | {controls} |")
+        lines += ["", "panel_settings: " + "; ".join(f"`{key}` {describe_setting(setting)}"
+                                                    for key, setting in panel.settings.items()), ""]
+    return "\n".join(lines)
+
+
 __all__ = [
+    "parts_markdown",
+    "describe_setting",
     "CONTROL",
     "GENERATE_SUB_TABS",
     "PANEL_PARTS",

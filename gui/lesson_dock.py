@@ -24,7 +24,8 @@ from gui import theme
 DOCK_WIDTH = 380  # pixels: a paragraph of lesson text at a readable line length
 DOCK_MIN_WIDTH = 300
 # The keys, on the panel itself: a clicker sends Page Down / Page Up (some send the arrows).
-KEYS_LINE = "Keys: Page Down, → or Space reveals, then goes on; Page Up or ← goes back; Esc leaves full screen"
+KEYS_LINE = "Keys: Page Down, → or Space reveal, then next; Page Up or ← back"
+PRESENTING_KEYS_LINE = KEYS_LINE + "; Esc or F11 leave"
 
 class LessonDock(QDockWidget):
     """The lesson's current step: its text, the question, the Reveal button and Previous / Next."""
@@ -200,4 +201,4 @@ class LessonDock(QDockWidget):
 
 
 
-__all__ = ["DOCK_MIN_WIDTH", "DOCK_WIDTH", "LessonDock"]
+__all__ = ["PRESENTING_KEYS_LINE", "DOCK_MIN_WIDTH", "DOCK_WIDTH", "LessonDock"]

@@ -46,7 +46,7 @@ from gui.answer_cover import (
     shown_rect,
     widget_text,
 )
-from gui.lesson_dock import DOCK_MIN_WIDTH, DOCK_WIDTH, KEYS_LINE, LessonDock
+from gui.lesson_dock import DOCK_MIN_WIDTH, DOCK_WIDTH, KEYS_LINE, PRESENTING_KEYS_LINE, LessonDock
 
 log = logging.getLogger("transformer_explorer.lessons")
 
@@ -563,6 +563,7 @@ class LessonController(QObject):
             self.dock.widget().setMinimumWidth(DOCK_MIN_WIDTH)
             window.resizeDocks([self.dock], [DOCK_WIDTH], Qt.Orientation.Horizontal)
         self.presentation_action.setChecked(on)
+        self.dock.keys_line.setText(PRESENTING_KEYS_LINE if on else KEYS_LINE)
         self.dock.apply_theme()
         self._update_actions()
 
