@@ -516,3 +516,19 @@ def test_the_focus_outline_follows_its_widget_when_the_layout_moves_it(qtbot):
     qtbot.waitUntil(lambda: outline.geometry().contains(target.geometry()), timeout=5000)
     outline.clear()
     assert not outline.isVisible()
+
+
+def test_the_window_refuses_a_typo_with_the_check_lessons_lines(qtbot, window, tmp_path):
+    from core.lessons import lesson_problems
+
+    path = tmp_path / "typo.json"
+    path.write_text(json.dumps({"title": "Typo", "steps": [
+        {"title": "a", "text": "b", "panel": "Parameters", "focus": "block_lable",
+         "panel_settings": {"modle": "gpt2-small"}}]}), encoding="utf-8")
+    title = lessons_title = window.lessons.dock.step_title.text()
+    message = window.lessons.open_lesson(path, wait=True)
+    assert message is not None and message.splitlines() == lesson_problems(path)
+    assert "'block_lable'" in message and "'modle'" in message
+    assert window.lessons.dock.step_title.text() == title == lessons_title
+    for box in window.message_boxes:
+        box.close()
