@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from core.choices import MASK_MODES, TRAIN_MASK_MODES
@@ -98,6 +98,8 @@ class PanelParts:
 
     sub_tabs: Mapping[str, Mapping[str, str]]  # sub-tab title -> part name -> RESULT or CONTROL
     settings: Mapping[str, Setting]
+    # A part that is no attribute of the panel nor a child's objectName: its attribute path from the panel.
+    paths: Mapping[str, str] = field(default_factory=dict)
 
     def parts(self) -> dict[str, str]:
         """Every part of the panel with its kind, the window's included."""
@@ -184,13 +186,15 @@ PANEL_PARTS: dict[str, PanelParts] = {
         {"batch": _int(1, 4096), "seq": _int(1, 1 << 20), "d_model": _int(1, 1 << 20), "heads": _int(1, 1024)},
     ),
     "Train": PanelParts(
-        {"": {**_results("status_label", "loss_plot"), **_controls("mask_combo")},
-         "compare": _results("compare_plot", "gradient_plot", "compare_summary", "compare_verdict", "compare_samples")},
+        {"": {**_results("status_label", "loss_plot"), **_controls("mask_combo", "corpus_label")},
+         "compare": {**_results("compare_plot", "gradient_plot", "compare_summary", "compare_verdict", "compare_samples"),
+                     **_controls("compare_setup")}},
         {"steps": _int(1, 1_000_000), "batch_size": _int(1, 4096), "seq_len": _int(2, 1_000_000), "lr": _float(1e-5, 1.0),
          "seed": SEED, "prompt": Setting("text"), "max_new": _int(0, 100_000), "temperature": _float(0.0, 5.0),
          "top_k": _int(0, 1_000_000), "mask_mode": _choice(*TRAIN_MASK_MODES), "plot_tab": _choice("run", "compare"),
          "compare_experiment": _choice(*EXPERIMENTS),
          "compare_steps": _int(1, 1_000_000), "compare_seed": SEED},
+        paths={"compare_setup": "compare_page.setup_label"},
     ),
     "Generate": PanelParts(
         {"Sampling": {**_results("sampling_plot", "entropy_label", "draw_label"),

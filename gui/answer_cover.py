@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
 )
 from shiboken6 import isValid
 
+from core.lesson_parts import PANEL_PARTS
 from gui import theme
 
 FOCUS_MS = 4000  # how long the outline stays: long enough to find it from the back row
@@ -48,7 +49,15 @@ def widget_text(widget: Any) -> str:
 
 
 def find_panel_widget(panel: QWidget, name: str) -> QWidget | None:
-    """The panel's widget called `name`: an attribute of the panel, else a child's objectName."""
+    """The panel's widget called `name`: the path core.lesson_parts declares for it, an attribute of the panel,
+    else a child's objectName."""
+    declared = PANEL_PARTS.get(getattr(panel, "title", ""))
+    path = declared.paths.get(name) if declared is not None else None
+    if path:
+        target: Any = panel
+        for attribute in path.split("."):
+            target = getattr(target, attribute, None)
+        return target if isinstance(target, QWidget) else None
     candidate = getattr(panel, name, None)
     if isinstance(candidate, QWidget):
         return candidate

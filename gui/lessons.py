@@ -193,7 +193,7 @@ class LessonController(QObject):
         if kind == QEvent.Type.ShortcutOverride:
             event.accept()  # the key comes as a key press (below), not as a menu shortcut
             return True
-        if event.isAutoRepeat() and key != Qt.Key.Key_PageDown and key != Qt.Key.Key_PageUp:
+        if event.isAutoRepeat():  # a held clicker button must not page through the whole lesson
             return True
         if presenting:
             self.set_presentation(False)

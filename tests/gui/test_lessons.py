@@ -20,7 +20,7 @@ from tests.gui.lesson_window import loaded_window
 
 
 @pytest.fixture(scope="module")
-def window(request, tmp_path_factory):
+def window(qapp, request, tmp_path_factory):
     yield from loaded_window(request, tmp_path_factory, "lessons")
 
 
@@ -532,3 +532,35 @@ def test_the_window_refuses_a_typo_with_the_check_lessons_lines(qtbot, window, t
     assert window.lessons.dock.step_title.text() == title == lessons_title
     for box in window.message_boxes:
         box.close()
+
+
+def test_every_widget_that_can_show_a_figure_is_a_declared_part(qtbot, window):
+    """What covers by default rest on: on every sub-tab, each visible label with a digit, table and plot lies in a
+    part the panel declares (a result, covered until Reveal, or a control, the step's set-up)."""
+    import re
+
+    from PySide6.QtWidgets import QAbstractItemView, QGraphicsView, QLabel, QTabWidget
+
+    from core.lesson_parts import PANEL_PARTS
+    from gui.answer_cover import widget_text
+
+    if window.lessons.lesson is not None:
+        window.lessons.close_lesson()
+    undeclared = set()
+    for title, declared in PANEL_PARTS.items():
+        panel = window.panel(title)
+        window.tabs.setCurrentWidget(panel)
+        parts = [w for name in declared.parts() if name != "status_model" for w in find_panel_widgets(panel, name)]
+        tab_sets = [tabs for tabs in panel.findChildren(QTabWidget) if tabs.count() > 1]
+        pages = [(tabs, index) for tabs in tab_sets for index in range(tabs.count())] or [(None, 0)]
+        for tabs, index in pages:
+            if tabs is not None:
+                tabs.setCurrentIndex(index)
+            qtbot.waitUntil(lambda: not window.compute.busy, timeout=60_000)
+            for widget in panel.findChildren(QWidget):
+                figure = isinstance(widget, (QAbstractItemView, QGraphicsView)) or (
+                    isinstance(widget, QLabel) and re.search(r"\d", widget_text(widget)))
+                if figure and widget.isVisible() and not any(p is widget or p.isAncestorOf(widget) for p in parts):
+                    undeclared.add(f"{title}: {type(widget).__name__} {widget.objectName()!r} "
+                                   f"{widget_text(widget)[:60]!r}")
+    assert not undeclared, "\n".join(sorted(undeclared))
