@@ -283,10 +283,12 @@ def _run_headless(app, window, args, reporter) -> int:
     if model_problem:
         print(f"self-test: {model_problem[0]}", file=sys.stderr)
         return 1
-    for panel in window.panels:
+    # A lesson's screenshot is of its step's panel: the others may rightly refuse the step's model.
+    checked = window.panels if args.lesson is None or args.self_test else []
+    for panel in checked:
         panel.result_shown.connect(lambda p=panel: shown.add(p.title))
         panel.error_shown.connect(lambda message, p=panel: failures.__setitem__(p.title, message))
-    for panel in window.panels:
+    for panel in checked:
         window.tabs.setCurrentWidget(panel)
         panel.refresh()
         if not wait_until(lambda p=panel: p.title in shown or p.title in failures or _shows_current_results(p)):
