@@ -28,8 +28,10 @@ A lesson file is one JSON object:
           "panel_settings": {"mask_mode": "causal"}, # optional: passed to that panel's restore_settings
           "focus": "verdict",                      # optional: a widget of that panel (attribute or
                                                    #   objectName) outlined for a few seconds
-          "cover": ["propagation_map"]             # optional: more widgets that show the answer,
-        }                                          #   covered until Reveal (needs "reveal")
+          "shows": ["strip"],                      # optional: the panel's result parts that are the step's
+                                                   #   set-up, on screen before Reveal (needs "reveal")
+          "cover": ["propagation_map"]             # optional: parts covered until Reveal besides the
+        }                                          #   defaults (needs "reveal")
       ]
     }
 
@@ -39,6 +41,11 @@ seed at most MAX_SEED (core.limits); the file is a regular file of at most MAX_F
 panel's widget `name` shows when the step is displayed or revealed, so a lesson quotes the app's own
 computed numbers instead of typing them in. "panel_settings" and "focus" need "panel".
 
+Covers by default: until Reveal, a step with a "reveal" covers every result part of its panel
+(core.lesson_parts) except those it lists in "shows" or quotes in its text or question. Names in
+"focus", "shows", "cover" and `{{name}}` must be parts core.lesson_parts declares for the step's panel,
+and "panel_settings" keys and values must be ones it declares; `lesson_problems` lists every problem.
+
 Any problem raises LessonError with a message naming the step (counted from 1) and the field, for
 example "step 3: 'preset': unknown preset 'gpt5'". Which panels and themes exist is the app's
 business: `parse_lesson` checks them only when it is given the names.
@@ -46,21 +53,23 @@ business: `parse_lesson` checks them only when it is given the names.
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.json_files import JsonFileError, read_json_document
-from core.limits import MAX_LESSON_STEPS, MAX_PROSE_CHARS, MAX_SEED, MAX_TEXT_CHARS, MAX_TITLE_CHARS, settings_problem
 from core.config import ConfigError, ModelConfig
+from core.json_files import JsonFileError, read_json_document
+from core.lesson_parts import PANEL_PARTS
+from core.limits import MAX_LESSON_STEPS, MAX_PROSE_CHARS, MAX_SEED, MAX_TEXT_CHARS, MAX_TITLE_CHARS, settings_problem
 from core.presets import PRESETS
 from resources import resource_path
 
 BUNDLED_LESSONS_DIR = resource_path("lessons")
 LESSON_KEYS = frozenset({"title", "description", "steps"})
-STEP_KEYS = frozenset({"title", "text", "predict", "reveal", "panel", "state", "panel_settings", "focus", "cover"})
+STEP_KEYS = frozenset({"title", "text", "predict", "reveal", "panel", "state", "panel_settings", "focus", "shows", "cover"})
 MAX_COVERED = 20  # widgets a step may cover until Reveal
 STATE_KEYS = ("preset", "config", "seed", "text", "edit", "theme", "font_scale", "selected_layer", "selected_head")
 MAX_EDIT_TOKEN_CHARS = 64  # one token's text: a character, a word, a BPE piece
@@ -85,6 +94,7 @@ class LessonStep:
     panel_settings: Mapping[str, Any] = field(default_factory=dict)  # for the panel's restore_settings
     focus: str = ""  # the panel widget (attribute or objectName) to outline
     cover: tuple[str, ...] = ()  # more widgets that show the answer, covered until Reveal
+    shows: tuple[str, ...] = ()  # result parts of the panel that are the step's set-up: not covered
 
     def placeholders(self) -> list[str]:
         """The widget names that `{{name}}` refers to in this step's text, question and reveal."""
@@ -95,6 +105,20 @@ class LessonStep:
         if not self.reveal:
             return []
         return list(dict.fromkeys([*PLACEHOLDER.findall(self.reveal), *([self.focus] if self.focus else []), *self.cover]))
+
+    def asked_parts(self) -> list[str]:
+        """The parts the step's text and question quote: on screen before Reveal, by definition."""
+        return [name for part in (self.text, self.predict) for name in PLACEHOLDER.findall(part)]
+
+    def covered_parts(self) -> list[str]:
+        """What stays covered until Reveal: the answer widgets and every other result part of the panel
+        that the step neither shows nor quotes in its question (nothing when the step asks nothing)."""
+        if not self.reveal:
+            return []
+        declared = PANEL_PARTS.get(self.panel)
+        defaults = declared.results() if declared is not None else []
+        kept = {*self.shows, *self.asked_parts()}
+        return list(dict.fromkeys([*self.answer_widgets(), *(name for name in defaults if name not in kept)]))
 
 
 @dataclass(frozen=True)
@@ -217,7 +241,15 @@ def _step(data: Any, number: int, panels: Collection[str] | None, themes: Collec
         raise LessonError(f"{where}'cover': needs a 'reveal' that uncovers them")
     if cover and not panel:
         raise LessonError(f"{where}'cover': needs a 'panel'")
-    step = LessonStep(title, text, predict, reveal, panel, state, dict(settings), focus, tuple(cover))
+    shows = data.get("shows", [])
+    if not isinstance(shows, list) or len(shows) > MAX_COVERED * 2 or not all(
+            isinstance(name, str) and PLACEHOLDER.fullmatch(f"{{{{{name}}}}}") for name in shows):
+        raise LessonError(f"{where}'shows': must be a list of at most {MAX_COVERED * 2} part names")
+    if shows and not reveal:
+        raise LessonError(f"{where}'shows': needs a 'reveal' (a step without one covers nothing)")
+    if shows and not panel:
+        raise LessonError(f"{where}'shows': needs a 'panel'")
+    step = LessonStep(title, text, predict, reveal, panel, state, dict(settings), focus, tuple(cover), tuple(shows))
     if step.placeholders() and not panel:
         raise LessonError(f"{where}'text': a {{{{name}}}} placeholder needs a 'panel'")
     answers = set(step.answer_widgets())
@@ -225,7 +257,41 @@ def _step(data: Any, number: int, panels: Collection[str] | None, themes: Collec
         given = [name for name in PLACEHOLDER.findall(getattr(step, key)) if name in answers]
         if given:
             raise LessonError(f"{where}'{key}': {{{{{given[0]}}}}} would give away the answer the reveal withholds")
+    shown_answers = [name for name in shows if name in answers]
+    if shown_answers:
+        raise LessonError(f"{where}'shows': {shown_answers[0]!r} holds the answer the reveal withholds")
     return step
+
+
+def _near(name: str, names: Collection[str]) -> str:
+    close = difflib.get_close_matches(name, list(names), n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def step_part_problems(step: LessonStep, number: int) -> list[str]:
+    """Every name of `step` its panel does not declare (core.lesson_parts): parts and panel settings."""
+    where = f"step {number}: "
+    declared = PANEL_PARTS.get(step.panel)
+    if declared is None:
+        return []
+    parts, problems = declared.parts(), []
+    named = [("focus", [step.focus] if step.focus else []), ("shows", step.shows), ("cover", step.cover),
+             *((key, PLACEHOLDER.findall(getattr(step, key))) for key in ("text", "predict", "reveal"))]
+    for key, names in named:
+        for name in names:
+            if name not in parts:
+                shown = f"{{{{{name}}}}}" if key in ("text", "predict", "reveal") else repr(name)
+                problems.append(f"{where}'{key}': {shown} is not a part of the {step.panel} panel{_near(name, parts)}")
+    for key, value in step.panel_settings.items():
+        setting = declared.settings.get(key)
+        if setting is None:
+            problems.append(f"{where}'panel_settings': unknown setting {key!r} of the {step.panel} panel"
+                            f"{_near(key, declared.settings) or '; it takes ' + ', '.join(declared.settings)}")
+            continue
+        problem = setting.problem(value)
+        if problem:
+            problems.append(f"{where}'panel_settings': {key!r} {problem}, not {_short(value)}")
+    return problems
 
 
 def parse_lesson(data: Any, source: str = "", panels: Collection[str] | None = None,
@@ -243,7 +309,28 @@ def parse_lesson(data: Any, source: str = "", panels: Collection[str] | None = N
         raise LessonError("'steps': must be a non-empty list")
     if len(steps) > MAX_LESSON_STEPS:
         raise LessonError(f"'steps': {len(steps):,} steps, more than the {MAX_LESSON_STEPS} allowed")
-    return Lesson(title, description, tuple(_step(step, n, panels, themes) for n, step in enumerate(steps, 1)), source)
+    parsed, problems = [], []
+    for number, data_step in enumerate(steps, 1):
+        try:
+            step = _step(data_step, number, panels if panels is not None else list(PANEL_PARTS), themes)
+        except LessonError as error:
+            problems.append(str(error))
+            continue
+        parsed.append(step)
+        problems += step_part_problems(step, number)
+    if problems:
+        raise LessonError("\n".join(problems))
+    return Lesson(title, description, tuple(parsed), source)
+
+
+def lesson_problems(path: str | Path, panels: Collection[str] | None = None,
+                    themes: Collection[str] | None = None) -> list[str]:
+    """Every problem of the lesson file at `path`, one line each naming the step; [] for a usable lesson."""
+    try:
+        load_lesson(path, panels, themes)
+    except LessonError as error:
+        return str(error).splitlines()
+    return []
 
 
 def load_lesson(path: str | Path, panels: Collection[str] | None = None,
@@ -263,12 +350,14 @@ def bundled_lesson_paths() -> list[Path]:
 
 
 __all__ = [
-    "Lesson",
-    "LessonStep",
-    "LessonError",
-    "parse_lesson",
-    "load_lesson",
-    "bundled_lesson_paths",
     "BUNDLED_LESSONS_DIR",
     "STATE_KEYS",
+    "Lesson",
+    "LessonError",
+    "LessonStep",
+    "bundled_lesson_paths",
+    "lesson_problems",
+    "load_lesson",
+    "parse_lesson",
+    "step_part_problems",
 ]

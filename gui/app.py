@@ -272,6 +272,8 @@ def _run_headless(app, window, args, reporter) -> int:
         return True
 
     model_problem: list[str] = []
+    lesson_ended: list[str] = []
+    window.lessons.lesson_open_ended.connect(lesson_ended.append)
     window.compute.error.connect(lambda message: model_problem.append(message) if message.startswith(("building", "loading")) else None)
     window.torch_failed.connect(lambda message: model_problem.append(f"torch could not be loaded: {message}"))
     # A --lesson is read off the GUI thread once torch is ready: the panels are run in the state it sets.
@@ -281,17 +283,27 @@ def _run_headless(app, window, args, reporter) -> int:
     if model_problem:
         print(f"self-test: {model_problem[0]}", file=sys.stderr)
         return 1
-    for panel in window.panels:
+    # A lesson's screenshot is of its step's panel: the others may rightly refuse the step's model.
+    checked = window.panels if args.lesson is None or args.self_test else []
+    for panel in checked:
         panel.result_shown.connect(lambda p=panel: shown.add(p.title))
         panel.error_shown.connect(lambda message, p=panel: failures.__setitem__(p.title, message))
-    for panel in window.panels:
+    for panel in checked:
         window.tabs.setCurrentWidget(panel)
         panel.refresh()
         if not wait_until(lambda p=panel: p.title in shown or p.title in failures or _shows_current_results(p)):
             failures.setdefault(panel.title, "no result in time")
     wait_until(lambda: not window.compute.busy)
-    if args.screenshot:
+    if args.lesson is not None and not wait_until(lambda: lesson_ended):
+        failures.setdefault("lesson", "the lesson did not open in time")
+    elif args.lesson is not None and lesson_ended[0]:
+        print(f"transformer-explorer: --lesson: {lesson_ended[0]}", file=sys.stderr)
+        return 1
+    if args.screenshot and args.lesson is not None and not lesson_ended[0]:
+        _show_lesson_step(window, wait_until)
+    elif args.screenshot:
         window.tabs.setCurrentIndex(0)
+    if args.screenshot:
         app.processEvents()
         if not window.grab().save(args.screenshot, "PNG"):
             print(f"could not write {args.screenshot}", file=sys.stderr)
@@ -308,6 +320,17 @@ def _run_headless(app, window, args, reporter) -> int:
         print(f"self-test passed: torch {window.runtime.torch_version if window.runtime else '?'} on {window.state.device}, "
               f"{len(window.panels)} panel(s) computed")
     return 0
+
+
+def _show_lesson_step(window, wait_until) -> None:
+    """The lesson's step again as the window shows it (its panel, covers and outline), after every panel ran."""
+    lessons, shown = window.lessons, []
+    lessons.step_shown.connect(shown.append)
+    lessons.go_to(lessons.index)
+    wait_until(lambda: shown and not window.compute.busy)
+    panel = window.current_panel()
+    wait_until(lambda: all(view.result is not None and not view.is_stale for view in getattr(panel, "views", []) if view.isVisible()))
+    wait_until(lambda: lessons.outline.isVisible() or not lessons.lesson.steps[lessons.index].focus)
 
 
 def _shows_current_results(panel) -> bool:

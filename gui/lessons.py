@@ -1,435 +1,108 @@
-"""Lesson mode: a dock of guided steps that set the lab's state, ask for a prediction, reveal the
-result and outline the part of the view that matters; plus the presentation view for projectors.
+"""Lesson mode: runs the steps of a lesson in the window (state, panel, panel settings, covers, outline),
+owns the keyboard while a lesson is open (a clicker's Page Down / Right / Space reveal, then advance), the
+presentation view for projectors, and puts the lab back as it was when the lesson closes.
 
-The lesson files and their format live in core.lessons; this module only runs them.
+The lesson files and their format live in core.lessons; the dock is gui.lesson_dock; covers and the
+outline are gui.answer_cover. The controller reaches the window only through LessonWindow.
 """
 
 from __future__ import annotations
 
 import html
 import logging
-import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from PySide6.QtCore import QEvent, QObject, QPoint, QRect, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QColor, QFontMetrics, QKeyEvent, QKeySequence, QPainter, QPen
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QKeyEvent, QKeySequence
 from PySide6.QtWidgets import (
-    QAbstractButton,
-    QAbstractScrollArea,
     QAbstractSpinBox,
     QApplication,
     QComboBox,
     QDockWidget,
     QFileDialog,
-    QFrame,
-    QHBoxLayout,
-    QLabel,
     QLineEdit,
-    QMainWindow,
     QMenu,
-    QPushButton,
-    QScrollArea,
-    QSizePolicy,
-    QTabBar,
-    QToolButton,
-    QVBoxLayout,
+    QMenuBar,
+    QPlainTextEdit,
+    QStatusBar,
+    QTabWidget,
+    QTextEdit,
     QWidget,
 )
-
 from shiboken6 import isValid
 
 from core.lessons import PLACEHOLDER, Lesson, LessonError, LessonStep, bundled_lesson_paths, load_lesson
 from core.presets import get_preset
 from gui import theme
-
-if TYPE_CHECKING:
-    from gui.main_window import MainWindow
+from gui.answer_cover import (
+    FOCUS_DELAY_MS,
+    AnswerCover,
+    FocusOutline,
+    bring_into_view,
+    find_panel_widget,
+    find_panel_widgets,
+    shown_rect,
+    widget_text,
+)
+from gui.lesson_dock import DOCK_MIN_WIDTH, DOCK_WIDTH, KEYS_LINE, PRESENTING_KEYS_LINE, LessonDock
 
 log = logging.getLogger("transformer_explorer.lessons")
 
-FOCUS_MS = 4000  # how long the outline stays: long enough to find it from the back row
-FOLLOW_MS = 200  # how often the outline re-measures its target while it shows
-FOCUS_DELAY_MS = 150  # let the tab switch and the layout settle before measuring the target
 MODEL_WAIT_MS = 30_000  # a step whose model never arrives still finishes (its panel shows why)
 LESSON_FILTER = "Lesson (*.json)"
-DOCK_WIDTH = 380  # pixels: a paragraph of lesson text at a readable line length
-DOCK_MIN_WIDTH = 300
-# A focused widget with less than this share in view (of what the viewport could show of it) is scrolled
-# to; one more in view stays put, so the step's setup beside it (sliders, the token strip) stays on screen.
-SLIVER = 0.25
-_TAGS = re.compile(r"<[^>]+>")
+NEXT_KEYS = (Qt.Key.Key_PageDown, Qt.Key.Key_Right, Qt.Key.Key_Space)  # what clickers send for "next"
+PREVIOUS_KEYS = (Qt.Key.Key_PageUp, Qt.Key.Key_Left)
+LEAVE_KEYS = (Qt.Key.Key_Escape, Qt.Key.Key_F11)  # leave the presentation view
+TYPING_WIDGETS = (QLineEdit, QTextEdit, QPlainTextEdit, QAbstractSpinBox)  # their keys are the student's
 
 
-def widget_text(widget: Any) -> str:
-    """What a widget shows, as plain text, for a lesson's {{name}} placeholder."""
-    if isinstance(widget, QLabel):
-        text = widget.text()
-        if "<" in text:  # the panels write their captions as rich text
-            text = html.unescape(_TAGS.sub("", re.sub(r"<br\s*/?>", " ", text)))
-        return " ".join(text.split())
-    if isinstance(widget, (QLineEdit, QAbstractSpinBox)):
-        return widget.text()
-    if isinstance(widget, QComboBox):
-        return widget.currentText()
-    if isinstance(widget, QAbstractButton):
-        return widget.text()
-    return ""
+class LessonWindow(Protocol):
+    """What the lesson controller needs of the window it runs in (gui.main_window.MainWindow is one)."""
+
+    state: Any  # gui.state.LabState
+    panels: list
+    tabs: QTabWidget
+    sidebar_dock: QDockWidget
+    file_reader: Any  # gui.file_reader.FileReader
+    settings_store: Any  # QSettings
+    loaded: Any  # gui.model_loader.LoadedModel | None
+
+    def panel(self, title: str) -> Any: ...
+    def show_message(self, title: str, text: str) -> Any: ...
+    def set_look_for_this_run(self, theme_name: str | None = None, font_scale: float | None = None) -> None: ...
+    def status_figures(self) -> list[QWidget]: ...
+    def current_session(self) -> Any: ...
+    def apply_session(self, session: Any) -> None: ...
+    def adopt_model(self, loaded: Any) -> None: ...
+    def statusBar(self) -> QStatusBar: ...  # noqa: N802 (Qt's name)
+    def menuBar(self) -> QMenuBar: ...  # noqa: N802
+    def addDockWidget(self, area: Qt.DockWidgetArea, dock: QDockWidget) -> None: ...  # noqa: N802
+    def resizeDocks(self, docks: list, sizes: list, orientation: Qt.Orientation) -> None: ...  # noqa: N802
+    def addAction(self, action: QAction) -> None: ...  # noqa: N802
+    def isVisible(self) -> bool: ...  # noqa: N802
+    def isFullScreen(self) -> bool: ...  # noqa: N802
+    def set_full_screen(self, on: bool) -> None: ...
+    def width(self) -> int: ...
 
 
-def find_panel_widget(panel: QWidget, name: str) -> QWidget | None:
-    """The panel's widget called `name`: an attribute of the panel, else a child's objectName."""
-    candidate = getattr(panel, name, None)
-    if isinstance(candidate, QWidget):
-        return candidate
-    return panel.findChild(QWidget, name)
-
-
-def shown_rect(widget: QWidget) -> QRect:
-    """The part of `widget` (in its own coordinates) inside the viewports it scrolls in: what can be on screen."""
-    rect = widget.rect()
-    ancestor = widget.parentWidget()
-    while ancestor is not None and not rect.isEmpty():
-        # Only a viewport the widget lies in: a cover over a table is the table's child, beside its viewport.
-        if isinstance(ancestor, QAbstractScrollArea) and ancestor.viewport().isAncestorOf(widget):
-            port = ancestor.viewport()
-            rect = rect.intersected(QRect(widget.mapFrom(port, QPoint(0, 0)), port.size()))
-        ancestor = ancestor.parentWidget()
-    return rect
-
-
-def bring_into_view(widget: QWidget) -> None:
-    """Scroll the scroll areas around `widget` to it when only a SLIVER of what could be in view is (a panel
-    wider than its room, left scrolled to the far end by an earlier step)."""
-    parent = widget.parentWidget()
-    while parent is not None:
-        if isinstance(parent, QScrollArea):
-            shown, port = shown_rect(widget), parent.viewport().size()
-            wanted_w, wanted_h = min(widget.width(), port.width()), min(widget.height(), port.height())
-            if shown.width() < SLIVER * wanted_w or shown.height() < SLIVER * wanted_h:
-                parent.ensureWidgetVisible(widget, 24, 24)  # a widget wider than the view: its start
-        parent = parent.parentWidget()
-
-
-def find_panel_widgets(panel: QWidget, name: str) -> list[QWidget]:
-    """The widgets called `name`: one, or each of a panel attribute that holds several (two pies side by side)."""
-    candidate = getattr(panel, name, None)
-    if isinstance(candidate, (tuple, list)) and candidate and all(isinstance(item, QWidget) for item in candidate):
-        return list(candidate)
-    widget = find_panel_widget(panel, name)
-    return [widget] if widget is not None else []
-
-
-def uses_arrow_keys(widget: QWidget) -> bool:
-    """Whether a focused widget has its own use for the arrow keys (buttons and tab bars do not)."""
-    if isinstance(widget, (QAbstractButton, QTabBar, QMainWindow, QDockWidget)):
+def is_typing_in(widget: QWidget | None) -> bool:
+    """Whether the focused widget takes typed keys (a text field, a spin box, an editable combo box)."""
+    if widget is None:
         return False
-    return bool(widget.focusPolicy() & Qt.FocusPolicy.TabFocus)
-
-
-class FocusOutline(QWidget):
-    """A frame drawn over a widget of the window for a few seconds; clicks pass through it."""
-
-    def __init__(self, parent: QWidget) -> None:
-        super().__init__(parent)
-        self.setObjectName("lesson-focus-outline")
-        self.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents)
-        self.setAttribute(Qt.WidgetAttribute.WA_NoSystemBackground)
-        self.target: QWidget | None = None
-        self._timer = QTimer(self)
-        self._timer.setSingleShot(True)
-        self._timer.timeout.connect(self.clear)
-        # The panel may still lay out around the target (a view's first result resizes its neighbours):
-        # the frame follows it while it shows.
-        self._follow = QTimer(self)
-        self._follow.setInterval(FOLLOW_MS)
-        self._follow.timeout.connect(self._fit)
-        self.hide()
-
-    def point_at(self, target: QWidget, milliseconds: int = FOCUS_MS) -> None:
-        self.target = target
-        self._fit()
-        self.show()
-        self.raise_()
-        self._timer.start(milliseconds)
-        self._follow.start()
-
-    def _fit(self) -> None:
-        target = self.target
-        if target is None or not isValid(target):
-            self.clear()
-            return
-        window = self.parentWidget()
-        margin = 4
-        # The part on screen: a panel wider than its room scrolls, and the frame must not run over the docks.
-        shown = shown_rect(target)
-        if shown.isEmpty():
-            shown = target.rect()
-        top_left = target.mapTo(window, shown.topLeft())
-        self.setGeometry(QRect(top_left, shown.size()).adjusted(-margin, -margin, margin, margin))
-
-    def clear(self) -> None:
-        self._timer.stop()
-        self._follow.stop()
-        self.target = None
-        self.hide()
-
-    def paintEvent(self, event) -> None:  # noqa: N802 (Qt's name)
-        painter = QPainter(self)
-        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
-        width = 4
-        painter.setPen(QPen(theme.color("warning"), width))
-        painter.drawRoundedRect(self.rect().adjusted(width // 2, width // 2, -width // 2, -width // 2), 6, 6)
-
-
-class AnswerCover(QWidget):
-    """An opaque card over a widget that shows a step's answer, until the student has predicted and revealed.
-
-    A child of the covered widget, so it moves, resizes and shows with it (a view shows its content
-    with its first result), raised again whenever the widget lays out its scroll bars; it takes the
-    mouse too, so no hover readout gives the number away. (Not a sibling: a splitter would take a
-    sibling for a pane of its own.)
-    """
-
-    TEXT = "Predict first, then Reveal (Ctrl+Shift+R)"
-    SHORTER = ("Predict first, then Reveal", "Predict, then Reveal")  # for a cover too small for TEXT
-
-    def __init__(self, target: QWidget) -> None:
-        super().__init__(target)
-        self.setObjectName("lesson-answer-cover")
-        self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent)
-        self.target = target
-        target.installEventFilter(self)
-        # The text sits in the part on screen: scrolling a panel wider than its room moves that part.
-        ancestor = target.parentWidget()
-        while ancestor is not None:
-            if isinstance(ancestor, QAbstractScrollArea):
-                for bar in (ancestor.horizontalScrollBar(), ancestor.verticalScrollBar()):
-                    bar.valueChanged.connect(self.update)
-            ancestor = ancestor.parentWidget()
-        self._fit()
-
-    def shown_text(self) -> tuple[str, QRect]:
-        """The longest of the texts that fits the part of the cover on screen, and that part."""
-        shown = shown_rect(self)
-        room = (shown if not shown.isEmpty() else self.rect()).adjusted(6, 2, -6, -2)
-        metrics = QFontMetrics(theme.font(1.0, bold=True))
-        flags = int(Qt.AlignmentFlag.AlignCenter | Qt.TextFlag.TextWordWrap)
-        for text in (self.TEXT, *self.SHORTER):
-            needed = metrics.boundingRect(room, flags, text)
-            if needed.width() <= room.width() and needed.height() <= room.height():
-                return text, room
-        return self.SHORTER[-1], room
-
-    def restyle(self) -> None:
-        self.update()
-
-    def paintEvent(self, event) -> None:  # noqa: N802 (Qt's name)
-        accent = theme.color("accent")
-        painter = QPainter(self)
-        painter.fillRect(self.rect(), QColor(theme.current().window))
-        painter.setPen(QPen(accent, 2, Qt.PenStyle.DashLine))
-        painter.drawRect(self.rect().adjusted(1, 1, -2, -2))
-        painter.setFont(theme.font(1.0, bold=True))
-        painter.setPen(accent)
-        flags = Qt.AlignmentFlag.AlignCenter | Qt.TextFlag.TextWordWrap
-        text, room = self.shown_text()
-        painter.drawText(room, int(flags), text)
-
-    def _fit(self) -> None:
-        self.setGeometry(self.target.rect())
-        self.show()
-        self.raise_()
-
-    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt's name)
-        if watched is self.target and event.type() in (QEvent.Type.Resize, QEvent.Type.Show, QEvent.Type.LayoutRequest,
-                                                       QEvent.Type.ChildAdded, QEvent.Type.ChildPolished):
-            self._fit()
-            QTimer.singleShot(0, self, self.raise_)  # after the widget's own handler has placed its scroll bars
-        return False
-
-    def remove(self) -> None:
-        if isValid(self.target):
-            self.target.removeEventFilter(self)
-        self.hide()
-        self.deleteLater()
-
-
-class LessonDock(QDockWidget):
-    """The lesson's current step: its text, the question, the Reveal button and Previous / Next."""
-
-    previous_requested = Signal()
-    next_requested = Signal()
-    answer_revealed = Signal()
-
-    def __init__(self, parent: QWidget) -> None:
-        super().__init__("Lesson", parent)
-        self.setObjectName("lesson-dock")
-        self.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetMovable | QDockWidget.DockWidgetFeature.DockWidgetClosable)
-        # A label with a close button as the title bar: the style's title font ignores the text scale.
-        bar = QWidget()
-        bar_layout = QHBoxLayout(bar)
-        bar_layout.setContentsMargins(8, 4, 4, 2)
-        self.heading = QLabel("Lesson")
-        self.heading.setObjectName("lesson-dock-title")
-        close = QToolButton()
-        close.setText("✕")
-        close.setToolTip("Close the lesson panel")
-        close.clicked.connect(self.close)
-        bar_layout.addWidget(self.heading, 1)
-        bar_layout.addWidget(close, 0, Qt.AlignmentFlag.AlignTop)
-        self.setTitleBarWidget(bar)
-
-        body = QWidget()
-        layout = QVBoxLayout(body)
-        layout.setContentsMargins(12, 8, 12, 12)
-        layout.setSpacing(10)
-        self.lesson_title = QLabel("")
-        self.lesson_title.setObjectName("lesson-title")
-        self.lesson_title.setWordWrap(True)
-        self.lesson_title.setTextFormat(Qt.TextFormat.PlainText)  # titles come from lesson files
-        self.counter = QLabel("")
-        self.counter.setObjectName("lesson-counter")
-        self.step_title = QLabel("Choose a lesson from the Lessons menu.")
-        self.step_title.setObjectName("lesson-step-title")
-        self.step_title.setWordWrap(True)
-        self.step_title.setTextFormat(Qt.TextFormat.PlainText)
-        self.text = QLabel("")
-        self.text.setObjectName("lesson-text")
-        self.text.setWordWrap(True)
-        self.text.setTextFormat(Qt.TextFormat.RichText)
-        self.text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.predict_frame = QFrame()
-        self.predict_frame.setObjectName("lesson-predict")
-        predict_layout = QVBoxLayout(self.predict_frame)
-        predict_layout.setContentsMargins(10, 8, 10, 8)
-        self.predict_heading = QLabel("Predict first")
-        self.question = QLabel("")
-        self.question.setObjectName("lesson-question")
-        self.question.setWordWrap(True)
-        self.question.setTextFormat(Qt.TextFormat.RichText)
-        self.reveal_button = QPushButton("Reveal")
-        self.reveal_button.setObjectName("lesson-reveal-button")
-        self.reveal_button.setToolTip("Show what the app measured (Ctrl+Shift+R)")
-        self.reveal_text = QLabel("")
-        self.reveal_text.setObjectName("lesson-reveal")
-        self.reveal_text.setWordWrap(True)
-        self.reveal_text.setTextFormat(Qt.TextFormat.RichText)
-        self.reveal_text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.reveal_text.hide()
-        for widget in (self.predict_heading, self.question, self.reveal_button, self.reveal_text):
-            predict_layout.addWidget(widget)
-        predict_layout.setAlignment(self.reveal_button, Qt.AlignmentFlag.AlignLeft)
-        for widget in (self.lesson_title, self.counter, self.step_title, self.text, self.predict_frame):
-            layout.addWidget(widget)
-        layout.addStretch(1)
-        # Ignored: the body takes the viewport's width and the labels wrap to it, whatever the font size.
-        body.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
-        scroll = self.scroll = QScrollArea()
-        scroll.setWidgetResizable(True)
-        scroll.setFrameShape(QFrame.Shape.NoFrame)
-        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        scroll.setWidget(body)
-
-        self.previous_button = QPushButton("◀ Back")
-        self.previous_button.setToolTip("Previous step (Page Up, ←)")
-        self.previous_button.clicked.connect(self.previous_requested)
-        self.next_button = QPushButton("Next ▶")
-        self.next_button.setToolTip("Next step (Page Down, →)")
-        self.next_button.clicked.connect(self.next_requested)
-        navigation = QHBoxLayout()
-        navigation.setContentsMargins(12, 4, 12, 8)
-        navigation.addWidget(self.previous_button)
-        navigation.addStretch(1)
-        navigation.addWidget(self.next_button)
-        outer = QWidget()
-        outer_layout = QVBoxLayout(outer)
-        outer_layout.setContentsMargins(0, 0, 0, 0)
-        outer_layout.addWidget(scroll, 1)
-        outer_layout.addLayout(navigation)
-        outer.setMinimumWidth(DOCK_MIN_WIDTH)
-        outer.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Expanding)
-        self.setWidget(outer)
-        self.predict_frame.hide()
-        self.previous_button.setEnabled(False)
-        self.next_button.setEnabled(False)
-        self.reveal_button.clicked.connect(self.reveal)
-        self._reveal_source = ""
-        self._resolve = lambda text: html.escape(text)
-        self.apply_theme()
-
-    def showEvent(self, event) -> None:  # noqa: N802 (Qt's name)
-        # The dock is built before the window applies the saved theme and text size.
-        self.apply_theme()
-        super().showEvent(event)
-
-    def show_step(self, lesson: Lesson, index: int, resolve) -> None:
-        """Show step `index`; `resolve(text)` turns a lesson text into HTML with live values filled in."""
-        step = lesson.steps[index]
-        self._resolve = resolve
-        self.lesson_title.setText(lesson.title)
-        self.counter.setText(f"Step {index + 1} of {len(lesson.steps)}")
-        self.step_title.setText(step.title)
-        self.text.setText(resolve(step.text))
-        self.predict_frame.setVisible(bool(step.predict))
-        self.question.setText(resolve(step.predict))
-        self._reveal_source = step.reveal
-        self.reveal_button.setVisible(bool(step.reveal))
-        self.reveal_text.hide()
-        self.reveal_text.setText("")
-        self.previous_button.setEnabled(index > 0)
-        self.next_button.setEnabled(index < len(lesson.steps) - 1)
-        self.next_button.setText("Next ▶" if index < len(lesson.steps) - 1 else "Last step")
-
-    def reveal(self) -> None:
-        if not self._reveal_source:
-            return
-        self.reveal_text.setText(self._resolve(self._reveal_source))
-        self.reveal_text.show()
-        self.reveal_button.hide()
-        self.answer_revealed.emit()
-        # The answer may sit below the fold at projector sizes.
-        QTimer.singleShot(0, self, lambda: self.scroll.ensureWidgetVisible(self.reveal_text))
-
-    def refresh_live_text(self, step: LessonStep) -> None:
-        """Fill the placeholders in again (a panel showed a new result)."""
-        self.text.setText(self._resolve(step.text))
-        self.question.setText(self._resolve(step.predict))
-        if self.reveal_text.isVisible():
-            self.reveal_text.setText(self._resolve(self._reveal_source))
-
-    @property
-    def revealed(self) -> bool:
-        return self.reveal_text.isVisible()
-
-    def apply_theme(self) -> None:
-        spec = theme.current()
-        self.heading.setFont(theme.font(1.05, bold=True))
-        self.lesson_title.setFont(theme.font(1.05, bold=True))
-        self.counter.setFont(theme.font(0.95))
-        self.counter.setStyleSheet(f"color: {spec.muted};")
-        self.step_title.setFont(theme.font(1.25, bold=True))
-        self.text.setFont(theme.font(1.1))
-        self.predict_heading.setFont(theme.font(1.0, bold=True))
-        self.predict_heading.setStyleSheet(f"color: {spec.accent};")
-        self.question.setFont(theme.font(1.1))
-        self.reveal_text.setFont(theme.font(1.1))
-        for button in (self.reveal_button, self.previous_button, self.next_button):
-            button.setFont(theme.font(1.0))
-        self.predict_frame.setStyleSheet(
-            f"QFrame#lesson-predict {{ border: 2px solid {spec.accent}; border-radius: 6px; }}")
+    return isinstance(widget, TYPING_WIDGETS) or (isinstance(widget, QComboBox) and widget.isEditable())
 
 
 class LessonController(QObject):
-    """Runs lessons in a MainWindow: the Lessons menu, the dock, step navigation, presentation view."""
+    """Runs lessons in a window: the Lessons menu, the dock, step navigation and keys, presentation view."""
 
     step_shown = Signal(int)  # the step's state, panel and panel settings are in place
     lesson_started = Signal(str)
     lesson_open_ended = Signal(str)  # an open_lesson ended: "" when the lesson started, else the message shown
     titles_read = Signal()  # the Lessons menu shows the bundled lessons' own titles
 
-    def __init__(self, window: MainWindow, lessons_menu: QMenu, view_menu: QMenu) -> None:
+    def __init__(self, window: LessonWindow, lessons_menu: QMenu, view_menu: QMenu) -> None:
         super().__init__(window)
         self.window = window
         self.state = window.state
@@ -440,12 +113,16 @@ class LessonController(QObject):
         self._followed_panel = None  # the panel whose results the current step quotes
         self.presentation = False
         self._hidden_for_presentation: list[QWidget] = []
+        self._was_full_screen = False
+        # The lab as it was before the lesson opened: put back when the lesson closes.
+        self._before: tuple[Any, Any, int] | None = None  # (session, loaded model, panel tab)
 
         self.dock = LessonDock(window)
         window.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.dock)
         self.dock.hide()
         self.dock.previous_requested.connect(self.previous_step)
         self.dock.next_requested.connect(self.next_step)
+        self.dock.close_requested.connect(self.close_lesson)
         self.dock.visibilityChanged.connect(lambda _visible: self._update_actions())
         self.outline = FocusOutline(window)
         self.covers: list[AnswerCover] = []  # over the step's answer until Reveal
@@ -473,13 +150,14 @@ class LessonController(QObject):
         self.show_dock_action = self.dock.toggleViewAction()
         self.show_dock_action.setText("Lesson panel")
         lessons_menu.addAction(self.show_dock_action)
-        self.next_action = self._add_action(lessons_menu, "Next step", self.next_step, [QKeySequence(Qt.Key.Key_PageDown)])
+        # Page Down reveals a step's answer before it advances, as a clicker's only button must. The same keys,
+        # the arrows and Space reach the lesson through the application's event filter whatever has focus.
+        self.next_action = self._add_action(lessons_menu, "Next (reveal first)", self.advance,
+                                            [QKeySequence(Qt.Key.Key_PageDown)])
         self.previous_action = self._add_action(lessons_menu, "Previous step", self.previous_step,
                                                 [QKeySequence(Qt.Key.Key_PageUp)])
-        # Clickers send arrows too; the arrows stay hidden from the menu, which lists the page keys.
-        self.next_arrow_action = self._arrow_action(Qt.Key.Key_Right, self.next_step)
-        self.previous_arrow_action = self._arrow_action(Qt.Key.Key_Left, self.previous_step)
         self.reveal_action = self._add_action(lessons_menu, "Reveal", self.dock.reveal, [QKeySequence("Ctrl+Shift+R")])
+        self.close_action = self._add_action(lessons_menu, "Close lesson", self.close_lesson)
         self.presentation_action = self._add_action(view_menu, "&Presentation view", self.toggle_presentation,
                                                     [QKeySequence("Ctrl+Shift+P")])
         self.presentation_action.setCheckable(True)
@@ -495,28 +173,44 @@ class LessonController(QObject):
         self.window.addAction(action)  # shortcuts keep working with the menu bar hidden
         return action
 
-    def _arrow_action(self, key: Qt.Key, step) -> QAction:
-        action = QAction(self.window)
-        action.setShortcut(QKeySequence(key))
-        action.triggered.connect(lambda _=False: self._on_arrow(key, step))
-        self.window.addAction(action)
-        return action
+    # ---- keys ------------------------------------------------------------------------------------
+    def _owns_keys(self) -> bool:
+        return self.lesson is not None and self.dock.isVisible() and QApplication.activeModalWidget() is None
 
-    def _on_arrow(self, key: Qt.Key, step) -> None:
-        """Step the lesson, unless the focused control uses arrows itself (a slider, the token strip)."""
-        focus = QApplication.focusWidget()
-        if focus is not None and uses_arrow_keys(focus) and not self.dock.isAncestorOf(focus):
-            arrows = (self.next_arrow_action, self.previous_arrow_action)
-            # Disabled while the key is re-sent: the application would match it to this shortcut again.
-            for action in arrows:
-                action.setEnabled(False)
-            try:
-                for kind in (QEvent.Type.KeyPress, QEvent.Type.KeyRelease):
-                    QApplication.sendEvent(focus, QKeyEvent(kind, key, Qt.KeyboardModifier.NoModifier))
-            finally:
-                self._update_actions()
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt's name)
+        """The lesson's keys, whatever widget has focus, except in a field being typed in."""
+        kind = event.type()
+        if kind not in (QEvent.Type.KeyPress, QEvent.Type.ShortcutOverride) or not isinstance(event, QKeyEvent):
+            return False
+        key, modifiers = event.key(), event.modifiers() & ~Qt.KeyboardModifier.KeypadModifier
+        if modifiers != Qt.KeyboardModifier.NoModifier or not self._owns_keys():
+            return False
+        if not isinstance(watched, QWidget) or watched.window() is not self.window:
+            return False
+        presenting = self.presentation and key in LEAVE_KEYS
+        if not presenting and (key not in NEXT_KEYS + PREVIOUS_KEYS or is_typing_in(QApplication.focusWidget())):
+            return False
+        if kind == QEvent.Type.ShortcutOverride:
+            event.accept()  # the key comes as a key press (below), not as a menu shortcut
+            return True
+        if event.isAutoRepeat():  # a held clicker button must not page through the whole lesson
+            return True
+        if presenting:
+            self.set_presentation(False)
+        elif key in NEXT_KEYS:
+            self.advance()
+        else:
+            self.previous_step()
+        return True
+
+    def advance(self) -> None:
+        """A clicker's "next": reveal the step's answer when it has one still covered, else go to the next step."""
+        if self.lesson is None:
             return
-        step()
+        if self.dock.reveal_button.isVisible() and not self.dock.revealed:
+            self.dock.reveal()
+        else:
+            self.next_step()
 
     # ---- opening ---------------------------------------------------------------------------------
     def open_lesson_dialog(self) -> None:
@@ -581,18 +275,45 @@ class LessonController(QObject):
             message = f"it could not be read: {type(error).__name__}: {error}"
         if self.window.statusBar().currentMessage() == f"opening the lesson {path.name}...":
             self.window.statusBar().clearMessage()
-        self.window._show_message("Could not open the lesson", f"{path.name}: {message}")
+        self.window.show_message("Could not open the lesson", f"{path.name}: {message}")
         self.lesson_open_ended.emit(message)
         return message
 
     def start(self, lesson: Lesson) -> None:
+        if self._before is None:  # a lesson opened over another keeps the lab from before the first
+            window = self.window
+            self._before = (window.current_session(), window.loaded, window.tabs.currentIndex())
         self.lesson = lesson
+        QApplication.instance().installEventFilter(self)
         if not self.dock.isVisible():
             self.dock.show()
             self.window.resizeDocks([self.dock], [DOCK_WIDTH], Qt.Orientation.Horizontal)
         self.dock.raise_()
         self.lesson_started.emit(lesson.title)
         self.go_to(0)
+
+    def close_lesson(self) -> None:
+        """Close the lesson and put back the model, text, panel settings and panel from before it opened."""
+        self.set_presentation(False)
+        QApplication.instance().removeEventFilter(self)
+        self._generation += 1
+        self.outline.clear()
+        self._uncover()
+        self._follow_results(None)
+        self._model_timer.stop()
+        self._waiting_for_model = False
+        self.lesson = None
+        self.dock.hide()
+        before, self._before = self._before, None
+        if before is None:
+            return
+        session, loaded, tab = before
+        window = self.window
+        if loaded is not None and loaded is not window.loaded and loaded.config == session.config:
+            window.adopt_model(loaded)  # a trained or opened model comes back as it was, not rebuilt
+        window.apply_session(session)
+        window.tabs.setCurrentIndex(tab)
+        self._update_actions()
 
     # ---- navigation ------------------------------------------------------------------------------
     def next_step(self) -> None:
@@ -729,20 +450,26 @@ class LessonController(QObject):
                 self.window.statusBar().showMessage(f"the {panel.title} panel could not take this step's settings", 10000)
         self.dock.refresh_live_text(step)
         if panel is not None and step.reveal and not self.dock.revealed:
-            self._cover(panel, step.answer_widgets())
+            self._cover(panel, step)
         if panel is not None and step.focus:
             generation = self._generation
             QTimer.singleShot(FOCUS_DELAY_MS, self, lambda: self._point_at(generation, panel, step.focus))
         self.step_shown.emit(self.index)
 
-    def _cover(self, panel: QWidget, names: list[str]) -> None:
-        """Hide what the step's reveal talks about, so the student predicts before seeing it."""
+    def _cover(self, panel: QWidget, step: LessonStep) -> None:
+        """Cover every result of the panel the step does not show, so the student predicts before seeing it."""
         self._uncover()
-        for name in dict.fromkeys(names):
-            targets = find_panel_widgets(panel, name)
+        for name in step.covered_parts():
+            targets = self._part_widgets(panel, name)
             if not targets:
                 log.warning("lesson answer %r is not a widget of %s", name, panel.objectName())
             self.covers += [AnswerCover(target) for target in targets]
+
+    def _part_widgets(self, panel: QWidget, name: str) -> list[QWidget]:
+        """The widgets of a declared part: the panel's, or the window's status-bar figures."""
+        if name == "status_model":
+            return self.window.status_figures()
+        return find_panel_widgets(panel, name)
 
     def _uncover(self) -> None:
         for cover in self.covers:
@@ -801,8 +528,7 @@ class LessonController(QObject):
 
     def _update_actions(self) -> None:
         active = self.lesson is not None and self.dock.isVisible()
-        for action in (self.next_action, self.previous_action, self.next_arrow_action, self.previous_arrow_action,
-                       self.reveal_action):
+        for action in (self.next_action, self.previous_action, self.reveal_action, self.close_action):
             action.setEnabled(active)
 
     # ---- presentation view -------------------------------------------------------------------------
@@ -818,6 +544,8 @@ class LessonController(QObject):
         if on:
             candidates = [window.sidebar_dock, window.menuBar(), window.statusBar(), window.tabs.tabBar()]
             self._hidden_for_presentation = [widget for widget in candidates if widget.isVisible()]
+            self._was_full_screen = window.isFullScreen()
+            window.set_full_screen(True)
             for widget in self._hidden_for_presentation:
                 widget.hide()
             self.dock.show()
@@ -830,9 +558,12 @@ class LessonController(QObject):
             for widget in self._hidden_for_presentation:
                 widget.show()
             self._hidden_for_presentation = []
+            if not self._was_full_screen:
+                window.set_full_screen(False)
             self.dock.widget().setMinimumWidth(DOCK_MIN_WIDTH)
             window.resizeDocks([self.dock], [DOCK_WIDTH], Qt.Orientation.Horizontal)
         self.presentation_action.setChecked(on)
+        self.dock.keys_line.setText(PRESENTING_KEYS_LINE if on else KEYS_LINE)
         self.dock.apply_theme()
         self._update_actions()
 
@@ -850,5 +581,17 @@ def _menu_entries(paths: list[Path]) -> list[tuple[Path, str, str]]:
     return entries
 
 
-__all__ = ["AnswerCover", "LessonController", "LessonDock", "FocusOutline", "bring_into_view", "find_panel_widget",
-           "find_panel_widgets", "shown_rect", "widget_text"]
+__all__ = [
+    "KEYS_LINE",
+    "AnswerCover",
+    "FocusOutline",
+    "LessonController",
+    "LessonDock",
+    "LessonWindow",
+    "bring_into_view",
+    "find_panel_widget",
+    "find_panel_widgets",
+    "is_typing_in",
+    "shown_rect",
+    "widget_text",
+]

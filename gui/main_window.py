@@ -11,21 +11,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QByteArray, QSettings, QSize, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QKeySequence
+from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
     QApplication,
-    QComboBox,
     QDialog,
-    QDialogButtonBox,
     QDockWidget,
     QFileDialog,
-    QFormLayout,
     QLabel,
     QMainWindow,
     QMessageBox,
     QProgressBar,
     QScrollArea,
-    QSpinBox,
     QToolButton,
     QWidget,
 )
@@ -37,47 +33,22 @@ from gui import APP_NAME, theme
 from gui.compute import ComputeController
 from gui.file_reader import FileReader
 from gui.gui_thread_gc import freeze_long_lived
-from gui.model_loader import (
-    LoadedModel,
-    TorchRuntime,
-    load_model,
-    load_torch,
-    open_model_folder,
-    save_model_folder,
-    versions,
-)
-from gui.save_model_dialog import choose_model_folder
-from gui.session import Session, SessionError, read_session, write_session
+from gui.main_window_menus import ExportDialog, build_menus
+from gui.model_loader import LoadedModel, TorchRuntime, load_model, load_torch, versions
 from gui.state import LabState
 from gui.widgets.config_form import ModelSidebar
 from gui.widgets.page_tabs import PageTabs
+from gui.window_models import ModelFiles
+from gui.window_sessions import SESSION_FILTER, SessionFiles
 
 if TYPE_CHECKING:
     from gui.panels import Panel
 
 log = logging.getLogger("transformer_explorer.window")
 
-FONT_STEP = 1.1
 QWIDGETSIZE_MAX = (1 << 24) - 1  # Qt's "no maximum" for a widget's size
 FIRST_LAUNCH_SHARE = 0.92  # of the screen's free area: the window fits with its frame and shows the desktop around it
-SESSION_FILTER = "Transformer Explorer session (*.json)"
 MAX_MESSAGE_CHARS = 2000  # a message box's text: a few sentences and paths
-
-
-def keys(standard: QKeySequence.StandardKey | None = None, *extra: str) -> list[QKeySequence]:
-    """The platform's keys for a standard command, after the lab's own extra keys, each key once.
-
-    Binding a key twice makes it ambiguous, and Qt then runs neither action ("Ambiguous shortcut
-    overload"): Redo's standard keys already hold Ctrl+Shift+Z on X11.
-    """
-    sequences = [QKeySequence(text) for text in extra]
-    if standard is not None:
-        sequences += QKeySequence.keyBindings(standard)
-    unique: list[QKeySequence] = []
-    for sequence in sequences:
-        if not sequence.isEmpty() and sequence not in unique:
-            unique.append(sequence)
-    return unique
 
 
 def _count(n: int) -> str:
@@ -101,31 +72,7 @@ def _load_torch_and_kernels(device: str | None, threads: int, kernels_asked: str
     return runtime
 
 
-class ExportDialog(QDialog):
-    """Choose what to export (the panel or one of its plots) and the size in pixels."""
-
-    def __init__(self, targets: list[tuple[str, Any]], parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setWindowTitle("Export for slides")
-        form = QFormLayout(self)
-        self.target_combo = QComboBox()
-        self.target_combo.addItems([label for label, _ in targets])
-        form.addRow("what", self.target_combo)
-        self.width_spin = QSpinBox()
-        self.width_spin.setRange(16, 16384)
-        self.width_spin.setValue(1920)
-        self.height_spin = QSpinBox()
-        self.height_spin.setRange(16, 16384)
-        self.height_spin.setValue(1080)
-        form.addRow("width (px)", self.width_spin)
-        form.addRow("height (px)", self.height_spin)
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel)
-        buttons.accepted.connect(self.accept)
-        buttons.rejected.connect(self.reject)
-        form.addRow(buttons)
-
-
-class MainWindow(QMainWindow):
+class MainWindow(SessionFiles, ModelFiles, QMainWindow):
     """Builds one panel per entry of PANEL_CLASSES around one LabState and one ComputeController."""
 
     torch_loaded = Signal()
@@ -202,7 +149,7 @@ class MainWindow(QMainWindow):
         self._model_timer.timeout.connect(self.request_model)
 
         self._build_status_bar()
-        self._build_menus()
+        build_menus(self)
         self.compute.busy_changed.connect(self._on_busy_changed)
         self.compute.progress.connect(self._on_progress)
         # A model that cannot be built says so whole in a message box (_on_model_failed), not cut off down here.
@@ -250,73 +197,6 @@ class MainWindow(QMainWindow):
         menu.addAction(action)
         self.addAction(action)  # shortcuts also work in full screen without a menu bar
         return action
-
-    def _build_menus(self) -> None:
-        menus = self.menuBar()
-        file_menu = menus.addMenu("&File")
-        self._action(file_menu, "&Open session...", self.open_session_dialog, QKeySequence.StandardKey.Open)
-        self._action(file_menu, "&Save session", self.save_session_dialog, QKeySequence.StandardKey.Save)
-        self._action(file_menu, "Save session &as...", lambda: self.save_session_dialog(ask=True),
-                     keys(QKeySequence.StandardKey.SaveAs) or keys(None, "Ctrl+Shift+S"))
-        file_menu.addSeparator()
-        self._action(file_menu, "Open &model folder...", self.open_model_dialog, tip="a checkpoint folder, or a Hugging Face GPT-2 / Llama folder")
-        self._action(file_menu, "&Get a model...", self.model_library_dialog,
-                     tip="bundled models, models in the Hugging Face cache, and GPT-2, SmolLM2 or Qwen2.5 from the Hub")
-        self._action(file_menu, "Save model &as...", self.save_model_dialog, tip="the current model as a safetensors checkpoint folder")
-        self._action(file_menu, "Save model for &transformers...", self.export_model_dialog,
-                     tip="a GPT-2, Llama or Qwen2 family model as a Hugging Face folder that transformers loads")
-        file_menu.addSeparator()
-        self._action(file_menu, "&Export current panel...", self.export_dialog, QKeySequence("Ctrl+E"), "PNG or SVG at a chosen size")
-        file_menu.addSeparator()
-        self._action(file_menu, "&Quit", self.close, QKeySequence.StandardKey.Quit)
-
-        edit_menu = menus.addMenu("&Edit")
-        undo = self.state.undo_stack.createUndoAction(self, "&Undo")
-        undo.setShortcut(QKeySequence.StandardKey.Undo)
-        redo = self.state.undo_stack.createRedoAction(self, "&Redo")
-        redo.setShortcuts(keys(QKeySequence.StandardKey.Redo))
-        edit_menu.addAction(undo)
-        edit_menu.addAction(redo)
-        self.addActions([undo, redo])
-
-        view_menu = menus.addMenu("&View")
-        self.panels_menu = view_menu.addMenu("&Panels")
-        self.sidebar_action = self.sidebar_dock.toggleViewAction()
-        self.sidebar_action.setText("Model sidebar")
-        self.sidebar_action.setShortcut(QKeySequence("Ctrl+B"))
-        view_menu.addAction(self.sidebar_action)
-        theme_menu = view_menu.addMenu("&Theme")
-        self.theme_actions: dict[str, QAction] = {}
-        group = QActionGroup(self)
-        for name, spec in theme.THEMES.items():
-            action = QAction(spec.label, self, checkable=True)
-            action.triggered.connect(lambda _=False, n=name: self.state.set_theme(n))
-            group.addAction(action)
-            theme_menu.addAction(action)
-            self.theme_actions[name] = action
-        view_menu.addSeparator()
-        self._action(view_menu, "Larger text", lambda: self.scale_fonts(FONT_STEP), keys(QKeySequence.StandardKey.ZoomIn, "Ctrl+=", "Ctrl++"))
-        self._action(view_menu, "Smaller text", lambda: self.scale_fonts(1 / FONT_STEP), keys(QKeySequence.StandardKey.ZoomOut, "Ctrl+-"))
-        self._action(view_menu, "Normal text size", lambda: self.state.set_font_scale(1.0), QKeySequence("Ctrl+0"))
-        self._action(view_menu, "&Full screen", self.toggle_full_screen, keys(QKeySequence.StandardKey.FullScreen) or keys(None, "F11"))
-
-        model_menu = menus.addMenu("&Model")
-        self.device_menu = model_menu.addMenu("&Device")
-        self.device_group = QActionGroup(self)
-        self.device_actions: dict[str, QAction] = {}
-        self._action(model_menu, "&Rebuild model", lambda: self.request_model(force=True), QKeySequence("Ctrl+R"))
-        self._action(model_menu, "&Cancel computation", lambda: self.compute.cancel(), keys(QKeySequence.StandardKey.Cancel, "Esc"))
-
-        from gui.lessons import LessonController
-
-        self.lessons = LessonController(self, menus.addMenu("&Lessons"), view_menu)
-
-        help_menu = menus.addMenu("&Help")
-        from gui.shortcuts_dialog import show_shortcuts
-
-        self._action(help_menu, "&Keyboard shortcuts", lambda: show_shortcuts(self), QKeySequence.StandardKey.HelpContents)
-        self._action(help_menu, "&About", self.show_about)
-
     # ---- start-up ------------------------------------------------------------------------------
     def start_loading(self) -> None:
         """Import torch on the worker, then build the panels here while it loads; the window already shows."""
@@ -429,87 +309,6 @@ class MainWindow(QMainWindow):
         # too: one changed while a run trained must not make the window rebuild random weights over the run's.
         self.state.set("config", loaded.config, undoable=False)
         self.state.set("seed", loaded.seed, undoable=False)
-
-    def model_library_dialog(self):
-        from gui.model_library_dialog import ModelLibraryDialog
-
-        dialog = ModelLibraryDialog(self.compute, self.open_model, self)
-        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        dialog.open()
-        return dialog
-
-    def open_model_dialog(self) -> None:
-        start = str(self.settings_store.value("model/dir", str(Path.home())))
-        path = QFileDialog.getExistingDirectory(self, "Open model folder", start)
-        if path:
-            self.open_model(path)
-
-    def open_model(self, path: str | Path) -> None:
-        """Load a checkpoint or Hugging Face folder on the worker; on failure a message box, and the model stays."""
-        if not self.state.torch_ready:
-            self._show_message("Could not open the model", "torch is still loading; try again in a moment")
-            return
-        folder, device, seed = str(path), self.state.device, self.state.seed
-        self.settings_store.setValue("model/dir", str(Path(folder).parent))
-        self.compute.submit("model", lambda: open_model_folder(folder, device, seed), self.adopt_model,
-                            f"opening {Path(folder).name}", cancellable=False,
-                            on_error=lambda message: self._show_message("Could not open the model", message))
-
-    def save_model_dialog(self) -> None:
-        if self.state.model is None:
-            self._show_message("Could not save the model", "no model is loaded yet")
-            return
-        start = Path(str(self.settings_store.value("model/dir", str(Path.home()))))
-        folder = choose_model_folder(self, "Save model as", start, self.state.model.config.name)
-        if folder is not None:
-            self.save_model(folder)
-
-    def export_model_dialog(self) -> None:
-        if self.state.model is None:
-            self._show_message("Could not save the model", "no model is loaded yet")
-            return
-        start = Path(str(self.settings_store.value("model/dir", str(Path.home()))))
-        folder = choose_model_folder(self, "Save model for transformers", start, f"{self.state.model.config.name}-hf")
-        if folder is not None:
-            self.export_model(folder)
-
-    def export_model(self, path: str | Path) -> None:
-        """Save as a Hugging Face folder on the worker; a model with no Hugging Face equivalent gets a message."""
-        model, tokenizer, folder = self.state.model, self.state.tokenizer, str(path)
-        if model is None:
-            self._show_message("Could not save the model", "no model is loaded yet")
-            return
-
-        def save():
-            from core.hf_export import save_hf_folder
-
-            return save_hf_folder(model, folder, tokenizer)
-
-        self.settings_store.setValue("model/dir", str(Path(folder).parent))
-        self.compute.submit("save-model", save,
-                            lambda written: self.statusBar().showMessage(f"saved the model for transformers to {written}", 5000),
-                            "saving the model for transformers",
-                            on_error=lambda message: self._show_message("Could not save the model", message))
-
-    def save_model(self, path: str | Path) -> None:
-        model, tokenizer, folder = self.state.model, self.state.tokenizer, str(path)
-        if model is None:
-            self._show_message("Could not save the model", "no model is loaded yet")
-            return
-        if tokenizer is not None and tokenizer.vocab_size > model.config.vocab_size:
-            tokenizer = None  # ids the model cannot embed: a checkpoint with it would not load back
-        loaded = self.loaded if self.loaded is not None and self.loaded.model is model else None
-        kept = dict(loaded.metadata or {}) if loaded is not None and isinstance(loaded.metadata, dict) else {}
-        from core.hf_import import FOLDER_KEYS  # torch is loaded: a model is
-
-        # The folder's own generation_config.json travels with it; the rest is its training record.
-        generation = kept.get("generation_config") or kept.get("generation") or None
-        record = {key: value for key, value in kept.items() if key not in FOLDER_KEYS} or None
-        self.settings_store.setValue("model/dir", str(Path(folder).parent))
-        self.compute.submit("save-model", lambda: save_model_folder(model, folder, tokenizer, record, generation),
-                            lambda written: self.statusBar().showMessage(f"saved the model to {written}", 5000),
-                            "saving the model", on_error=lambda message: self._show_message("Could not save the model", message))
-
     def _on_model_failed(self, message: str, requested: tuple | None = None) -> None:
         """A config, seed and device the lab cannot build a model for: refused whole; a loaded model stays.
 
@@ -617,6 +416,14 @@ class MainWindow(QMainWindow):
     def scale_fonts(self, factor: float) -> None:
         self.state.set_font_scale(self.state.font_scale * factor)
 
+    def set_full_screen(self, on: bool) -> None:
+        if on != self.isFullScreen():
+            self.toggle_full_screen()
+
+    def status_figures(self) -> list[QWidget]:
+        """The status bar's figures that can give a lesson's answer away (the model's parameter count)."""
+        return [self.model_label]
+
     def toggle_full_screen(self) -> None:
         if self.isFullScreen():
             self.showNormal()
@@ -667,114 +474,11 @@ class MainWindow(QMainWindow):
         self.settings_store.setValue("export/dir", str(Path(path).parent))
         self.statusBar().showMessage(f"exported {written}", 5000)
         return written
-
-    # ---- sessions ------------------------------------------------------------------------------
-    def current_session(self) -> Session:
-        state = self.state
-        return Session(
-            config=state.config,
-            seed=state.seed,
-            text=state.text,
-            tokens=tuple(state.tokens),
-            device=state.device,
-            selected_layer=state.selected_layer,
-            selected_head=state.selected_head,
-            panels={panel.title: panel.settings() for panel in self.panels},
-        )
-
-    def save_session(self, path: str | Path) -> bool:
-        try:
-            write_session(path, self.current_session())
-        except SessionError as error:
-            self._show_message("Could not save the session", str(error))
-            return False
-        self.session_path = Path(path)
-        self.settings_store.setValue("session/dir", str(Path(path).parent))
-        self.statusBar().showMessage(f"saved {path}", 5000)
-        return True
-
-    def open_session(self, path: str | Path, wait: bool = False) -> str | None:
-        """Open a session file: read and checked on a thread of its own while the window stays live, applied here.
-
-        Returns at once; session_open_ended says how it ended. A newer open supersedes one still being read
-        (that one is never applied). With wait=True the file is read on this thread and the result returned:
-        None when applied, else the message shown (nothing changed), for code that must have it at once.
-        """
-        path = Path(path)
-        if wait:
-            self.file_reader.cancel("session")
-            try:
-                session = read_session(path)
-            except SessionError as error:
-                return self._session_refused(path, error)
-            self.apply_opened_session(path, session)
-            return None
-        self.statusBar().showMessage(f"opening {path}...")
-        self.file_reader.read("session", lambda: read_session(path),
-                              lambda session: self.apply_opened_session(path, session),
-                              lambda error: self._session_refused(path, error))
-        return None
-
-    def apply_opened_session(self, path: str | Path, session: Session) -> None:
-        """Apply a session read from `path` and make it the one File > Save session writes to."""
-        self.apply_session(session)
-        self.session_path = Path(path)
-        self.settings_store.setValue("session/dir", str(Path(path).parent))
-        self.statusBar().showMessage(f"opened {path}", 5000)
-        self.session_open_ended.emit("")
-
-    def _session_refused(self, path: Path, error: Exception) -> str:
-        """One message box for a session that cannot be opened; the lab is left as it was."""
-        message = str(error)
-        if not isinstance(error, SessionError):  # a defect behind the reader, not a bad file: logged whole
-            log.error("reading the session %s failed", path, exc_info=error)
-            message = f"{path.name} could not be read: {type(error).__name__}: {error}"
-        if self.statusBar().currentMessage() == f"opening {path}...":
-            self.statusBar().clearMessage()
-        self._show_message("Could not open the session", message)
-        self.session_open_ended.emit(message)
-        return message
-
-    def apply_session(self, session: Session) -> None:
-        state = self.state
-        state.undo_stack.beginMacro("open session")
-        try:
-            state.set_config(session.config)
-            state.set_seed(session.seed)
-            state.set_text(session.text)
-            state.set_selected_layer(session.selected_layer)
-            state.set_selected_head(session.selected_head)
-            if session.device and (self.runtime is None or session.device in self.runtime.devices):
-                state.set_device(session.device)
-            elif session.device:
-                self.statusBar().showMessage(f"the session used {session.device}, which this machine lacks; staying on {state.device}", 10000)
-        finally:
-            state.undo_stack.endMacro()
-        if session.tokens is not None and list(session.tokens) != state.tokens:
-            state.set_tokens(list(session.tokens))
-        for panel in self.panels:
-            settings = session.panels.get(panel.title)
-            if isinstance(settings, dict):
-                try:
-                    panel.restore_settings(settings)
-                except Exception:  # one panel's stale settings must not block the session
-                    log.warning("panel %r could not restore its settings", panel.title, exc_info=True)
-
-    def open_session_dialog(self) -> None:
-        start = str(self.settings_store.value("session/dir", str(Path.home())))
-        path, _ = QFileDialog.getOpenFileName(self, "Open session", start, SESSION_FILTER)
-        if path:
-            self.open_session(path)
-
-    def save_session_dialog(self, ask: bool = False) -> None:
-        path: str | Path | None = self.session_path
-        if ask or path is None:
-            start = str(Path(self.settings_store.value("session/dir", str(Path.home()))) / "session.json")
-            path, _ = QFileDialog.getSaveFileName(self, "Save session", start, SESSION_FILTER)
-        if path:
-            self.save_session(path)
-
     # ---- dialogs -------------------------------------------------------------------------------
+    def show_message(self, title: str, text: str) -> QMessageBox:
+        """A warning box that does not block (the worker's results keep arriving behind it)."""
+        return self._show_message(title, text)
+
     def _show_message(self, title: str, text: str) -> QMessageBox:
         if len(text) > MAX_MESSAGE_CHARS:  # a message quoting a whole file would take Qt seconds to lay out
             text = text[: MAX_MESSAGE_CHARS - 3] + "..."
@@ -843,9 +547,18 @@ class MainWindow(QMainWindow):
             self.resize(min(self.width(), room.width()), min(self.height(), room.height()))
 
     def resize_for_this_run(self, width: int, height: int) -> None:
-        """A size from the command line: applied now, the saved window geometry kept."""
+        """A size from the command line: applied now, over a saved maximized or full-screen state, the saved
+        window geometry kept."""
         self._run_only["size"] = (width, height)
+        self.setWindowState(Qt.WindowState.WindowNoState)
+        self.setMaximumSize(QWIDGETSIZE_MAX, QWIDGETSIZE_MAX)
         self.resize(width, height)
+        screen = self.screen() or QApplication.primaryScreen()
+        if screen is not None:  # on the screen as far as it fits: a first launch centred a smaller window
+            area = screen.availableGeometry()
+            left = max(area.left(), min(self.x(), area.right() + 1 - width))
+            top = max(area.top(), min(self.y(), area.bottom() + 1 - height))
+            self.move(left, top)
 
     def set_look_for_this_run(self, theme_name: str | None = None, font_scale: float | None = None) -> None:
         """A theme or text size from the command line or a lesson: shown now, not saved as the user's preference.
@@ -900,4 +613,4 @@ class MainWindow(QMainWindow):
         super().closeEvent(event)
 
 
-__all__ = ["MainWindow", "ExportDialog"]
+__all__ = ["SESSION_FILTER", "ExportDialog", "MainWindow"]

@@ -43,6 +43,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "core.cli.models",
         "save a GPT-2, Llama or Qwen2 family model as a Hugging Face folder that transformers loads",
     ),
+    "check-lesson": ("core.cli.lessons", "check lesson files: panels, parts, quotes and panel settings, one line per problem"),
     "models": ("core.cli.download", "list the bundled models, the Hugging Face cache and the downloadable catalogue"),
     "download": (
         "core.cli.download",

@@ -78,7 +78,7 @@ def _argv_strategy(command: str, tmp: dict[str, str]) -> st.SearchStrategy[list[
     @st.composite
     def build(draw) -> list[str]:
         argv = [command]
-        for option in draw(st.lists(st.sampled_from(options), max_size=5)):
+        for option in draw(st.lists(st.sampled_from(options), max_size=5) if options else st.just([])):
             flag = draw(st.sampled_from(option.option_strings))
             argv.append(flag)
             if option.nargs != 0:

@@ -132,7 +132,56 @@ def test_a_step_may_change_a_presets_fields_and_replace_one_token():
 def test_a_step_may_not_quote_its_own_answer_before_the_reveal():
     with pytest.raises(LessonError, match=r"step 1: 'text': \{\{verdict\}\} would give away the answer"):
         parse_lesson(one_step(text="Look: {{verdict}}", predict="?", reveal="It is {{verdict}}", panel="Tokens & masks"))
-    with pytest.raises(LessonError, match=r"'predict': \{\{plot\}\} would give away"):
-        parse_lesson(one_step(predict="{{plot}}?", reveal="See.", panel="Norms", focus="plot"))
-    step = parse_lesson(one_step(predict="?", reveal="{{a}} and {{b}}", panel="Norms", focus="c")).steps[0]
-    assert step.answer_widgets() == ["a", "b", "c"]
+    with pytest.raises(LessonError, match=r"'predict': \{\{forward_plot\}\} would give away"):
+        parse_lesson(one_step(predict="{{forward_plot}}?", reveal="See.", panel="Norms", focus="forward_plot"))
+    step = parse_lesson(one_step(predict="?", reveal="{{caption}} and {{parameter_caption}}", panel="Norms",
+                                 focus="gradient_plot")).steps[0]
+    assert step.answer_widgets() == ["caption", "parameter_caption", "gradient_plot"]
+
+
+def test_covers_default_to_every_result_the_step_does_not_show():
+    step = parse_lesson(one_step(text="The depth is set.", predict="?", reveal="{{caption}}", panel="Norms",
+                                 shows=["forward_plot"])).steps[0]
+    covered = step.covered_parts()
+    assert "caption" in covered and "gradient_plot" in covered and "status_model" in covered
+    assert "forward_plot" not in covered and "norm_combo" not in covered  # shown set-up and a control
+    assert parse_lesson(one_step(text="No question.", panel="Norms")).steps[0].covered_parts() == []
+
+
+@pytest.mark.parametrize(("fields", "wanted"), [
+    ({"focus": "block_lable"}, r"step 1: 'focus': 'block_lable' is not a part of the Parameters panel; did you mean 'block_label'"),
+    ({"text": "The {{block_lable}}"}, r"step 1: 'text': \{\{block_lable\}\} is not a part of the Parameters panel"),
+    ({"panel_settings": {"modle": "gpt2-small"}}, r"step 1: 'panel_settings': unknown setting 'modle' .*did you mean 'model'"),
+    ({"panel_settings": {"tab": 9}}, r"step 1: 'panel_settings': 'tab' must be from 0 to 3, not 9"),
+    ({"panel_settings": {"model": "gpt5"}}, r"step 1: 'panel_settings': 'model' must be one of"),
+    ({"panel": "Parametres", "focus": ""}, r"step 1: 'panel': unknown panel 'Parametres'"),
+])
+def test_a_typo_is_refused_naming_the_step_and_the_name(fields, wanted):
+    with pytest.raises(LessonError, match=wanted):
+        parse_lesson(one_step(**{"panel": "Parameters", **fields}))
+
+
+def test_every_problem_is_listed_one_line_each(tmp_path):
+    from core.lessons import lesson_problems
+
+    path = tmp_path / "typos.json"
+    path.write_text(json.dumps({"title": "t", "steps": [
+        {"title": "a", "text": "x", "panel": "Parameters", "focus": "block_lable"},
+        {"title": "b", "text": "{{total_lable}}", "panel": "Parameters", "panel_settings": {"modle": ""}}]}))
+    problems = lesson_problems(path)
+    assert [line.split(":")[0] for line in problems] == ["step 1", "step 2", "step 2"]
+
+
+def test_every_bundled_lesson_is_clean():
+    from core.lessons import lesson_problems
+
+    assert {path.name: lesson_problems(path) for path in bundled_lesson_paths()} == \
+        {path.name: [] for path in bundled_lesson_paths()}
+
+
+def test_the_authors_guide_lists_the_declared_parts():
+    from core.lesson_parts import parts_markdown
+    from pathlib import Path
+
+    guide = Path(__file__).resolve().parents[2] / "docs" / "lessons.md"
+    assert parts_markdown() in guide.read_text(encoding="utf-8"), "docs/lessons.md: regenerate the parts tables"

@@ -86,7 +86,7 @@ def test_lesson_and_step_titles_are_plain_text(qtbot):
     from PySide6.QtWidgets import QMainWindow
 
     from core.lessons import parse_lesson
-    from gui.lessons import LessonDock
+    from gui.lesson_dock import LessonDock
 
     host = QMainWindow()
     qtbot.addWidget(host)

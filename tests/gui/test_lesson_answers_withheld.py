@@ -8,6 +8,11 @@ step (words not already in the step's title, text or question) and more than hal
 constant along each diagonal (one offset m - n)" against "each diagonal is one offset m - n". The widgets
 a reveal quotes with {{name}} are covered, so their text is left out of the reveal.
 
+The same screen is read for numbers: no number of the revealed answer (100 or more, not typed in the
+step's own prose) may be readable before Reveal, nor follow from one sum or difference of two numbers on
+screen, to the precision they are shown at ("22.1M" pins 22,100,000 to within 50,000). The screen here is
+the panel outside the covers, the lesson's own text and question, and the status bar.
+
 One window serves the module; each step is reached with go_to, as a launch at a step does.
 """
 
@@ -29,7 +34,7 @@ from PySide6.QtWidgets import (
 )
 
 from core.lessons import PLACEHOLDER, bundled_lesson_paths, load_lesson
-from gui.lessons import find_panel_widgets, widget_text
+from gui.answer_cover import find_panel_widgets, widget_text
 from tests.gui.lesson_window import loaded_window
 
 # Words that carry no claim of their own: grammar, and the lab's words for its own furniture.
@@ -93,6 +98,41 @@ def shown_texts(panel: QWidget, targets: list[QWidget]) -> list[str]:
     return [text for text in texts if text.strip()]
 
 
+NUMBER = re.compile(r"(?<![\w.])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?\s?([kMB](?![a-z]))?")
+SCALE = {"": 1, "k": 1e3, "M": 1e6, "B": 1e9}
+SMALLEST_ANSWER = 100  # smaller numbers (a layer, a head, a width of 64) are set-up, and any two sum to many
+PINNED = 0.01  # a number shown to 1% of the answer or better can give it ("22.1M" pins 22,096,384)
+NEAR = 0.005  # a sum or difference within 0.5% of the answer gives it
+
+
+def numbers(text: str) -> list[tuple[float, float]]:
+    """Each number in `text` with the half-unit of its last shown digit: "22.1M" -> (22.1e6, 0.05e6)."""
+    found = []
+    for whole, fraction, suffix in NUMBER.findall(text):
+        scale = SCALE[suffix or ""]
+        digits = len(fraction) - 1 if fraction else 0
+        found.append((float(whole.replace(",", "") + fraction) * scale, 0.5 * 10 ** -digits * scale))
+    return found
+
+
+def number_leaks(answers: list[tuple[float, float]], shown: list[tuple[float, float]]) -> list[str]:
+    """Each answer a shown number gives, alone or by one sum or difference of two: to within the precision both
+    are shown at, or within NEAR of the answer (54.3k - 4,160 gives a total of 49,984 well enough)."""
+    leaks = []
+    for answer, answer_slack in answers:
+        def gives(value: float, slack: float) -> bool:
+            return slack <= PINNED * answer and abs(value - answer) <= max(slack + answer_slack, NEAR * answer)
+        single = next((a for a, da in shown if gives(a, da)), None)
+        if single is not None:
+            leaks.append(f"{answer:,.0f} is shown as {single:,.6g}")
+            continue
+        pair = next(((a, kind, b) for i, (a, da) in enumerate(shown) for b, db in shown[i + 1:]
+                     for value, kind in ((a + b, "+"), (abs(a - b), "-")) if gives(value, da + db)), None)
+        if pair is not None:
+            leaks.append(f"{answer:,.0f} = {pair[0]:,.6g} {pair[1]} {pair[2]:,.6g}")
+    return leaks
+
+
 def reveal_prose(step) -> str:
     """The reveal as the lesson wrote it, without the widgets it quotes (those are covered)."""
     return PLACEHOLDER.sub(" ", step.reveal)
@@ -154,6 +194,28 @@ def test_no_reveal_is_on_screen_before_it(qtbot, window, path, index):
              for later in range(index, len(steps)) if steps[later].reveal
              for shown, said, common in shared_claims(steps[later], screen)]
     assert not found, f"{path.name} step {index + 1}, before Reveal:\n" + "\n".join(found)
+
+    covers = [cover.target for cover in lessons.covers]
+    status = [widget_text(label) for label in window.statusBar().findChildren(QLabel)
+              if label.isVisible() and not covered(label, covers)]
+    dock = lessons.dock
+    on_screen = sorted({n for text in [*screen, *status, widget_text(dock.text), widget_text(dock.question)]
+                        for n in numbers(text)})
+    typed = {value for value, _ in numbers(f"{step.title} {step.text} {step.predict}")}
+    dock.reveal()
+    answers = sorted({(value, slack) for value, slack in numbers(widget_text(dock.reveal_text))
+                      if value >= SMALLEST_ANSWER and value not in typed})
+    leaks = number_leaks(answers, on_screen)
+    assert not leaks, f"{path.name} step {index + 1}, before Reveal the screen gives the answer: " + "; ".join(leaks)
+
+
+def test_the_number_check_finds_a_total_by_subtraction_and_passes_set_up():
+    shown = numbers("Instantiated on the meta device: 54,272 agrees. V x d = 4,160; 22.1M parameters; d_model 64")
+    assert (54272.0, 0.5) in shown and (22.1e6, 0.05e6) in shown
+    assert number_leaks([(50112.0, 0.5)], shown) == ["50,112 = 54,272 - 4,160"]
+    assert number_leaks([(49984.0, 0.5)], numbers("54.3k agrees; V x d = 4,160")) == ["49,984 = 54,300 - 4,160"]
+    assert number_leaks([(22_100_384.0, 0.5)], shown) == ["22,100,384 is shown as 2.21e+07"]
+    assert number_leaks([(3_152_384.0, 0.5), (384.0, 0.5)], shown) == []
 
 
 def test_the_check_finds_a_claim_and_passes_a_topic():

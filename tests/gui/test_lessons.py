@@ -14,13 +14,13 @@ from PySide6.QtCore import QSettings, Qt
 from PySide6.QtWidgets import QAbstractScrollArea, QWidget
 
 from core.lessons import PLACEHOLDER, bundled_lesson_paths, load_lesson
-from gui.lessons import find_panel_widget, find_panel_widgets
+from gui.answer_cover import find_panel_widget, find_panel_widgets
 from tests.gui.file_opening import open_lesson
 from tests.gui.lesson_window import loaded_window
 
 
 @pytest.fixture(scope="module")
-def window(request, tmp_path_factory):
+def window(qapp, request, tmp_path_factory):
     yield from loaded_window(request, tmp_path_factory, "lessons")
 
 
@@ -107,19 +107,96 @@ def test_the_focus_outline_frames_the_named_widget(qtbot, window):
     assert lessons.outline.geometry().contains(target.mapTo(window, target.rect().center()))
 
 
-def test_page_keys_and_arrows_step_through_the_lesson(qtbot, window):
+def press(qtbot, window, widget, key) -> str:
+    """One clicker key on `widget`: "revealed" when it revealed the step's answer, "stepped" when it changed step."""
+    lessons = window.lessons
+    if lessons.dock.reveal_button.isVisible() and not lessons.dock.revealed and key != Qt.Key.Key_PageUp \
+            and key != Qt.Key.Key_Left:
+        qtbot.keyClick(widget, key)
+        return "revealed" if lessons.dock.revealed and not lessons.covers else "nothing"
+    with qtbot.waitSignal(lessons.step_shown, timeout=30_000):
+        qtbot.keyClick(widget, key)
+    return "stepped"
+
+
+def test_clicker_keys_reveal_then_advance_whatever_has_focus(qtbot, window):
     lessons = window.lessons
     path = next(p for p in bundled_lesson_paths() if "counting" in p.name)
+    lesson = load_lesson(path)
     go(qtbot, window, lambda: lessons.open_lesson(path))
     activate(qtbot, window)
-    window.setFocus()
-    for key, expected in ((Qt.Key.Key_PageDown, 1), (Qt.Key.Key_Right, 2), (Qt.Key.Key_PageUp, 1), (Qt.Key.Key_Left, 0)):
-        go(qtbot, window, lambda k=key: qtbot.keyClick(window, k))
-        assert lessons.index == expected
+    combo = window.panel("Parameters").model_combo  # a control with focus: the lesson still has the keys
+    combo.setFocus()
+    for key in (Qt.Key.Key_PageDown, Qt.Key.Key_Right, Qt.Key.Key_Space, Qt.Key.Key_PageDown):
+        index, had_question = lessons.index, bool(lesson.steps[lessons.index].reveal) and not lessons.dock.revealed
+        outcome = press(qtbot, window, combo, key)
+        assert outcome == ("revealed" if had_question else "stepped") and lessons.index == index + (not had_question)
+    index = lessons.index
+    press(qtbot, window, combo, Qt.Key.Key_PageUp)
+    assert lessons.index == index - 1 and not lessons.dock.revealed
+    assert lessons.covers or not lesson.steps[index - 1].reveal  # going back covers the answer again
+    press(qtbot, window, combo, Qt.Key.Key_Left)
+    assert lessons.index == index - 2
     lessons.dock.hide()
     assert not lessons.next_action.isEnabled()  # the keys go back to the panels while the dock is closed
     lessons.dock.show()
     assert lessons.next_action.isEnabled()
+
+
+def test_a_text_field_keeps_the_keys_typed_in_it(qtbot, window):
+    lessons = window.lessons
+    path = next(p for p in bundled_lesson_paths() if "order-blind" in p.name)
+    go(qtbot, window, lambda: lessons.open_lesson(path))
+    field = window.panel("Positions").permutation_edit
+    window.panel("Positions").tabs.setCurrentIndex(3)
+    activate(qtbot, window)
+    field.setFocus()
+    qtbot.waitUntil(field.hasFocus, timeout=5000)
+    field.setText("2 0 1")
+    field.setCursorPosition(0)
+    before = field.text()
+    for key in (Qt.Key.Key_Right, Qt.Key.Key_Space, Qt.Key.Key_Left):
+        qtbot.keyClick(field, key)
+    assert lessons.index == 0 and not lessons.dock.revealed
+    assert field.text() == before[:1] + " " + before[1:] and field.cursorPosition() == 1
+
+
+def test_every_declared_part_is_a_widget_of_its_live_panel(window):
+    from core.lesson_parts import PANEL_PARTS
+    from gui.panels.generate.panel import SUB_TABS as GENERATE_TABS
+    from gui.panels.parameters.panel import SUBTABS as PARAMETERS_TABS
+    from gui.panels.positions.panel import SUB_TABS as POSITIONS_TABS
+    from gui.panels.tokens.panel import SUB_TABS as TOKENS_TABS
+
+    assert {panel.title for panel in window.panels} == set(PANEL_PARTS)
+    missing = [f"{title}: {name}" for title, declared in PANEL_PARTS.items() for name in declared.parts()
+               if not window.lessons._part_widgets(window.panel(title), name)]
+    assert not missing
+    for title, tabs in (("Tokens & masks", TOKENS_TABS), ("Positions", POSITIONS_TABS),
+                        ("Parameters", PARAMETERS_TABS), ("Generate", GENERATE_TABS)):
+        assert set(PANEL_PARTS[title].sub_tabs) - {""} == set(tabs), title
+        for key, value in window.panel(title).settings().items():  # what the panel saves, the declaration takes
+            setting = PANEL_PARTS[title].settings.get(key)
+            assert setting is not None and not setting.problem(value), f"{title}: {key} = {value!r}"
+
+
+def test_closing_a_lesson_puts_the_lab_back(qtbot, window):
+    lessons = window.lessons
+    if lessons.lesson is not None:  # an earlier test's lesson: its own "before" would come back
+        lessons.close_lesson()
+    qtbot.waitUntil(lambda: window.loaded.config == window.state.config and not window.compute.busy, timeout=60_000)
+    window.state.set_text("A text typed before the lesson.")
+    before = (window.state.config, window.state.text, window.panel("Tokens & masks").settings())
+    path = next(p for p in bundled_lesson_paths() if "exercises" in p.name)
+    go(qtbot, window, lambda: lessons.open_lesson(path))
+    for _ in range(len(lessons.lesson.steps) - 1):
+        go(qtbot, window, lessons.next_step)
+    assert window.state.config != before[0]
+    with qtbot.waitSignal(window.model_loaded, timeout=60_000):
+        lessons.dock.close_requested.emit()
+    assert lessons.lesson is None and not lessons.dock.isVisible()
+    assert (window.state.config, window.state.text, window.panel("Tokens & masks").settings()) == before
+    assert window.loaded.config == before[0] and window.loaded.source == "bundled (trained)"
 
 
 def test_presentation_view_hides_the_chrome_and_widens_the_lesson(qtbot, window):
@@ -277,20 +354,6 @@ def test_a_step_can_set_the_theme_and_the_text_size(qtbot, window, tmp_path):
         window.state.set_font_scale(1.0)
 
 
-def test_arrows_stay_with_a_focused_slider(qtbot, window):
-    lessons = window.lessons
-    path = next(p for p in bundled_lesson_paths() if "rope" in p.name)
-    go(qtbot, window, lambda: lessons.open_lesson(path))
-    slider = window.panel("Positions").m_slider
-    activate(qtbot, window)
-    slider.setFocus()
-    value = slider.value()
-    qtbot.keyClick(slider, Qt.Key.Key_Right)
-    assert lessons.index == 0 and slider.value() == value + 1
-    go(qtbot, window, lambda: qtbot.keyClick(slider, Qt.Key.Key_PageDown))  # the clicker's key always steps
-    assert lessons.index == 1
-
-
 def test_placeholders_quote_the_panels_own_numbers(qtbot, window, tmp_path):
     lessons = window.lessons
     own = tmp_path / "quote.json"
@@ -359,7 +422,7 @@ def same_pixels(first, second) -> bool:
 def test_the_answer_is_covered_until_reveal(qtbot, window, path, index):
     from PySide6.QtCore import QPoint, QRect
 
-    from gui.lessons import widget_text
+    from gui.answer_cover import widget_text
 
     lessons = window.lessons
     step = load_lesson(path).steps[index]
@@ -414,7 +477,7 @@ def test_the_answer_is_covered_until_reveal(qtbot, window, path, index):
 def test_a_focus_left_a_sliver_by_an_earlier_scroll_is_brought_into_view(qtbot):
     from PySide6.QtWidgets import QHBoxLayout, QScrollArea, QWidget
 
-    from gui.lessons import SLIVER, bring_into_view, shown_rect
+    from gui.answer_cover import SLIVER, bring_into_view, shown_rect
 
     area = QScrollArea()
     qtbot.addWidget(area)
@@ -441,7 +504,7 @@ def test_a_focus_left_a_sliver_by_an_earlier_scroll_is_brought_into_view(qtbot):
 def test_the_focus_outline_follows_its_widget_when_the_layout_moves_it(qtbot):
     from PySide6.QtWidgets import QHBoxLayout, QWidget
 
-    from gui.lessons import FocusOutline
+    from gui.answer_cover import FocusOutline
 
     host = QWidget()
     qtbot.addWidget(host)
@@ -461,3 +524,51 @@ def test_the_focus_outline_follows_its_widget_when_the_layout_moves_it(qtbot):
     qtbot.waitUntil(lambda: outline.geometry().contains(target.geometry()), timeout=5000)
     outline.clear()
     assert not outline.isVisible()
+
+
+def test_the_window_refuses_a_typo_with_the_check_lessons_lines(qtbot, window, tmp_path):
+    from core.lessons import lesson_problems
+
+    path = tmp_path / "typo.json"
+    path.write_text(json.dumps({"title": "Typo", "steps": [
+        {"title": "a", "text": "b", "panel": "Parameters", "focus": "block_lable",
+         "panel_settings": {"modle": "gpt2-small"}}]}), encoding="utf-8")
+    title = lessons_title = window.lessons.dock.step_title.text()
+    message = window.lessons.open_lesson(path, wait=True)
+    assert message is not None and message.splitlines() == lesson_problems(path)
+    assert "'block_lable'" in message and "'modle'" in message
+    assert window.lessons.dock.step_title.text() == title == lessons_title
+    for box in window.message_boxes:
+        box.close()
+
+
+def test_every_widget_that_can_show_a_figure_is_a_declared_part(qtbot, window):
+    """What covers by default rest on: on every sub-tab, each visible label with a digit, table and plot lies in a
+    part the panel declares (a result, covered until Reveal, or a control, the step's set-up)."""
+    import re
+
+    from PySide6.QtWidgets import QAbstractItemView, QGraphicsView, QLabel, QTabWidget
+
+    from core.lesson_parts import PANEL_PARTS
+    from gui.answer_cover import widget_text
+
+    if window.lessons.lesson is not None:
+        window.lessons.close_lesson()
+    undeclared = set()
+    for title, declared in PANEL_PARTS.items():
+        panel = window.panel(title)
+        window.tabs.setCurrentWidget(panel)
+        parts = [w for name in declared.parts() if name != "status_model" for w in find_panel_widgets(panel, name)]
+        tab_sets = [tabs for tabs in panel.findChildren(QTabWidget) if tabs.count() > 1]
+        pages = [(tabs, index) for tabs in tab_sets for index in range(tabs.count())] or [(None, 0)]
+        for tabs, index in pages:
+            if tabs is not None:
+                tabs.setCurrentIndex(index)
+            qtbot.waitUntil(lambda: not window.compute.busy, timeout=60_000)
+            for widget in panel.findChildren(QWidget):
+                figure = isinstance(widget, (QAbstractItemView, QGraphicsView)) or (
+                    isinstance(widget, QLabel) and re.search(r"\d", widget_text(widget)))
+                if figure and widget.isVisible() and not any(p is widget or p.isAncestorOf(widget) for p in parts):
+                    undeclared.add(f"{title}: {type(widget).__name__} {widget.objectName()!r} "
+                                   f"{widget_text(widget)[:60]!r}")
+    assert not undeclared, "\n".join(sorted(undeclared))

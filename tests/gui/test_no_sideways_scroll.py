@@ -30,6 +30,7 @@ def lesson_window(qapp, request, tmp_path_factory):
     window = MainWindow(settings=settings)
     window.remember_preferences = False
     window.fit_to_screen = lambda: None  # the offscreen screen is not the one measured here
+    window.set_full_screen = lambda on: None  # nor is it the screen a presentation would fill
     window.state.set_theme(theme_name)
     window.state.set_font_scale(scale)
     # The size the app opens at on that screen; a maximised window only has more room.

@@ -495,7 +495,7 @@ def test_restored_positions_beyond_the_shown_range_are_kept(qtbot, panel):
 
 
 def test_lesson_names_stay_reachable_on_the_panel(panel):
-    from gui.lessons import find_panel_widget
+    from gui.answer_cover import find_panel_widget
     from resources import resource_path
 
     names = set()
