@@ -58,7 +58,7 @@ def compute_sampling(inputs: SamplingInputs, token) -> SamplingResult:
     import torch
 
     from core import sampling
-    from core.experiments.causal import token_labels
+    from core.experiments.common import token_labels
 
     model = inputs.model
     device = next(model.parameters()).device

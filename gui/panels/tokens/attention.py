@@ -68,9 +68,9 @@ def overview_image(weights: np.ndarray, max_tile: int = MAX_TILE_PX) -> Overview
 
 
 def compute_attention(inputs: AttentionInputs, token) -> AttentionResult:
-    from core.experiments import causal
+    from core.experiments.attention_maps import attention_maps
 
-    maps = causal.attention_maps(inputs.model, list(inputs.tokens), mask_mode=inputs.mask_mode,
+    maps = attention_maps(inputs.model, list(inputs.tokens), mask_mode=inputs.mask_mode,
                                  tokenizer_or_labels=inputs.tokenizer)
     token.check()
     return AttentionResult(maps, overview_image(maps.weights))

@@ -27,9 +27,9 @@ class HeadSplitInputs:
 
 
 def compute_head_split(inputs: HeadSplitInputs, token) -> Any:
-    from core.experiments import causal
+    from core.experiments.head_split import head_split_check
 
-    return causal.head_split_check(inputs.seed, inputs.d_model, inputs.n_heads, inputs.n_tokens, causal=inputs.causal)
+    return head_split_check(inputs.seed, inputs.d_model, inputs.n_heads, inputs.n_tokens, causal=inputs.causal)
 
 
 class HeadSplitView(View):

@@ -37,11 +37,12 @@ class MaskInputs:
 
 
 def compute_masks(inputs: MaskInputs, token) -> tuple:
-    from core.experiments import causal
+    from core.experiments.common import token_labels
+    from core.experiments.mask_grids import mask_grid
 
-    labels = causal.token_labels(list(inputs.tokens), inputs.tokenizer)
+    labels = token_labels(list(inputs.tokens), inputs.tokenizer)
     return tuple(
-        causal.mask_grid(inputs.config, len(inputs.tokens), kind, inputs.mask_mode if applies else None,
+        mask_grid(inputs.config, len(inputs.tokens), kind, inputs.mask_mode if applies else None,
                          query_labels=labels, key_labels=labels)
         for kind, applies in mask_kinds(inputs.config)
     )

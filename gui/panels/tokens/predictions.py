@@ -31,9 +31,9 @@ class PredictionsInputs:
 
 
 def compute_predictions(inputs: PredictionsInputs, token) -> Any:
-    from core.experiments import causal
+    from core.experiments.next_token import next_token_predictions
 
-    return causal.next_token_predictions(inputs.model, list(inputs.tokens), inputs.position, inputs.tokenizer,
+    return next_token_predictions(inputs.model, list(inputs.tokens), inputs.position, inputs.tokenizer,
                                          k=inputs.top_k, temperature=inputs.temperature, mask_mode=inputs.mask_mode)
 
 

@@ -84,14 +84,14 @@ def compute_propagation(inputs: PropagationInputs, token) -> Any:
     Both runs are batches of one through the same code path, so "bitwise unchanged" means what it
     says; no panel shows the logits change, so the runs stop at the final norm.
     """
-    from core.experiments import causal
+    from core.experiments.causal_edit import causal_edit_diff, residual_run
 
     reference = inputs.runs.find(inputs.model, inputs.base, inputs.mask_mode, inputs.n_blocks)
     if reference is None:
-        reference = causal.residual_run(inputs.model, list(inputs.base), mask_mode=inputs.mask_mode,
+        reference = residual_run(inputs.model, list(inputs.base), mask_mode=inputs.mask_mode,
                                         n_blocks=inputs.n_blocks)
         token.check()
-    diff = causal.causal_edit_diff(inputs.model, list(inputs.base), inputs.position, inputs.new_token,
+    diff = causal_edit_diff(inputs.model, list(inputs.base), inputs.position, inputs.new_token,
                                    mask_mode=inputs.mask_mode, n_blocks=inputs.n_blocks,
                                    tokenizer_or_labels=inputs.tokenizer, reference=reference, with_logits=False)
     inputs.runs.keep(diff.original_run, diff.edited_run)
