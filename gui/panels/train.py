@@ -1,14 +1,12 @@
 """Train: fit the current config to a corpus, watch the losses fall, then sample from the result.
 
-The run is one job on the one compute worker (core.training.train) and the status bar names it. The
-worker never touches a widget: a few times a second it sends the steps done since the last one as a
-partial result (`token.partial`), which the compute controller delivers to the panel on the GUI
-thread, and it reports a fraction to the status bar's progress bar. Between steps the run lets the
-other panels' pending requests run on the same worker thread (`token.let_others_run`), and a paused
-run waits inside it, so the rest of the lab keeps computing while a run trains or is paused. Pause and
-stop are flags the training loop polls (its `should_stop` callback) between steps; the status bar's
-Cancel throws the run away instead. When a run ends, its model becomes the lab's model: `model_ready`
-carries it to the main window, which installs it as it installs any built model.
+The run is one job on the one compute worker (core.training_job.run_training) and the status bar
+names it; the corpus is read and checked by core.corpus, and samples come from core.text_generation.
+This panel only sets up a run and shows it: the job's partial results (the steps since the last
+batch) reach it on the GUI thread through the compute controller. Pause and stop are flags the job
+polls between steps; the status bar's Cancel throws the run away instead. When a run ends, its model
+becomes the lab's model: `model_ready` carries it to the main window, which installs it as it
+installs any built model.
 
 A run may train with one of the reading's leaky masks (Mask); its validation loss is still scored
 with the causal mask. The Compare tab trains the reading's pitfalls beside their fix (train_compare.py)
@@ -18,9 +16,6 @@ as a job of the same kind on the same channel, so a run and a comparison never o
 from __future__ import annotations
 
 import math
-import threading
-import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -44,220 +39,30 @@ from PySide6.QtWidgets import (
 )
 
 from core.choices import MASK_MODE_DESCRIPTIONS, MASK_MODE_LABELS, TRAIN_MASK_MODES
+from core.corpus import Corpus, bundled_corpus, read_corpus, vocabulary_problem, window_problem
 from core.experiments.pitfall_setups import EXPERIMENTS
-from core.tokenizers import CharTokenizer
+from core.text_generation import GeneratedText, run_generation
+from core.training_job import (
+    TrainingControl,
+    TrainingProgress,
+    TrainOutcome,
+    TrainRequest,
+    format_duration,
+    run_training,
+)
 from gui import theme
 from gui.panels.base import Panel
 from gui.panels.generate.common import TrainedMaskWarning
-from gui.panels.train_compare import ComparePage, CompareRequest, ComparisonProgress, run_pitfall_job
+from gui.panels.train_compare import ComparePage, ComparisonProgress, run_pitfall_job
 from gui.widgets.flow_layout import FlowLayout, control_group
 from gui.widgets.page_tabs import PageTabs
 from gui.widgets.plot_titles import wrap_title
 from gui.widgets.turning_splitter import TurningSplitter
-from resources import resource_path
 
-BUNDLED_CORPUS = "tinyshakespeare.txt"
-MIN_CORPUS_CHARS = 1000  # below this a validation split of a tenth holds too few windows to mean anything
-MAX_CORPUS_BYTES = 200_000_000  # the corpus is held in memory twice (text and ids)
-PARTIAL_INTERVAL_S = 0.1  # steps go to the curves in batches: ten redraws a second, however fast the steps
-REPORT_INTERVAL_S = 0.25  # status-bar progress: a few updates a second are enough to read
-PAUSED_WAIT_S = 0.05  # a paused run wakes this often to see Resume, Stop or Cancel (others' requests wake it at once)
-SAMPLE_EVERY_RUNS = 10  # about ten samples per run
 DEFAULT_PROMPT = "ROMEO:\n"
 GENERATE_CHANNEL = "train-generate"  # not the training channel: a request there would cancel the run
 SAVE_CHANNEL = "train-save"
 CORPUS_CHANNEL = "train-corpus"
-
-
-class CorpusError(ValueError):
-    """A text file that cannot serve as a training corpus."""
-
-
-@dataclass(frozen=True)
-class Corpus:
-    name: str
-    text: str
-    vocab_size: int  # distinct characters: the vocabulary a character model of it needs
-
-
-def read_corpus(path: str | Path) -> Corpus:
-    """A UTF-8 text file as a corpus, or CorpusError saying why it cannot be one."""
-    from core.json_files import JsonFileError, read_regular_file
-
-    path = Path(path)
-    try:
-        text = read_regular_file(path, MAX_CORPUS_BYTES, "a corpus").decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise CorpusError(f"{path.name} is not UTF-8 text (byte {error.start} cannot be decoded)") from None
-    except JsonFileError as error:
-        raise CorpusError(str(error)) from None
-    if len(text) < MIN_CORPUS_CHARS:
-        raise CorpusError(f"{path.name} has {len(text):,} characters; a corpus needs at least {MIN_CORPUS_CHARS:,}")
-    return Corpus(path.name, text, CharTokenizer.from_text(text).vocab_size)
-
-
-@dataclass(frozen=True)
-class TrainRequest:
-    config: Any  # core.config.ModelConfig
-    corpus: Corpus
-    steps: int
-    batch_size: int
-    seq_len: int
-    lr: float
-    seed: int  # of the run: weights and batch order
-    device: str
-    state_seed: int  # the lab's seed, recorded so the main window sees the model as built
-    mask_mode: str = "causal"  # the training forward's mask (core.choices.TRAIN_MASK_MODES)
-
-
-@dataclass(frozen=True)
-class TrainOutcome:
-    loaded: Any  # gui.model_loader.LoadedModel of the trained model
-    metadata: dict[str, Any]  # TrainResult.metadata(): settings, losses, timing (plain JSON types)
-    loss_history: tuple[tuple[int, float], ...]
-    val_history: tuple[tuple[int, float], ...]
-    final_val_loss: float
-    steps_done: int
-    stopped: bool
-    tokens_per_s: float
-
-
-@dataclass(frozen=True)
-class GeneratedText:
-    prompt: str
-    continuation: str
-    new_tokens: int
-
-
-@dataclass(frozen=True)
-class TrainingProgress:
-    """The steps a run made since its last partial result (worker -> GUI through `token.partial`)."""
-
-    losses: tuple[tuple[int, float], ...]  # (step, training loss of that step's batch)
-    validation: tuple[tuple[int, float], ...]  # (step, validation estimate), at the steps that made one
-    tokens_per_s: float
-    eta_s: float  # of the training alone: time paused or spent on other panels' requests is left out
-    sample: tuple[int, str] | None = None  # (step, text) of a sample made in this batch
-
-
-class TrainingControl:
-    """Flags the GUI sets and the worker reads between steps."""
-
-    def __init__(self) -> None:
-        self.paused = threading.Event()
-        self.stop_requested = threading.Event()
-
-
-class _ProgressBatcher:
-    """Worker side: collects each step's numbers and hands them on as one TrainingProgress a few times a second."""
-
-    def __init__(self, token) -> None:
-        self._token = token
-        self._losses: list[tuple[int, float]] = []
-        self._validation: list[tuple[int, float]] = []
-        self._sample: tuple[int, str] | None = None
-        self._speed = (0.0, math.inf)  # tokens/s, ETA of the newest step
-        self._sent = time.perf_counter()
-
-    def add(self, step: int, loss: float, tokens_per_s: float, eta_s: float, val_loss: float | None) -> None:
-        self._losses.append((step, loss))
-        if val_loss is not None:
-            self._validation.append((step, val_loss))
-        self._speed = (tokens_per_s, eta_s)
-
-    def add_sample(self, step: int, text: str) -> None:
-        self._sample = (step, text)
-
-    def send(self, force: bool = False) -> None:
-        """Send what has gathered: at once when forced (pause, the last step), else once the interval has passed."""
-        now = time.perf_counter()
-        if not self._losses or (not force and now - self._sent < PARTIAL_INTERVAL_S):
-            return
-        record = TrainingProgress(tuple(self._losses), tuple(self._validation), *self._speed, sample=self._sample)
-        self._losses, self._validation, self._sample = [], [], None
-        self._sent = now
-        self._token.partial(record)
-
-
-def run_training(request: TrainRequest, control: TrainingControl, token) -> TrainOutcome:
-    """Worker side: core.training.train, its progress sent as partial results, others' requests run between steps."""
-    from core.device import choose_device
-    from core.training import train
-    from gui.model_loader import LoadedModel
-
-    device = str(choose_device(request.device).device)
-    batcher = _ProgressBatcher(token)
-    started = time.perf_counter()
-    lent = [0.0]  # seconds paused or running other panels' requests: not training time
-    last_report = [0.0]
-    steps_done = [0]
-
-    def report(step: int, text: str) -> None:
-        last_report[0] = time.perf_counter()
-        token.report(step / request.steps, text)
-
-    def should_stop() -> bool:
-        before = time.perf_counter()
-        if control.paused.is_set() and not control.stop_requested.is_set():
-            batcher.send(force=True)  # the curves show every step made before the pause
-        while control.paused.is_set() and not control.stop_requested.is_set():
-            if time.perf_counter() - last_report[0] >= REPORT_INTERVAL_S:
-                report(steps_done[0], f"training paused at step {steps_done[0]:,}/{request.steps:,}")
-            token.let_others_run(PAUSED_WAIT_S)  # also where Cancel in the status bar ends a paused run
-        token.let_others_run(0.0)  # returns at once unless another panel has a request waiting
-        lent[0] += time.perf_counter() - before
-        return control.stop_requested.is_set()
-
-    def on_progress(step: int, loss: float, tokens_per_s: float, _eta_s: float, val_loss: float | None) -> None:
-        steps_done[0] = step
-        training_s = time.perf_counter() - started - lent[0]
-        batcher.add(step, loss, tokens_per_s, training_s / step * (request.steps - step), val_loss)
-        batcher.send(force=step == request.steps)
-        if time.perf_counter() - last_report[0] >= REPORT_INTERVAL_S or step == request.steps:
-            report(step, f"training: step {step:,}/{request.steps:,}")
-
-    def on_sample(step: int, text: str) -> None:
-        batcher.add_sample(step, text)
-
-    result = train(
-        request.config, request.corpus.text, steps=request.steps, batch_size=request.batch_size,
-        seq_len=request.seq_len, lr=request.lr, seed=request.seed, device=device, on_progress=on_progress,
-        should_stop=should_stop, sample_every=max(1, request.steps // SAMPLE_EVERY_RUNS), on_sample=on_sample,
-        warmup_steps=min(100, max(1, request.steps // 10)), eval_every=max(1, request.steps // 20),
-        mask_mode=request.mask_mode,
-    )
-    metadata = result.metadata()
-    metadata["corpus"] = request.corpus.name
-    result.model.trained_mask_mode = request.mask_mode  # the model's description and Generate say so
-    source = f"trained here ({result.steps_done:,} steps on {request.corpus.name})"
-    from core.model import count_parameters
-
-    loaded = LoadedModel(result.model, result.config, device, source, count_parameters(result.model), "",
-                         result.tokenizer, request.state_seed)
-    return TrainOutcome(loaded, metadata, tuple(result.loss_history), tuple(result.val_history),
-                        float(result.final_val_loss), result.steps_done, result.stopped, float(result.tokens_per_s))
-
-
-def run_generation(model, tokenizer, prompt: str, max_new: int, temperature: float, top_k: int | None, seed: int) -> GeneratedText:
-    """Worker side: encode the prompt, sample max_new tokens, decode the continuation."""
-    from core.training import generate
-
-    ids = tokenizer.encode(prompt)
-    out = generate(model, ids, max_new, temperature=temperature, top_k=top_k, seed=seed)
-    return GeneratedText(prompt, tokenizer.decode(out[len(ids):]), len(out) - len(ids))
-
-
-def format_duration(seconds: float) -> str:
-    if not math.isfinite(seconds):
-        return "-"
-    seconds = max(0, round(seconds))
-    if seconds < 60:
-        return f"{seconds} s"
-    minutes, seconds = divmod(seconds, 60)
-    if minutes < 60:
-        return f"{minutes} min {seconds:02d} s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours} h {minutes:02d} min"
 
 
 def _spin(low: int, high: int, value: int, tip: str, step: int = 1) -> QSpinBox:
@@ -275,7 +80,7 @@ class TrainPanel(Panel):
     title = "Train"
     refresh_on = frozenset({"config", "model", "tokenizer"})
 
-    model_ready = Signal(object)  # gui.model_loader.LoadedModel of a finished run
+    model_ready = Signal(object)  # core.lab_model.LabModel of a finished run
     training_finished = Signal()  # a run ended (finished or stopped) and its model is installed
     generated = Signal(str)  # the continuation just shown
     saved = Signal(str)  # the checkpoint folder just written
@@ -463,7 +268,7 @@ class TrainPanel(Panel):
 
     # ---- corpus --------------------------------------------------------------------------------
     def _use_bundled_corpus(self) -> None:
-        self.corpus = read_corpus(resource_path(BUNDLED_CORPUS))
+        self.corpus = bundled_corpus()
         self._describe_corpus()
 
     def _on_corpus_chosen(self, index: int) -> None:
@@ -504,14 +309,7 @@ class TrainPanel(Panel):
 
     def vocabulary_problem(self) -> str:
         """Why the current config cannot be trained on the corpus, or ""."""
-        config, corpus = self.state.config, self.corpus
-        if config.architecture != "decoder" or not config.self_attention_causal:
-            return (f"{config.name} is not a causal decoder; the trainer makes next-character models. "
-                    "Pick a decoder preset (tiny-gpt, tiny-llama) in the Model sidebar.")
-        if corpus is not None and config.vocab_size != corpus.vocab_size:
-            return (f"The config's vocab_size is {config.vocab_size:,} but {corpus.name} has {corpus.vocab_size} distinct "
-                    f"characters: set vocab_size to {corpus.vocab_size} in the Model sidebar to train on it.")
-        return ""
+        return vocabulary_problem(self.state.config, self.corpus)
 
     def _describe_corpus(self) -> None:
         corpus = self.corpus
@@ -545,10 +343,9 @@ class TrainPanel(Panel):
             return False
         config = self.state.config
         seq_len = min(self.seq_spin.value(), config.context_length)
-        needed = int((seq_len + 2) / 0.9) + 1
-        if len(self.corpus.text) < needed:
-            self.show_error(f"{self.corpus.name} has {len(self.corpus.text):,} characters; windows of {seq_len} "
-                            f"need at least {needed:,}. Shorten the sequence length.")
+        too_short = window_problem(self.corpus, seq_len)
+        if too_short:
+            self.show_error(too_short)
             return False
         self.request = TrainRequest(config, self.corpus, self.steps_spin.value(), self.batch_spin.value(), seq_len,
                                     self.lr_spin.value(), self.seed_spin.value(), self.state.device, self.state.seed,
@@ -895,5 +692,4 @@ class TrainPanel(Panel):
             self._follow_plot_tab(self.plot_tabs.currentIndex())
 
 
-__all__ = ["TrainPanel", "Corpus", "CorpusError", "TrainingProgress", "read_corpus", "run_training", "run_generation",
-           "format_duration"]
+__all__ = ["TrainPanel"]

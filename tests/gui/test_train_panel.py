@@ -9,8 +9,9 @@ import pytest
 from PySide6.QtCore import Qt
 
 from core.config import ModelConfig
+from core.training_job import format_duration
 from gui.panels import PANEL_CLASSES
-from gui.panels.train import TrainPanel, format_duration
+from gui.panels.train import TrainPanel
 from gui.state import LabState
 from gui.widgets.config_form import CUSTOM_PRESET
 
