@@ -45,7 +45,7 @@ from core.params import parameter_breakdown
 from gui import theme
 from gui.model_loader import MAX_INTERACTIVE_PARAMETERS
 from gui.panels.base import Panel, Refusal, View
-from gui.panels.tokens.common import sequence_refusal
+from gui.panels.common import sequence_refusal
 from gui.widgets.block_diagram import BlockDiagramView, DiagramPicture
 from gui.widgets.plot_titles import wrap_title
 from gui.widgets.table_rows import keep_rows_in_view

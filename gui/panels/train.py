@@ -52,7 +52,7 @@ from core.training_job import (
 )
 from gui import theme
 from gui.panels.base import Panel
-from gui.panels.generate.common import TrainedMaskWarning
+from gui.panels.common import TrainedMaskWarning
 from gui.panels.train_compare import ComparePage, ComparisonProgress, run_pitfall_job
 from gui.widgets.flow_layout import FlowLayout, control_group
 from gui.widgets.page_tabs import PageTabs

@@ -13,7 +13,8 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout
 from core.config import ConfigError, ModelConfig
 from core.params import ParameterBreakdown
 from gui.panels.base import Refusal, View
-from gui.panels.parameters.common import ParametersControls, fit_table, pie_slices, set_cell, table
+from gui.panels.parameters.common import ParametersControls, pie_slices
+from gui.panels.common import fit_table, set_cell, table
 from gui.panels.parameters.count import MetaCountCache, MetaCountView
 from gui.widgets.pie import PieSlice, PieView, format_count, format_share
 

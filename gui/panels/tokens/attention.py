@@ -14,7 +14,8 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QSpinBox, QSplitter, QVBoxLay
 
 from gui import theme
 from gui.panels.base import Refusal, View
-from gui.panels.tokens.common import TokensControls, caption, sequence_refusal, set_title, sync_layer_head_spins
+from gui.panels.tokens.common import TokensControls, sync_layer_head_spins
+from gui.panels.common import caption, sequence_refusal, set_title
 from gui.widgets.heatmap import Heatmap
 from gui.widgets.plot_titles import wrap_title
 

@@ -11,7 +11,8 @@ from PySide6.QtWidgets import QGridLayout, QVBoxLayout
 
 from gui import theme
 from gui.panels.base import View
-from gui.panels.tokens.common import TokensControls, caption
+from gui.panels.tokens.common import TokensControls
+from gui.panels.common import caption
 from gui.widgets.heatmap import Heatmap
 
 HEAD_SPLIT_MAX_TOKENS = 24  # the head-split maps stay legible cell by cell

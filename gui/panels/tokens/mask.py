@@ -13,7 +13,8 @@ from PySide6.QtWidgets import QHBoxLayout, QVBoxLayout
 
 from gui import theme
 from gui.panels.base import Refusal, View
-from gui.panels.tokens.common import TokensControls, caption, sequence_refusal, set_title
+from gui.panels.tokens.common import TokensControls
+from gui.panels.common import caption, sequence_refusal, set_title
 from gui.widgets.heatmap import Heatmap
 
 MASK_VISIBLE, MASK_DENOMINATOR_ONLY, MASK_HIDDEN = 1.0, 0.5, 0.0

@@ -12,7 +12,8 @@ from PySide6.QtWidgets import QDoubleSpinBox, QLabel, QSpinBox, QVBoxLayout
 
 from gui import theme
 from gui.panels.base import Refusal, View
-from gui.panels.tokens.common import TokensControls, caption, sequence_refusal, set_title
+from gui.panels.tokens.common import TokensControls
+from gui.panels.common import caption, sequence_refusal, set_title
 from gui.widgets.flow_layout import FlowLayout, control_group
 
 DEFAULT_TOP_K = 10

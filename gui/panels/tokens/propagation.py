@@ -23,16 +23,8 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSplitter, QVBoxLa
 
 from gui import theme
 from gui.panels.base import Refusal, View
-from gui.panels.tokens.common import (
-    TokensControls,
-    caption,
-    format_change,
-    hatch_overlay,
-    log_ticks,
-    overlay_cell_px,
-    sequence_refusal,
-    set_title,
-)
+from gui.panels.tokens.common import TokensControls, hatch_overlay, log_ticks, overlay_cell_px
+from gui.panels.common import caption, format_change, sequence_refusal, set_title
 from gui.widgets.heatmap import Heatmap
 
 MAX_BAR_LABELS = 32  # value labels on the per-position bars up to this many positions
