@@ -39,6 +39,7 @@ from PySide6.QtWidgets import (
 )
 
 from core.choices import MASK_MODE_DESCRIPTIONS, MASK_MODE_LABELS, TRAIN_MASK_MODES
+from core.comparison_job import ComparisonProgress, run_pitfall_job
 from core.corpus import Corpus, bundled_corpus, read_corpus, vocabulary_problem, window_problem
 from core.experiments.pitfall_setups import EXPERIMENTS
 from core.text_generation import GeneratedText, run_generation
@@ -53,7 +54,7 @@ from core.training_job import (
 from gui import theme
 from gui.panels.base import Panel
 from gui.panels.common import TrainedMaskWarning
-from gui.panels.train_compare import ComparePage, ComparisonProgress, run_pitfall_job
+from gui.panels.train_compare import ComparePage
 from gui.widgets.flow_layout import FlowLayout, control_group
 from gui.widgets.page_tabs import PageTabs
 from gui.widgets.plot_titles import wrap_title
