@@ -3,7 +3,7 @@
     .venv/bin/python bench/attention_patterns.py [--text "..."] [--top 3] [--models tiny-gpt tiny-llama]
 
 For every layer and head of each bundled model (core.checkpoints.load_bundled) this measures, from
-core.experiments.causal.attention_maps, the mean attention weight a query puts on
+core.experiments.attention_maps.attention_maps, the mean attention weight a query puts on
 
     prev     the previous token (i - 1)
     first    the first token (position 0: a "sink")
@@ -29,7 +29,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from core.checkpoints import load_bundled  # noqa: E402
-from core.experiments.causal import attention_maps  # noqa: E402
+from core.experiments.attention_maps import attention_maps  # noqa: E402
 from core.training import VALIDATION_FRACTION  # noqa: E402
 from resources import resource_path  # noqa: E402
 

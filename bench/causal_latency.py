@@ -26,7 +26,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from core.experiments.causal import causal_edit_diff  # noqa: E402
+from core.experiments.causal_edit import causal_edit_diff  # noqa: E402
 from core.model import Transformer  # noqa: E402
 from core.presets import get_preset  # noqa: E402
 

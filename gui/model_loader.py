@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from core.config import ModelConfig
+from core.lab_model import LabModel as LoadedModel  # the GUI's name for the lab's model
 from core.presets import PRESETS
 
 log = logging.getLogger("transformer_explorer.model")
@@ -24,19 +25,6 @@ MAX_INTERACTIVE_PARAMETERS = 400_000_000
 
 class ModelTooLargeError(MemoryError):
     """A config with more parameters than the lab builds real weights for."""
-
-
-@dataclass(frozen=True)
-class LoadedModel:
-    model: Any  # core.model.Transformer, eval mode, on `device`
-    config: ModelConfig
-    device: str
-    source: str  # "bundled" or "random (seed N)"
-    parameters: int
-    message: str = ""  # e.g. why a requested device was not used
-    tokenizer: Any = None  # the bundled model's own tokenizer, when it has one
-    seed: int = 0
-    metadata: Any = None  # a folder's training record and generation settings (core.checkpoints), if it had them
 
 
 @dataclass(frozen=True)

@@ -61,7 +61,7 @@ def _run_textbook(args: argparse.Namespace) -> int:
               ("--mask", args.mask), ("--layers", args.layers)) if value]
     if chosen:
         raise CliError(f"--textbook runs the reading's fixed script; leave out {', '.join(chosen)}")
-    from core.experiments.causal import textbook_causal_table
+    from core.experiments.textbook_table import textbook_causal_table
 
     table = textbook_causal_table()
     if args.json:
@@ -183,7 +183,7 @@ def format_change(value: float, exact: bool, is_nan: bool) -> str:
 
 
 def _print_result(result, description: str) -> None:
-    from core.experiments.causal import past_span
+    from core.experiments.causal_edit import past_span
 
     t = result.edit_position
     old, new = result.token_labels[t], result.edited_token_labels[t]
@@ -228,7 +228,7 @@ def run_causal(args: argparse.Namespace) -> int:
     ids, labels_from = _sequence(args, tokenizer, model.config.vocab_size)
     position, new_token = _parse_edit(args.edit, labels_from)
 
-    from core.experiments.causal import causal_edit_diff
+    from core.experiments.causal_edit import causal_edit_diff
 
     result = causal_edit_diff(
         model, ids, position, new_token, mask_mode=args.mask, n_blocks=args.layers, tokenizer_or_labels=labels_from

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from core.experiments.causal import token_labels
+from core.experiments.common import token_labels
 from core.hooks import capture
 from core.model import SequenceError, Transformer
 

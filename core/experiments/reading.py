@@ -1,7 +1,7 @@
 """The reading's scripts as printouts: each printed line's words, its figure and the number behind it.
 
 The "Reading's script" mode of the Tokens & masks and Positions panels shows these. The figures
-come from the textbook functions (core.experiments.causal / positions), which run the reading's
+come from the textbook functions (core.experiments.textbook_table / positions), which run the reading's
 scripts with its seeds, random inputs, shapes and order of random draws; here they are only put in
 the reading's words and formats. A line keeps its float value beside the formatted figure so that
 a check compares numbers, never strings.
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.experiments.causal import TEXTBOOK_EDIT_POSITION, TEXTBOOK_PRESET, TEXTBOOK_SEED, textbook_causal_table
+from core.experiments.textbook_table import TEXTBOOK_EDIT_POSITION, TEXTBOOK_PRESET, TEXTBOOK_SEED, textbook_causal_table
 from core.experiments.positions import (
     TEXTBOOK_PERMUTATION,
     TEXTBOOK_PERMUTATION_D_MODEL,

@@ -27,7 +27,7 @@ import torch
 
 from core import kernels
 from core.choices import MASK_MODES
-from core.experiments.causal import token_labels
+from core.experiments.common import token_labels
 from core.hooks import capture
 from core.model import Transformer
 from core.positional import alibi_slopes, rope_angles, rope_frequencies

@@ -39,13 +39,14 @@ from PySide6.QtWidgets import (
 )
 
 from core.config import ConfigError, ModelConfig
+from core.diagram_layout import Part, describe_part, diagram_parts, format_count
 from core.display import display_token
 from core.params import parameter_breakdown
 from gui import theme
 from gui.model_loader import MAX_INTERACTIVE_PARAMETERS
 from gui.panels.base import Panel, Refusal, View
-from gui.panels.tokens.common import sequence_refusal
-from gui.widgets.block_diagram import BlockDiagramView, DiagramPicture, Part, describe_part, diagram_parts, format_count
+from gui.panels.common import sequence_refusal
+from gui.widgets.block_diagram import BlockDiagramView, DiagramPicture
 from gui.widgets.plot_titles import wrap_title
 from gui.widgets.table_rows import keep_rows_in_view
 from gui.widgets.wrapping_label import WrappingLabel

@@ -9,8 +9,8 @@ A **view** shows one result (a sub-tab, or a whole small panel). It declares thr
         layer: int
 
     def compute_attention(inputs: AttentionInputs, token) -> AttentionResult:   # module level, on the worker
-        from core.experiments import causal     # torch lives on the worker only
-        return causal.attention_maps(inputs.model, list(inputs.tokens), ...)
+        from core.experiments.attention_maps import attention_maps   # torch lives on the worker only
+        return attention_maps(inputs.model, list(inputs.tokens), ...)
 
     class AttentionView(View):
         name = "Attention"                       # sub-tab text and compute channel

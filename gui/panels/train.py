@@ -1,14 +1,12 @@
 """Train: fit the current config to a corpus, watch the losses fall, then sample from the result.
 
-The run is one job on the one compute worker (core.training.train) and the status bar names it. The
-worker never touches a widget: a few times a second it sends the steps done since the last one as a
-partial result (`token.partial`), which the compute controller delivers to the panel on the GUI
-thread, and it reports a fraction to the status bar's progress bar. Between steps the run lets the
-other panels' pending requests run on the same worker thread (`token.let_others_run`), and a paused
-run waits inside it, so the rest of the lab keeps computing while a run trains or is paused. Pause and
-stop are flags the training loop polls (its `should_stop` callback) between steps; the status bar's
-Cancel throws the run away instead. When a run ends, its model becomes the lab's model: `model_ready`
-carries it to the main window, which installs it as it installs any built model.
+The run is one job on the one compute worker (core.training_job.run_training) and the status bar
+names it; the corpus is read and checked by core.corpus, and samples come from core.text_generation.
+This panel only sets up a run and shows it: the job's partial results (the steps since the last
+batch) reach it on the GUI thread through the compute controller. Pause and stop are flags the job
+polls between steps; the status bar's Cancel throws the run away instead. When a run ends, its model
+becomes the lab's model: `model_ready` carries it to the main window, which installs it as it
+installs any built model.
 
 A run may train with one of the reading's leaky masks (Mask); its validation loss is still scored
 with the causal mask. The Compare tab trains the reading's pitfalls beside their fix (train_compare.py)
@@ -18,9 +16,6 @@ as a job of the same kind on the same channel, so a run and a comparison never o
 from __future__ import annotations
 
 import math
-import threading
-import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,251 +30,46 @@ from PySide6.QtWidgets import (
     QGroupBox,
     QHBoxLayout,
     QLabel,
-    QLineEdit,
-    QMessageBox,
     QPlainTextEdit,
     QPushButton,
-    QSpinBox,
     QVBoxLayout,
     QWidget,
 )
 
 from core.choices import MASK_MODE_DESCRIPTIONS, MASK_MODE_LABELS, TRAIN_MASK_MODES
+from core.comparison_job import ComparisonProgress, run_pitfall_job
+from core.corpus import Corpus, bundled_corpus, read_corpus, vocabulary_problem, window_problem
 from core.experiments.pitfall_setups import EXPERIMENTS
-from core.tokenizers import CharTokenizer
+from core.text_generation import GeneratedText, run_generation
+from core.training_job import (
+    TrainingControl,
+    TrainingProgress,
+    TrainOutcome,
+    TrainRequest,
+    run_training,
+)
+from core.training_status import outcome_headline, progress_line
 from gui import theme
 from gui.panels.base import Panel
-from gui.panels.generate.common import TrainedMaskWarning
-from gui.panels.train_compare import ComparePage, ComparisonProgress, run_pitfall_job
+from gui.panels.train_compare import ComparePage
+from gui.panels.train_config_guard import RunConfigGuard
+from gui.panels.train_generate import GeneratePage, spin
 from gui.widgets.flow_layout import FlowLayout, control_group
 from gui.widgets.legend import legend_below
 from gui.widgets.page_tabs import PageTabs
 from gui.widgets.plot_titles import wrap_title
 from gui.widgets.turning_splitter import TurningSplitter
-from resources import resource_path
 
-BUNDLED_CORPUS = "tinyshakespeare.txt"
-MIN_CORPUS_CHARS = 1000  # below this a validation split of a tenth holds too few windows to mean anything
-MAX_CORPUS_BYTES = 200_000_000  # the corpus is held in memory twice (text and ids)
-PARTIAL_INTERVAL_S = 0.1  # steps go to the curves in batches: ten redraws a second, however fast the steps
-REPORT_INTERVAL_S = 0.25  # status-bar progress: a few updates a second are enough to read
-PAUSED_WAIT_S = 0.05  # a paused run wakes this often to see Resume, Stop or Cancel (others' requests wake it at once)
-SAMPLE_EVERY_RUNS = 10  # about ten samples per run
-DEFAULT_PROMPT = "ROMEO:\n"
 GENERATE_CHANNEL = "train-generate"  # not the training channel: a request there would cancel the run
 SAVE_CHANNEL = "train-save"
 CORPUS_CHANNEL = "train-corpus"
-
-
-class CorpusError(ValueError):
-    """A text file that cannot serve as a training corpus."""
-
-
-@dataclass(frozen=True)
-class Corpus:
-    name: str
-    text: str
-    vocab_size: int  # distinct characters: the vocabulary a character model of it needs
-
-
-def read_corpus(path: str | Path) -> Corpus:
-    """A UTF-8 text file as a corpus, or CorpusError saying why it cannot be one."""
-    from core.json_files import JsonFileError, read_regular_file
-
-    path = Path(path)
-    try:
-        text = read_regular_file(path, MAX_CORPUS_BYTES, "a corpus").decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise CorpusError(f"{path.name} is not UTF-8 text (byte {error.start} cannot be decoded)") from None
-    except JsonFileError as error:
-        raise CorpusError(str(error)) from None
-    if len(text) < MIN_CORPUS_CHARS:
-        raise CorpusError(f"{path.name} has {len(text):,} characters; a corpus needs at least {MIN_CORPUS_CHARS:,}")
-    return Corpus(path.name, text, CharTokenizer.from_text(text).vocab_size)
-
-
-@dataclass(frozen=True)
-class TrainRequest:
-    config: Any  # core.config.ModelConfig
-    corpus: Corpus
-    steps: int
-    batch_size: int
-    seq_len: int
-    lr: float
-    seed: int  # of the run: weights and batch order
-    device: str
-    state_seed: int  # the lab's seed, recorded so the main window sees the model as built
-    mask_mode: str = "causal"  # the training forward's mask (core.choices.TRAIN_MASK_MODES)
-    start_from: Any = None  # (model, tokenizer) to fine-tune; None: fresh weights from `seed`
-
-
-@dataclass(frozen=True)
-class TrainOutcome:
-    loaded: Any  # gui.model_loader.LoadedModel of the trained model
-    metadata: dict[str, Any]  # TrainResult.metadata(): settings, losses, timing (plain JSON types)
-    loss_history: tuple[tuple[int, float], ...]
-    val_history: tuple[tuple[int, float], ...]
-    final_val_loss: float
-    steps_done: int
-    stopped: bool
-    tokens_per_s: float
-
-
-@dataclass(frozen=True)
-class GeneratedText:
-    prompt: str
-    continuation: str
-    new_tokens: int
-
-
-@dataclass(frozen=True)
-class TrainingProgress:
-    """The steps a run made since its last partial result (worker -> GUI through `token.partial`)."""
-
-    losses: tuple[tuple[int, float], ...]  # (step, training loss of that step's batch)
-    validation: tuple[tuple[int, float], ...]  # (step, validation estimate), at the steps that made one
-    tokens_per_s: float
-    eta_s: float  # of the training alone: time paused or spent on other panels' requests is left out
-    sample: tuple[int, str] | None = None  # (step, text) of a sample made in this batch
-
-
-class TrainingControl:
-    """Flags the GUI sets and the worker reads between steps."""
-
-    def __init__(self) -> None:
-        self.paused = threading.Event()
-        self.stop_requested = threading.Event()
-
-
-class _ProgressBatcher:
-    """Worker side: collects each step's numbers and hands them on as one TrainingProgress a few times a second."""
-
-    def __init__(self, token) -> None:
-        self._token = token
-        self._losses: list[tuple[int, float]] = []
-        self._validation: list[tuple[int, float]] = []
-        self._sample: tuple[int, str] | None = None
-        self._speed = (0.0, math.inf)  # tokens/s, ETA of the newest step
-        self._sent = time.perf_counter()
-
-    def add(self, step: int, loss: float, tokens_per_s: float, eta_s: float, val_loss: float | None) -> None:
-        self._losses.append((step, loss))
-        if val_loss is not None:
-            self._validation.append((step, val_loss))
-        self._speed = (tokens_per_s, eta_s)
-
-    def add_sample(self, step: int, text: str) -> None:
-        self._sample = (step, text)
-
-    def send(self, force: bool = False) -> None:
-        """Send what has gathered: at once when forced (pause, the last step), else once the interval has passed."""
-        now = time.perf_counter()
-        if not self._losses or (not force and now - self._sent < PARTIAL_INTERVAL_S):
-            return
-        record = TrainingProgress(tuple(self._losses), tuple(self._validation), *self._speed, sample=self._sample)
-        self._losses, self._validation, self._sample = [], [], None
-        self._sent = now
-        self._token.partial(record)
-
-
-def run_training(request: TrainRequest, control: TrainingControl, token) -> TrainOutcome:
-    """Worker side: core.training.train, its progress sent as partial results, others' requests run between steps."""
-    from core.device import choose_device
-    from core.training import train
-    from gui.model_loader import LoadedModel
-
-    device = str(choose_device(request.device).device)
-    batcher = _ProgressBatcher(token)
-    started = time.perf_counter()
-    lent = [0.0]  # seconds paused or running other panels' requests: not training time
-    last_report = [0.0]
-    steps_done = [0]
-
-    def report(step: int, text: str) -> None:
-        last_report[0] = time.perf_counter()
-        token.report(step / request.steps, text)
-
-    def should_stop() -> bool:
-        before = time.perf_counter()
-        if control.paused.is_set() and not control.stop_requested.is_set():
-            batcher.send(force=True)  # the curves show every step made before the pause
-        while control.paused.is_set() and not control.stop_requested.is_set():
-            if time.perf_counter() - last_report[0] >= REPORT_INTERVAL_S:
-                report(steps_done[0], f"training paused at step {steps_done[0]:,}/{request.steps:,}")
-            token.let_others_run(PAUSED_WAIT_S)  # also where Cancel in the status bar ends a paused run
-        token.let_others_run(0.0)  # returns at once unless another panel has a request waiting
-        lent[0] += time.perf_counter() - before
-        return control.stop_requested.is_set()
-
-    def on_progress(step: int, loss: float, tokens_per_s: float, _eta_s: float, val_loss: float | None) -> None:
-        steps_done[0] = step
-        training_s = time.perf_counter() - started - lent[0]
-        batcher.add(step, loss, tokens_per_s, training_s / step * (request.steps - step), val_loss)
-        batcher.send(force=step == request.steps)
-        if time.perf_counter() - last_report[0] >= REPORT_INTERVAL_S or step == request.steps:
-            report(step, f"training: step {step:,}/{request.steps:,}")
-
-    def on_sample(step: int, text: str) -> None:
-        batcher.add_sample(step, text)
-
-    result = train(
-        request.config, request.corpus.text, steps=request.steps, batch_size=request.batch_size,
-        seq_len=request.seq_len, lr=request.lr, seed=request.seed, device=device, on_progress=on_progress,
-        should_stop=should_stop, sample_every=max(1, request.steps // SAMPLE_EVERY_RUNS), on_sample=on_sample,
-        warmup_steps=min(100, max(1, request.steps // 10)), eval_every=max(1, request.steps // 20),
-        mask_mode=request.mask_mode, start_from=request.start_from,
-    )
-    metadata = result.metadata()
-    metadata["corpus"] = request.corpus.name
-    result.model.trained_mask_mode = request.mask_mode  # the model's description and Generate say so
-    how = "fine-tuned" if request.start_from is not None else "trained"
-    source = f"{how} here ({result.steps_done:,} steps on {request.corpus.name})"
-    from core.model import count_parameters
-
-    loaded = LoadedModel(result.model, result.config, device, source, count_parameters(result.model), "",
-                         result.tokenizer, request.state_seed, metadata)
-    return TrainOutcome(loaded, metadata, tuple(result.loss_history), tuple(result.val_history),
-                        float(result.final_val_loss), result.steps_done, result.stopped, float(result.tokens_per_s))
-
-
-def run_generation(model, tokenizer, prompt: str, max_new: int, temperature: float, top_k: int | None, seed: int) -> GeneratedText:
-    """Worker side: encode the prompt, sample max_new tokens, decode the continuation."""
-    from core.training import generate
-
-    ids = tokenizer.encode(prompt)
-    out = generate(model, ids, max_new, temperature=temperature, top_k=top_k, seed=seed)
-    return GeneratedText(prompt, tokenizer.decode(out[len(ids):]), len(out) - len(ids))
-
-
-def format_duration(seconds: float) -> str:
-    if not math.isfinite(seconds):
-        return "-"
-    seconds = max(0, round(seconds))
-    if seconds < 60:
-        return f"{seconds} s"
-    minutes, seconds = divmod(seconds, 60)
-    if minutes < 60:
-        return f"{minutes} min {seconds:02d} s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours} h {minutes:02d} min"
-
-
-def _spin(low: int, high: int, value: int, tip: str, step: int = 1) -> QSpinBox:
-    box = QSpinBox()
-    box.setRange(low, high)
-    box.setValue(value)
-    box.setSingleStep(step)
-    box.setToolTip(tip)
-    box.setKeyboardTracking(False)
-    box.setGroupSeparatorShown(True)
-    return box
 
 
 class TrainPanel(Panel):
     title = "Train"
     refresh_on = frozenset({"config", "model", "tokenizer"})
 
-    model_ready = Signal(object)  # gui.model_loader.LoadedModel of a finished run
+    model_ready = Signal(object)  # core.lab_model.LabModel of a finished run
     training_finished = Signal()  # a run ended (finished or stopped) and its model is installed
     generated = Signal(str)  # the continuation just shown
     saved = Signal(str)  # the checkpoint folder just written
@@ -296,9 +86,7 @@ class TrainPanel(Panel):
         self.train_points: tuple[list[float], list[float]] = ([], [])
         self.val_points: tuple[list[float], list[float]] = ([], [])
         self.last_progress: TrainingProgress | None = None
-        self.pending_config = None  # a config asked for during the run, applied when it ends
-        self.discard_run = False  # the run's model is not to be installed (the user chose the new config)
-        self.config_question: QMessageBox | None = None  # open while a config change during a run waits for an answer
+        self.guard = RunConfigGuard(state, self, self._run_config, self.stop_training, self._config_answered)
         layout = self.layout()
 
         # ---- corpus and settings ----
@@ -311,9 +99,9 @@ class TrainPanel(Panel):
         self.corpus_button.setToolTip("train on a UTF-8 text file of your own")
         self.corpus_label = QLabel("")
         self.corpus_label.setWordWrap(True)
-        self.steps_spin = _spin(1, 1_000_000, 500, "optimizer steps", 100)
-        self.batch_spin = _spin(1, 1024, 16, "sequences per step")
-        self.seq_spin = _spin(2, 100_000, 128, "characters per sequence (at most the config's context length)", 16)
+        self.steps_spin = spin(1, 1_000_000, 500, "optimizer steps", 100)
+        self.batch_spin = spin(1, 1024, 16, "sequences per step")
+        self.seq_spin = spin(2, 100_000, 128, "characters per sequence (at most the config's context length)", 16)
         self.lr_spin = QDoubleSpinBox()
         self.lr_spin.setDecimals(5)
         self.lr_spin.setRange(1e-5, 1.0)
@@ -321,7 +109,7 @@ class TrainPanel(Panel):
         self.lr_spin.setValue(3e-3)
         self.lr_spin.setToolTip("peak learning rate (AdamW; linear warm-up, then a cosine decay to a tenth)")
         self.lr_spin.setKeyboardTracking(False)
-        self.seed_spin = _spin(0, 999_999, 0, "seeds the initial weights and the batch order")
+        self.seed_spin = spin(0, 999_999, 0, "seeds the initial weights and the batch order")
         self.start_combo = QComboBox()
         self.start_combo.addItem("fresh weights", "fresh")
         self.start_combo.addItem("the loaded model", "fine-tune")
@@ -420,37 +208,12 @@ class TrainPanel(Panel):
         sample_layout.addWidget(self.sample_text, 1)
         self.side_tabs.addTab(sample_page, "Samples")
 
-        generate_page = QWidget()
-        generate_layout = QGridLayout(generate_page)
-        self.prompt_edit = QLineEdit(DEFAULT_PROMPT.replace("\n", "\\n"))
-        self.prompt_edit.setToolTip("the text the current model continues; write \\n for a new line")
-        self.max_new_spin = _spin(1, 5000, 200, "tokens to sample after the prompt", 50)
-        self.temperature_spin = QDoubleSpinBox()
-        self.temperature_spin.setRange(0.0, 5.0)
-        self.temperature_spin.setSingleStep(0.1)
-        self.temperature_spin.setValue(0.8)
-        self.temperature_spin.setToolTip("divides the logits; 0 always picks the most likely token")
-        self.top_k_spin = _spin(0, 1_000_000, 0, "keep only the k most likely tokens (0: all)")
-        self.top_k_spin.setSpecialValueText("all")
-        self.generate_seed_spin = _spin(0, 999_999, 0, "seeds the sampling")
-        self.generate_button = QPushButton("Generate")
-        generate_layout.addWidget(QLabel("Prompt"), 0, 0)
-        generate_layout.addWidget(self.prompt_edit, 0, 1)
-        for index, (caption, box) in enumerate((("New tokens", self.max_new_spin), ("Temperature", self.temperature_spin),
-                                                ("Top-k", self.top_k_spin), ("Seed", self.generate_seed_spin))):
-            # One setting per row keeps this column narrow enough for the plot at the projector's text size.
-            label = QLabel(caption)
-            label.setBuddy(box)
-            generate_layout.addWidget(label, 1 + index, 0)
-            generate_layout.addWidget(box, 1 + index, 1)
-        generate_layout.addWidget(self.generate_button, 5, 0, 1, 2)
-        self.trained_mask_warning = TrainedMaskWarning(state)  # read before the text below it
-        generate_layout.addWidget(self.trained_mask_warning, 6, 0, 1, 2)
-        self.generated_text = QPlainTextEdit()
-        self.generated_text.setReadOnly(True)
-        self.generated_text.setPlaceholderText("Text generated by the current model appears here.")
-        generate_layout.addWidget(self.generated_text, 7, 0, 1, 2)
-        generate_layout.setRowStretch(7, 1)
+        generate_page = self.generate_page = GeneratePage(state)
+        # The names lessons, sessions and tests reach the page's widgets by.
+        self.prompt_edit, self.max_new_spin = generate_page.prompt_edit, generate_page.max_new_spin
+        self.temperature_spin, self.top_k_spin = generate_page.temperature_spin, generate_page.top_k_spin
+        self.generate_seed_spin, self.generate_button = generate_page.seed_spin, generate_page.generate_button
+        self.trained_mask_warning, self.generated_text = generate_page.trained_mask_warning, generate_page.generated_text
         self.side_tabs.addTab(generate_page, "Generate")
         self.side_tabs.addTab(self.compare_page.numbers_page, "Comparison")
         splitter.addWidget(self.side_tabs)
@@ -470,14 +233,13 @@ class TrainPanel(Panel):
         self.compare_button.clicked.connect(self.start_compare)
         self.plot_tabs.currentChanged.connect(self._follow_plot_tab)
         compute.busy_changed.connect(self._on_busy_changed)
-        state.config_changed.connect(self._config_changed)
         self._use_bundled_corpus()
         self._update_buttons()
         self.apply_theme()
 
     # ---- corpus --------------------------------------------------------------------------------
     def _use_bundled_corpus(self) -> None:
-        self.corpus = read_corpus(resource_path(BUNDLED_CORPUS))
+        self.corpus = bundled_corpus()
         self._describe_corpus()
 
     def _on_corpus_chosen(self, index: int) -> None:
@@ -518,14 +280,7 @@ class TrainPanel(Panel):
 
     def vocabulary_problem(self) -> str:
         """Why the current config cannot be trained on the corpus, or ""."""
-        config, corpus = self.state.config, self.corpus
-        if config.architecture != "decoder" or not config.self_attention_causal:
-            return (f"{config.name} is not a causal decoder; the trainer makes next-character models. "
-                    "Pick a decoder preset (tiny-gpt, tiny-llama) in the Model sidebar.")
-        if corpus is not None and config.vocab_size != corpus.vocab_size:
-            return (f"The config's vocab_size is {config.vocab_size:,} but {corpus.name} has {corpus.vocab_size} distinct "
-                    f"characters: set vocab_size to {corpus.vocab_size} in the Model sidebar to train on it.")
-        return ""
+        return vocabulary_problem(self.state.config, self.corpus)
 
     def _describe_corpus(self) -> None:
         corpus = self.corpus
@@ -567,15 +322,14 @@ class TrainPanel(Panel):
                 return False
             start_from, start_text = (model, tokenizer), "fine-tuning a copy of the loaded model"
         seq_len = min(self.seq_spin.value(), config.context_length)
-        needed = int((seq_len + 2) / 0.9) + 1
-        if len(self.corpus.text) < needed:
-            self.show_error(f"{self.corpus.name} has {len(self.corpus.text):,} characters; windows of {seq_len} "
-                            f"need at least {needed:,}. Shorten the sequence length.")
+        too_short = window_problem(self.corpus, seq_len)
+        if too_short:
+            self.show_error(too_short)
             return False
         self.request = TrainRequest(config, self.corpus, self.steps_spin.value(), self.batch_spin.value(), seq_len,
                                     self.lr_spin.value(), self.seed_spin.value(), self.state.device, self.state.seed,
                                     self.mask_combo.currentData(), start_from)
-        self.pending_config, self.discard_run = None, False
+        self.guard.pending, self.guard.discard = None, False
         control = self.control = TrainingControl()
         request = self.request
         self.outcome = None
@@ -691,26 +445,13 @@ class TrainPanel(Panel):
     def _show_progress(self) -> None:
         if self.request is None:
             return
-        paused = self.control is not None and self.control.paused.is_set()
-        progress = self.last_progress
-        if self.control is not None and self.control.stop_requested.is_set():
-            # What the wait is for, until the model arrives: no step count or ETA of a run that has ended.
-            held_out = len(self.request.corpus.text) // 10
-            at = f" at step {progress.losses[-1][0]:,} of {self.request.steps:,}" if progress is not None else ""
-            then = ("then the run is discarded" if self.discard_run else
-                    "then the trained model replaces the one the other panels use")
-            self.status_label.setText(f"Stopping{at}: scoring the whole held-out split (about {held_out:,} characters) "
-                                      f"with the causal mask; {then}. The buttons come back when it is done.")
-            return
-        if progress is None:
-            if paused:
-                self.status_label.setText("Paused before the first step; the other panels keep computing.")
-            return
-        step, loss = progress.losses[-1]
-        val = f", validation {self.val_points[1][-1]:.3f}" if self.val_points[1] else ""
-        eta = "paused; the other panels keep computing" if paused else f"ETA {format_duration(progress.eta_s)}"
-        self.status_label.setText(f"Step {step:,} of {self.request.steps:,}: loss {loss:.3f}{val}. "
-                                  f"{progress.tokens_per_s:,.0f} tokens/s, {eta}.")
+        control = self.control
+        line = progress_line(self.request, self.last_progress, self.val_points[1][-1] if self.val_points[1] else None,
+                             paused=control is not None and control.paused.is_set(),
+                             stopping=control is not None and control.stop_requested.is_set(),
+                             discarding=self.guard.discard)
+        if line is not None:
+            self.status_label.setText(line)
 
     def _on_trained(self, outcome: TrainOutcome) -> None:
         self._finish_run()
@@ -721,10 +462,6 @@ class TrainPanel(Panel):
         self.train_curve.setData(*self.train_points)
         self.val_curve.setData(*self.val_points)
         self.final_val_marker.setData([outcome.steps_done], [outcome.final_val_loss])
-        how = "Stopped" if outcome.stopped else "Finished"
-        mode = outcome.metadata.get("settings", {}).get("mask_mode", "causal")
-        if mode != "causal":
-            how += f" training with the {MASK_MODE_LABELS.get(mode, mode)} mask"
         config = outcome.loaded.config
         window_note = ""
         if self.request is not None and self.request.seq_len < config.context_length:
@@ -732,25 +469,13 @@ class TrainPanel(Panel):
                            f"positions past the training sequence length ({self.request.seq_len}) were never trained, "
                            "so it can sit above the estimates made during the run.")
         loaded = outcome.loaded
-        pending, self.pending_config = self.pending_config, None
-        if self.discard_run or loaded.config != self.state.config:
-            where = "The run was discarded for the new config: the other panels keep their model"
-        elif pending is not None:
-            where = ("The other panels used it until the config you asked for during the run was applied; they now use "
-                     "a model of that config")
-        else:
-            where = "The other panels now use this model"
-        self.status_label.setText(
-            f"<b>{how} after {outcome.steps_done:,} steps</b>: validation loss {outcome.final_val_loss:.3f} nats/char "
-            f"on the whole held-out split, scored with the causal mask (uniform guess {math.log(config.vocab_size):.3f}), "
-            f"{outcome.tokens_per_s:,.0f} tokens/s. {where}; Save model... writes it.")
+        installed = not self.guard.discard and loaded.config == self.state.config
+        self.status_label.setText(outcome_headline(outcome, installed, installed and self.guard.pending is not None))
         self.status_label.setToolTip(window_note)
         self.clear_error()
-        if not self.discard_run and loaded.config == self.state.config:
+        if installed:
             self.adopt(loaded)
-        self.discard_run = False
-        if pending is not None:
-            self.state.set("config", pending, undoable=False)
+        self.guard.settle()
         self._update_buttons()
         self.result_shown.emit()
         self.training_finished.emit()
@@ -765,60 +490,23 @@ class TrainPanel(Panel):
 
     def _on_training_failed(self, message: str) -> None:
         self._finish_run()
-        self.discard_run = False
-        pending, self.pending_config = self.pending_config, None
-        if pending is not None:
-            self.state.set("config", pending, undoable=False)
+        self.guard.settle()
         self.status_label.setText("The run ended without a model; the previous model stays.")
         self.show_error(message)
 
     def _finish_run(self) -> None:
         self.control = None
         self.comparing = False
-        if self.config_question is not None:  # the run it asked about is over
-            self.config_question.close()
-            self.config_question = None
+        self.guard.run_over()
         self._update_buttons()
 
-    # ---- a config change while a run is on -----------------------------------------------------------
-    def _config_changed(self) -> None:
-        """The sidebar (or a session, a lesson) asked for another config during a run: ask before anything goes.
+    # ---- a config change while a run is on (gui.panels.train_config_guard) --------------------------
+    def _run_config(self):
+        """The config the current run trains; None when no training run is on (a comparison keeps the lab's)."""
+        return self.request.config if self.training and not self.comparing and self.request is not None else None
 
-        The change is held back at once, in the same event, so the main window never replaces the loaded model
-        with a random one of the new config while the question is open.
-        """
-        if not self.training or self.comparing or self.request is None or self.discard_run:
-            return
-        asked = self.state.config
-        if asked == self.request.config:
-            return
-        self.pending_config = asked
-        self.state.set("config", self.request.config, undoable=False)
-        if self.config_question is not None:
-            return  # the open question now applies to the newest config asked for
-        question = self.config_question = QMessageBox(self)
-        question.setIcon(QMessageBox.Icon.Question)
-        question.setWindowTitle("A run is in progress")
-        question.setTextFormat(Qt.TextFormat.PlainText)
-        question.setText(f"The run trains {self.request.config.name}. Change the config now and discard the run, or "
-                         "keep training and apply the change when the run ends?")
-        self.discard_button = question.addButton("Discard the run", QMessageBox.ButtonRole.DestructiveRole)
-        self.keep_button = question.addButton("Keep training, apply after", QMessageBox.ButtonRole.AcceptRole)
-        question.setDefaultButton(self.keep_button)
-        question.buttonClicked.connect(self._config_answer)
-        question.open()
-
-    def _config_answer(self, button) -> None:
-        self.config_question = None
-        if not self.training:
-            return
-        if button is self.discard_button:
-            self.discard_run = True
-            pending, self.pending_config = self.pending_config, None
-            self.stop_training()
-            if pending is not None:
-                self.state.set("config", pending, undoable=False)
-        else:
+    def _config_answered(self, discarded: bool) -> None:
+        if not discarded:
             self._show_progress()
             self.status_label.setText(self.status_label.text() + " The config you asked for is applied when the run ends.")
 
@@ -835,10 +523,7 @@ class TrainPanel(Panel):
                 self.status_label.setText("The comparison was cancelled.")
             else:
                 self.status_label.setText("The run was cancelled; the previous model stays.")
-                self.discard_run = False
-                pending, self.pending_config = self.pending_config, None
-                if pending is not None:
-                    self.state.set("config", pending, undoable=False)
+                self.guard.settle()
 
     def _update_buttons(self) -> None:
         training = self.training
@@ -887,7 +572,7 @@ class TrainPanel(Panel):
 
     # ---- generation ----------------------------------------------------------------------------
     def generation_prompt(self) -> str:
-        return self.prompt_edit.text().replace("\\n", "\n")
+        return self.generate_page.prompt()
 
     def generate_text(self) -> bool:
         model, tokenizer = self.state.model, self.state.tokenizer
@@ -994,5 +679,4 @@ class TrainPanel(Panel):
             self._follow_plot_tab(self.plot_tabs.currentIndex())
 
 
-__all__ = ["TrainPanel", "Corpus", "CorpusError", "TrainingProgress", "read_corpus", "run_training", "run_generation",
-           "format_duration"]
+__all__ = ["TrainPanel"]

@@ -10,7 +10,7 @@ import pytest
 
 from core.cli import main
 from core.cli.causal import format_change
-from core.experiments.causal import textbook_causal_table
+from core.experiments.textbook_table import textbook_causal_table
 from tests.cli.helpers import run
 from tests.reading_figures import assert_matches_reading
 

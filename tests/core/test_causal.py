@@ -12,21 +12,16 @@ import torch.nn.functional as F
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-import core.experiments.causal as causal
+import core.experiments.attention_maps as attention_maps_module
 from core.config import ConfigError, ModelConfig
-from core.experiments.causal import (
-    MASK_GRID_KINDS,
-    attention_maps,
-    block_edit_diff,
-    causal_edit_diff,
-    head_split_check,
-    mask_grid,
-    next_token_predictions,
-    random_block_edit_diff,
-    residual_run,
-    textbook_causal_table,
-)
-from core.model import MASK_MODES, SequenceError, Transformer
+from core.experiments.attention_maps import attention_maps
+from core.experiments.causal_edit import block_edit_diff, causal_edit_diff, random_block_edit_diff, residual_run
+from core.experiments.common import token_labels
+from core.experiments.head_split import head_split_check
+from core.experiments.mask_grids import MASK_GRID_KINDS, mask_grid
+from core.experiments.next_token import next_token_predictions
+from core.experiments.textbook_table import textbook_causal_table
+from core.model import MASK_MODES, Block, SequenceError, Transformer
 from core.presets import get_preset
 from tests.float32 import assert_printed_close
 from tests.reading_figures import READING_SCALE, assert_matches_reading
@@ -521,7 +516,7 @@ def test_block_edit_diff_matches_separate_runs_of_the_textbook_block():
     table = textbook_causal_table()
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
-        block = causal.Block(get_preset("textbook-block")).eval()
+        block = Block(get_preset("textbook-block")).eval()
         x = torch.randn(2, 8, 64)
         new = torch.randn(2, 64)
     first = block_edit_diff(block, x[0], 5, new[0])
@@ -579,13 +574,13 @@ def test_mask_grid_is_the_mask_the_model_applies():
 def test_attention_maps_capture_only_the_requested_layers(monkeypatch):
     model = Transformer.from_seed(get_preset("tiny-gpt"), 0)
     asked = []
-    real_capture = causal.capture
+    real_capture = attention_maps_module.capture
 
     def spy(module, patterns, **kwargs):
         asked.append(list(patterns))
         return real_capture(module, patterns, **kwargs)
 
-    monkeypatch.setattr(causal, "capture", spy)
+    monkeypatch.setattr(attention_maps_module, "capture", spy)
     one = attention_maps(model, [1, 2, 3, 4, 5], layer=2)
     assert asked == [["blocks.2.attn.hook_pattern"]]
     assert one.weights.shape == (1, 4, 5, 5) and one.layers == (2,)
@@ -657,4 +652,4 @@ def test_an_id_beyond_the_tokenizer_is_labelled_by_its_number():
     from core.tokenizers import CharTokenizer
 
     tokenizer = CharTokenizer.from_text("ab")
-    assert causal.token_labels([0, 1, 5], tokenizer) == ("a", "b", "#5")
+    assert token_labels([0, 1, 5], tokenizer) == ("a", "b", "#5")

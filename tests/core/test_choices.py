@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import core.choices as choices
-import core.experiments.causal as causal
+import core.experiments.mask_grids as mask_grids
 import core.experiments.positions as positions
 import core.model as model_module
 from core.config import ModelConfig, Positional
@@ -41,7 +41,7 @@ def test_mask_modes_are_the_models_and_every_one_has_a_label_and_a_description()
     assert choices.MASK_MODES == get_args(choices.MaskMode) == ("causal", "none", "off-by-one", "after-softmax")
     assert tuple(choices.MASK_MODE_LABELS) == choices.MASK_MODES
     assert tuple(choices.MASK_MODE_DESCRIPTIONS) == choices.MASK_MODES
-    assert causal.MASK_MODE_DESCRIPTIONS is choices.MASK_MODE_DESCRIPTIONS
+    assert mask_grids.MASK_MODE_DESCRIPTIONS is choices.MASK_MODE_DESCRIPTIONS
     assert choices.MASK_MODE_LABELS["none"] == "none (bidirectional)"
     assert len(set(choices.MASK_MODE_LABELS.values())) == len(choices.MASK_MODES)
 

@@ -17,7 +17,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from core import kernels
-from core.experiments.causal import causal_edit_diff, head_split_check, residual_run
+from core.experiments.causal_edit import causal_edit_diff, residual_run
+from core.experiments.head_split import head_split_check
 from core.kernel_cache import read_cache, version_lines, write_cache
 from core.model import Transformer
 from core.presets import get_preset

@@ -11,13 +11,13 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QLabel, QTabWidget
 
 from core.config import ModelConfig
+from core.diagram_layout import DRAWN_EDGE, MAX_FULL_DEPTH, Diagram, diagram_parts, drawn_layers
 from core.params import attention_params, block_breakdown, ffn_params
 from core.presets import PRESETS, get_preset
 from core.tokenizers import CharTokenizer
 from gui.panels import PANEL_CLASSES
 from gui.panels.architecture import HOVER_HINT, ArchitecturePanel
 from gui.state import LabState
-from gui.widgets.block_diagram import DRAWN_EDGE, MAX_FULL_DEPTH, Diagram, diagram_parts, drawn_layers
 from gui.widgets.export import export
 from tests.configs import small_configs
 

@@ -233,7 +233,8 @@ def test_the_encoder_decoder_diagram_scrolls_before_its_text_gets_small(qtbot, q
     from core.presets import get_preset
     from gui import theme
     from gui.legibility import text_px
-    from gui.widgets.block_diagram import SMALLEST_TEXT, BlockDiagramView, diagram_parts
+    from core.diagram_layout import diagram_parts
+    from gui.widgets.block_diagram import SMALLEST_TEXT, BlockDiagramView
 
     theme.apply_theme(qapp, theme_name, scale)
     try:

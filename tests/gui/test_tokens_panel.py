@@ -1,4 +1,4 @@
-"""The Tokens & masks panel shows what core.experiments.causal measures, for edits made through the strip."""
+"""The Tokens & masks panel shows what core.experiments measures, for edits made through the strip."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 from PySide6.QtCore import Qt
 
-from core.experiments.causal import attention_maps, causal_edit_diff
+from core.experiments.attention_maps import attention_maps
+from core.experiments.causal_edit import causal_edit_diff
 from core.model import MASK_MODES
 from core.model import Transformer
 from core.presets import get_preset

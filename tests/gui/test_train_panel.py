@@ -9,8 +9,9 @@ import pytest
 from PySide6.QtCore import Qt
 
 from core.config import ModelConfig
+from core.training_job import format_duration
 from gui.panels import PANEL_CLASSES
-from gui.panels.train import TrainPanel, format_duration
+from gui.panels.train import TrainPanel
 from gui.state import LabState
 from gui.widgets.config_form import CUSTOM_PRESET
 
@@ -355,9 +356,9 @@ def test_a_config_change_while_paused_asks_first_and_keep_training_applies_it_af
     assert win.state.config == TINY  # held back in the same event: nothing is rebuilt for the asked config
     qtbot.waitUntil(lambda: not win._model_timer.isActive(), timeout=5_000)
     assert win.loaded is loaded_before and win.state.model is loaded_before.model and not win.compute.busy_with("model")
-    question = panel.config_question
+    question = panel.guard.question
     assert question is not None and question.isVisible() and "keep training" in question.text()
-    question.buttonClicked.emit(panel.keep_button)  # what a click on it does
+    question.buttonClicked.emit(panel.guard.keep_button)  # what a click on it does
     assert panel.training and "applied when the run ends" in panel.status_label.text()
     with qtbot.waitSignal(panel.training_finished, timeout=60_000):
         panel.stop_training()
@@ -377,7 +378,7 @@ def test_discarding_the_run_for_a_new_config_stops_it_and_installs_nothing_of_it
     other = TINY.replace(d_ff=32)
     with qtbot.waitSignal(panel.training_finished, timeout=60_000):
         win.state.set_config(other)
-        panel.config_question.buttonClicked.emit(panel.discard_button)
+        panel.guard.question.buttonClicked.emit(panel.guard.discard_button)
         assert win.state.config == other
         assert "then the run is discarded" in panel.status_label.text()
     assert "The run was discarded for the new config" in panel.status_label.text()
@@ -387,7 +388,6 @@ def test_discarding_the_run_for_a_new_config_stops_it_and_installs_nothing_of_it
 
 
 def test_fine_tuning_starts_from_the_loaded_model_and_says_so(qtbot, settings):
-    import torch
 
     win = window_with(qtbot, settings, TrainPanel)
     panel = win.panels[0]

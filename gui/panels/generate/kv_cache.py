@@ -17,8 +17,8 @@ from PySide6.QtWidgets import QLabel, QSpinBox, QSplitter, QVBoxLayout
 
 from core.display import display_token, format_bytes
 from gui.panels.base import Refusal, View
-from gui.panels.generate.common import caption, fit_table, sequence_refusal, set_cell, table
-from gui.panels.tokens.common import format_change
+from gui.panels.common import caption, fit_table, sequence_refusal, set_cell, table
+from gui.panels.common import format_change
 from gui.widgets.flow_layout import FlowLayout, control_group
 from gui.widgets.table_rows import keep_rows_in_view
 

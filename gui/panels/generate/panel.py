@@ -13,7 +13,7 @@ from typing import Any
 from PySide6.QtWidgets import QWidget
 
 from gui.panels.base import Panel
-from gui.panels.generate.common import TrainedMaskWarning
+from gui.panels.common import TrainedMaskWarning
 from gui.panels.generate.kv_cache import KVCacheView
 from gui.panels.generate.sampling import SamplingView
 from gui.widgets.page_tabs import PageTabs

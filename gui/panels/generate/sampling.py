@@ -24,7 +24,8 @@ from PySide6.QtWidgets import QDoubleSpinBox, QLabel, QPushButton, QSpinBox, QVB
 from core.limits import MAX_SEED
 from gui import theme
 from gui.panels.base import Refusal, View
-from gui.panels.generate.common import SetTokensCommand, caption, sequence_refusal, set_title
+from gui.panels.generate.common import SetTokensCommand
+from gui.panels.common import caption, sequence_refusal, set_title
 from gui.widgets.flow_layout import FlowLayout, control_group
 
 BARS_SHOWN = 10  # most likely tokens drawn as bars (each label legible at projector scale beside a lesson)
@@ -61,7 +62,7 @@ def compute_sampling(inputs: SamplingInputs, token) -> SamplingResult:
     import torch
 
     from core import sampling
-    from core.experiments.causal import token_labels
+    from core.experiments.common import token_labels
 
     model = inputs.model
     device = next(model.parameters()).device

@@ -14,7 +14,8 @@ from core.config import ConfigError, ModelConfig
 from core.display import short_counts_apart
 from core.params import ParameterBreakdown
 from gui.panels.base import Refusal, View
-from gui.panels.parameters.common import ParametersControls, fit_table, pie_slices, set_cell, table
+from gui.panels.parameters.common import ParametersControls, pie_slices
+from gui.panels.common import fit_table, set_cell, table
 from gui.panels.parameters.count import MetaCountCache, MetaCountView
 from gui.widgets.pie import PieSlice, PieView, format_count, format_share
 

@@ -12,7 +12,8 @@ from PySide6.QtWidgets import QHeaderView, QLabel, QVBoxLayout
 from core.config import ConfigError, ModelConfig
 from core.display import format_bytes, format_flops
 from gui.panels.base import Refusal, View
-from gui.panels.parameters.common import ParametersControls, fit_table, set_cell, table
+from gui.panels.parameters.common import ParametersControls
+from gui.panels.common import fit_table, set_cell, table
 from gui.widgets.pie import format_count
 
 

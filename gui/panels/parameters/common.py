@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QObject, Qt, Signal
-from PySide6.QtGui import QBrush, QColor, QFontMetrics
-from PySide6.QtWidgets import QAbstractItemView, QCheckBox, QComboBox, QHeaderView, QTableWidget, QTableWidgetItem
+from PySide6.QtCore import QObject, Signal
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import QCheckBox, QComboBox
 
 from core.config import ModelConfig
 from core.display import plural
@@ -125,40 +125,3 @@ def pie_slices(breakdown: ParameterBreakdown) -> tuple[list[PieSlice], list[PieS
     return inner, outer
 
 
-def table(columns: tuple[str, ...]) -> QTableWidget:
-    widget = QTableWidget(0, len(columns))
-    widget.setHorizontalHeaderLabels(list(columns))
-    widget.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-    widget.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
-    widget.setFocusPolicy(Qt.FocusPolicy.NoFocus)
-    widget.verticalHeader().hide()
-    widget.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
-    widget.setAlternatingRowColors(True)
-    widget.horizontalHeader().setStretchLastSection(True)
-    return widget
-
-
-def set_cell(widget: QTableWidget, row: int, column: int, text: str, right: bool = False, bold: bool = False,
-             swatch: QColor | None = None, color: QColor | None = None) -> QTableWidgetItem:
-    item = widget.item(row, column)
-    if item is None:
-        item = QTableWidgetItem()
-        widget.setItem(row, column, item)
-    item.setText(text)
-    item.setFont(theme.font(bold=bold))
-    item.setTextAlignment((Qt.AlignmentFlag.AlignRight if right else Qt.AlignmentFlag.AlignLeft) | Qt.AlignmentFlag.AlignVCenter)
-    item.setData(Qt.ItemDataRole.DecorationRole, swatch)
-    item.setForeground(QBrush(color) if color is not None else QBrush())
-    return item
-
-
-def fit_table(widget: QTableWidget, whole_width: bool = False) -> None:
-    """Rows and columns sized to the theme's font; with whole_width, the table never needs a horizontal scroll."""
-    widget.verticalHeader().setDefaultSectionSize(round(QFontMetrics(theme.font()).height() * 1.5))
-    header = widget.horizontalHeader()
-    header.setFont(theme.font(bold=True))
-    for column in range(widget.columnCount()):
-        widget.resizeColumnToContents(column)
-    if whole_width:
-        columns = sum(max(widget.sizeHintForColumn(column), header.sectionSizeHint(column)) for column in range(widget.columnCount()))
-        widget.setMinimumWidth(columns + 2 * widget.frameWidth() + widget.verticalScrollBar().sizeHint().width())

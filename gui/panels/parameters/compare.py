@@ -11,7 +11,8 @@ from PySide6.QtWidgets import QHBoxLayout, QHeaderView, QVBoxLayout
 from core.config import ModelConfig
 from core.params import ParameterBreakdown
 from gui.panels.base import View
-from gui.panels.parameters.common import fit_table, pie_slices, role_colors, set_cell, table
+from gui.panels.parameters.common import pie_slices, role_colors
+from gui.panels.common import fit_table, set_cell, table
 from gui.panels.parameters.count import CompareCountView, MetaCountCache
 from gui.widgets.pie import PieView, format_count, format_share
 

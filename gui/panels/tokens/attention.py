@@ -14,7 +14,8 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QSpinBox, QSplitter, QVBoxLay
 
 from gui import theme
 from gui.panels.base import Refusal, View
-from gui.panels.tokens.common import TokensControls, caption, sequence_refusal, set_title, sync_layer_head_spins
+from gui.panels.tokens.common import TokensControls, sync_layer_head_spins
+from gui.panels.common import caption, sequence_refusal, set_title
 from gui.widgets.heatmap import Heatmap
 from gui.widgets.plot_titles import wrap_title
 
@@ -68,9 +69,9 @@ def overview_image(weights: np.ndarray, max_tile: int = MAX_TILE_PX) -> Overview
 
 
 def compute_attention(inputs: AttentionInputs, token) -> AttentionResult:
-    from core.experiments import causal
+    from core.experiments.attention_maps import attention_maps
 
-    maps = causal.attention_maps(inputs.model, list(inputs.tokens), mask_mode=inputs.mask_mode,
+    maps = attention_maps(inputs.model, list(inputs.tokens), mask_mode=inputs.mask_mode,
                                  tokenizer_or_labels=inputs.tokenizer)
     token.check()
     return AttentionResult(maps, overview_image(maps.weights))

@@ -5,30 +5,15 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import pyqtgraph as pg
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QComboBox, QLabel, QSpinBox
 
-from gui import theme
-
 from core.choices import MASK_MODE_LABELS, MASK_MODES
+from gui import theme
 
 MASK_MODE_CHOICES: tuple[tuple[str, str], ...] = tuple((mode, MASK_MODE_LABELS[mode]) for mode in MASK_MODES)
 HATCH_CELL_PX = 8  # resolution of the exact-zero / NaN overlay per heatmap cell
-
-
-def format_change(value: float, exact: bool) -> str:
-    """A max |change| as a student should read it: exact zeros say so, tiny leaks keep their digits."""
-    if exact:
-        return "0 (exact)"
-    if math.isnan(value):
-        return "NaN"
-    if value == 0.0:
-        return "0 (not bitwise equal)"
-    if abs(value) < 1e-3:
-        return f"{value:.1e}"
-    return f"{value:.4g}"
 
 
 class TokensControls(QObject):
@@ -69,16 +54,6 @@ def log_ticks(low: int, high: int, room: int = 8) -> list[tuple[float, str]]:
     """Decade ticks 1e-8 .. 1, at most `room` of them so that labels never overlap."""
     step = max(1, math.ceil((high - low + 1) / max(1, room)))
     return [(float(k), f"1e{k}" if k not in (0, 1) else ("1" if k == 0 else "10")) for k in range(low, high + 1, step)]
-
-
-def set_title(plot: pg.PlotWidget, text: str) -> None:
-    """A plot title at the size theme.style_plot gives titles (a bare setTitle would reset it)."""
-    label_px = max(8, round(theme.font(0.9).pointSizeF() * 1.35))
-    style = (text, theme.current().text, label_px)
-    if getattr(plot, "_tokens_title_style", None) == style:
-        return  # re-setting a title re-lays out the whole plot
-    plot._tokens_title_style = style
-    plot.setTitle(text, color=theme.current().text, size=f"{round(label_px * 1.1)}px")
 
 
 def hatch_overlay(exact: np.ndarray, nan: np.ndarray,
@@ -127,25 +102,3 @@ def sync_layer_head_spins(state, layer_spin: QSpinBox, head_spin: QSpinBox) -> N
         spin.blockSignals(False)
 
 
-def sequence_refusal(model, tokens: list[int]) -> str:
-    """Why a model cannot take these tokens, in words, or "" when it can."""
-    config = model.config
-    if not tokens:
-        return "Type some text above: there are no tokens to edit."
-    if len(tokens) > config.context_length:
-        return (f"{len(tokens)} tokens exceed {config.name}'s context length of {config.context_length}; "
-                "delete some tokens or shorten the text.")
-    if max(tokens) >= config.vocab_size:
-        return f"Token id {max(tokens)} is outside {config.name}'s vocabulary of {config.vocab_size}."
-    return ""
-
-
-def caption(text: str = "", rich: bool = False) -> QLabel:
-    from PySide6.QtCore import Qt
-
-    from gui.widgets.wrapping_label import WrappingLabel
-
-    label = WrappingLabel(text)  # as high as its lines: a caption beside a map is never cut off
-    label.setTextFormat(Qt.TextFormat.RichText if rich else Qt.TextFormat.PlainText)
-    label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-    return label

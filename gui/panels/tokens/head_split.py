@@ -11,7 +11,8 @@ from PySide6.QtWidgets import QGridLayout, QVBoxLayout
 
 from gui import theme
 from gui.panels.base import View
-from gui.panels.tokens.common import TokensControls, caption
+from gui.panels.tokens.common import TokensControls
+from gui.panels.common import caption
 from gui.widgets.heatmap import Heatmap
 
 HEAD_SPLIT_MAX_TOKENS = 24  # the head-split maps stay legible cell by cell
@@ -27,9 +28,9 @@ class HeadSplitInputs:
 
 
 def compute_head_split(inputs: HeadSplitInputs, token) -> Any:
-    from core.experiments import causal
+    from core.experiments.head_split import head_split_check
 
-    return causal.head_split_check(inputs.seed, inputs.d_model, inputs.n_heads, inputs.n_tokens, causal=inputs.causal)
+    return head_split_check(inputs.seed, inputs.d_model, inputs.n_heads, inputs.n_tokens, causal=inputs.causal)
 
 
 class HeadSplitView(View):

@@ -13,7 +13,8 @@ from PySide6.QtWidgets import QHBoxLayout, QVBoxLayout
 
 from gui import theme
 from gui.panels.base import Refusal, View
-from gui.panels.tokens.common import TokensControls, caption, sequence_refusal, set_title
+from gui.panels.tokens.common import TokensControls
+from gui.panels.common import caption, sequence_refusal, set_title
 from gui.widgets.heatmap import Heatmap
 
 MASK_VISIBLE, MASK_DENOMINATOR_ONLY, MASK_HIDDEN = 1.0, 0.5, 0.0
@@ -37,11 +38,12 @@ class MaskInputs:
 
 
 def compute_masks(inputs: MaskInputs, token) -> tuple:
-    from core.experiments import causal
+    from core.experiments.common import token_labels
+    from core.experiments.mask_grids import mask_grid
 
-    labels = causal.token_labels(list(inputs.tokens), inputs.tokenizer)
+    labels = token_labels(list(inputs.tokens), inputs.tokenizer)
     return tuple(
-        causal.mask_grid(inputs.config, len(inputs.tokens), kind, inputs.mask_mode if applies else None,
+        mask_grid(inputs.config, len(inputs.tokens), kind, inputs.mask_mode if applies else None,
                          query_labels=labels, key_labels=labels)
         for kind, applies in mask_kinds(inputs.config)
     )

@@ -12,7 +12,8 @@ from PySide6.QtWidgets import QDoubleSpinBox, QLabel, QSpinBox, QVBoxLayout
 
 from gui import theme
 from gui.panels.base import Refusal, View
-from gui.panels.tokens.common import TokensControls, caption, sequence_refusal, set_title
+from gui.panels.tokens.common import TokensControls
+from gui.panels.common import caption, sequence_refusal, set_title
 from gui.widgets.flow_layout import FlowLayout, control_group
 
 DEFAULT_TOP_K = 10
@@ -31,9 +32,9 @@ class PredictionsInputs:
 
 
 def compute_predictions(inputs: PredictionsInputs, token) -> Any:
-    from core.experiments import causal
+    from core.experiments.next_token import next_token_predictions
 
-    return causal.next_token_predictions(inputs.model, list(inputs.tokens), inputs.position, inputs.tokenizer,
+    return next_token_predictions(inputs.model, list(inputs.tokens), inputs.position, inputs.tokenizer,
                                          k=inputs.top_k, temperature=inputs.temperature, mask_mode=inputs.mask_mode)
 
 

@@ -23,16 +23,8 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSplitter, QVBoxLa
 
 from gui import theme
 from gui.panels.base import Refusal, View
-from gui.panels.tokens.common import (
-    TokensControls,
-    caption,
-    format_change,
-    hatch_overlay,
-    log_ticks,
-    overlay_cell_px,
-    sequence_refusal,
-    set_title,
-)
+from gui.panels.tokens.common import TokensControls, hatch_overlay, log_ticks, overlay_cell_px
+from gui.panels.common import caption, format_change, sequence_refusal, set_title
 from gui.widgets.heatmap import Heatmap
 
 MAX_BAR_LABELS = 32  # value labels on the per-position bars up to this many positions
@@ -84,14 +76,14 @@ def compute_propagation(inputs: PropagationInputs, token) -> Any:
     Both runs are batches of one through the same code path, so "bitwise unchanged" means what it
     says; no panel shows the logits change, so the runs stop at the final norm.
     """
-    from core.experiments import causal
+    from core.experiments.causal_edit import causal_edit_diff, residual_run
 
     reference = inputs.runs.find(inputs.model, inputs.base, inputs.mask_mode, inputs.n_blocks)
     if reference is None:
-        reference = causal.residual_run(inputs.model, list(inputs.base), mask_mode=inputs.mask_mode,
+        reference = residual_run(inputs.model, list(inputs.base), mask_mode=inputs.mask_mode,
                                         n_blocks=inputs.n_blocks)
         token.check()
-    diff = causal.causal_edit_diff(inputs.model, list(inputs.base), inputs.position, inputs.new_token,
+    diff = causal_edit_diff(inputs.model, list(inputs.base), inputs.position, inputs.new_token,
                                    mask_mode=inputs.mask_mode, n_blocks=inputs.n_blocks,
                                    tokenizer_or_labels=inputs.tokenizer, reference=reference, with_logits=False)
     inputs.runs.keep(diff.original_run, diff.edited_run)

@@ -20,7 +20,7 @@ from PySide6.QtWidgets import QLabel, QScrollArea, QSpinBox, QVBoxLayout, QWidge
 
 from gui import theme
 from gui.panels.base import View
-from gui.panels.tokens.common import caption, set_title
+from gui.panels.common import caption, set_title
 from gui.widgets.legend import legend_below
 from gui.widgets.plot_titles import wrap_title
 from gui.widgets.script_printout import ScriptPrintout

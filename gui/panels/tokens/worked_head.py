@@ -26,7 +26,8 @@ from PySide6.QtWidgets import (
 
 from gui import theme
 from gui.panels.base import Refusal, View
-from gui.panels.tokens.common import TokensControls, caption, sequence_refusal, sync_layer_head_spins
+from gui.panels.tokens.common import TokensControls, sync_layer_head_spins
+from gui.panels.common import caption, sequence_refusal
 from gui.widgets.flow_layout import FlowLayout, control_group
 
 TOP_KEYS = 12  # keys listed until "all keys" is ticked: the largest weights, in key order

@@ -18,163 +18,32 @@ Nothing here imports Qt.
 
 from __future__ import annotations
 
-import math
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal, get_args
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from core import kernels
-from core.choices import MASK_MODE_DESCRIPTIONS, MASK_MODES
-from core.config import ConfigError, ModelConfig
-from core.display import display_token
-from core.hooks import HookPoint, capture
-from core.model import (
-    Attention,
-    Block,
-    MaskMode,
-    SequenceError,
-    Transformer,
-    count_parameters,
-    future_mask,
+from core.choices import MASK_MODES
+from core.config import ModelConfig
+from core.experiments.common import (
+    ReadOnlyArrays,
+    as_token_list,
+    check_position,
+    model_device,
+    residual_row_labels,
+    token_labels,
 )
+from core.experiments.textbook_table import TEXTBOOK_EDIT_POSITION, TEXTBOOK_PRESET
+from core.hooks import HookPoint, capture
+from core.model import Block, MaskMode, SequenceError, Transformer
 from core.presets import get_preset
 
-TEXTBOOK_PRESET = "textbook-block"
-TEXTBOOK_SEED = 0
-TEXTBOOK_BATCH = 2
-TEXTBOOK_EDIT_POSITION = 5
 
-MaskGridKind = Literal["decoder-self", "encoder-self", "cross"]
-MASK_GRID_KINDS: tuple[str, ...] = get_args(MaskGridKind)
-
-
-class _ReadOnlyArrays:
-    """Results cross from the compute worker to the GUI thread: make their arrays read-only too."""
-
-    def __post_init__(self) -> None:
-        for value in vars(self).values():
-            if isinstance(value, np.ndarray):
-                value.flags.writeable = False
-
-
-# ---- labels ------------------------------------------------------------------------------------
-def token_labels(ids: Sequence[int], tokenizer_or_labels=None) -> tuple[str, ...]:
-    """Labels for token ids from a tokenizer (anything with `token_text`), a list of labels, or the ids."""
-    if tokenizer_or_labels is None:
-        return tuple(str(int(i)) for i in ids)
-    if hasattr(tokenizer_or_labels, "token_text"):
-        # A model's vocabulary can be larger than the tokenizer beside it (a GPT-2 shape over the lab's
-        # characters): an id the tokenizer lacks is labelled by its number, never an error.
-        size = getattr(tokenizer_or_labels, "vocab_size", None)
-        return tuple(display_token(tokenizer_or_labels.token_text(int(i))) if size is None or 0 <= int(i) < size
-                     else f"#{int(i)}" for i in ids)
-    labels = list(tokenizer_or_labels)
-    for i in ids:
-        if not 0 <= int(i) < len(labels):
-            raise SequenceError(f"token id {int(i)} has no label (the label list has {len(labels)} entries)")
-    return tuple(str(labels[int(i)]) for i in ids)
-
-
-def _layer_labels(n_blocks: int, first: str = "embedding") -> tuple[str, ...]:
-    return (first,) + tuple(f"block {i}" for i in range(n_blocks))
-
-
-def _model_device(model: torch.nn.Module) -> torch.device:
-    return next(model.parameters()).device
-
-
-def _as_token_list(tokens) -> list[int]:
-    if isinstance(tokens, torch.Tensor):
-        if tokens.is_floating_point():
-            raise SequenceError("token ids must be whole numbers")
-        tokens = tokens.reshape(-1).tolist()
-    ids = [int(t) for t in tokens]
-    if not ids:
-        raise SequenceError("the sequence is empty; give at least one token")
-    return ids
-
-
-# ---- the reading's table -----------------------------------------------------------------------
 @dataclass(frozen=True)
-class TextbookCausalTable(_ReadOnlyArrays):
-    """The reading's "minimal block, verified" run, reproduced from the same seed and RNG stream."""
-
-    input_shape: tuple[int, ...]  # (B, T, d_model) = (2, 8, 64)
-    output_shape: tuple[int, ...]  # the block preserves the shape
-    n_parameters: int  # 49,984 for the reading's block
-    edit_position: int  # the position whose input vector was replaced (5)
-    max_change: np.ndarray  # (T,) max |change| per position, causal mask, float32 subtraction as the script does
-    max_change_exact: np.ndarray  # (T,) float64 the same from the exact (float64) difference of the outputs
-    exactly_unchanged: np.ndarray  # (T,) bool, torch.equal of the two outputs at each position
-    max_change_no_mask: np.ndarray  # (T,) float64 the same edit without a mask
-    no_mask_past_max_change: float  # max over positions before the edit, no mask
-
-    def lines(self) -> list[str]:
-        """The table exactly as the reading's script prints it."""
-        out = [
-            f"input shape  {self.input_shape}",
-            f"output shape {self.output_shape}",
-            f"parameters   {self.n_parameters}",
-        ]
-        out += [f"position {t}: max |change| = {float(v):.6f}" for t, v in enumerate(self.max_change)]
-        last_past = self.edit_position - 1
-        out.append(f"no mask, positions 0-{last_past} max |change| = {self.no_mask_past_max_change:.6f}")
-        return out
-
-
-def _script_max_change(a: torch.Tensor, b: torch.Tensor) -> np.ndarray:
-    """max |b - a| over batch and features, per position, in the script's own float32 arithmetic."""
-    return (b - a).abs().amax(dim=(0, 2)).double().numpy()  # (T,)
-
-
-def textbook_causal_table(seed: int = TEXTBOOK_SEED) -> TextbookCausalTable:
-    """Run the reading's verification script on the lab's Block and return its printed figures.
-
-    The reading seeds the global RNG with 0, creates LayerNorm, the fused QKV Linear(64, 192), the
-    output projection, LayerNorm and the two FFN Linears in that order with PyTorch's default
-    initialisation, then draws x = randn(2, 8, 64) and the replacement vectors. core.model.Block
-    creates the same modules in the same order, so building it right after the same seed draws
-    the same weights. The reading computes attention explicitly (q @ k^T, mask, softmax);
-    observing the attention pattern sends the Block down that explicit path too, so the figures
-    agree with the reading's script bit for bit, not only to the printed six decimals. The global
-    RNG state of the caller is restored afterwards. Another `seed` runs the same script on other
-    weights and inputs (the reading's is 0).
-    """
-    config = get_preset(TEXTBOOK_PRESET)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        block = Block(config).eval()  # default PyTorch init, the reading's RNG order
-        x = torch.randn(TEXTBOOK_BATCH, config.context_length, config.d_model)  # (B, T, D)
-        with torch.no_grad(), capture(block, ["attn.hook_pattern"]):
-            y = block(x, mask_mode="causal")  # (B, T, D)
-            x_edited = x.clone()  # (B, T, D)
-            x_edited[:, TEXTBOOK_EDIT_POSITION, :] = torch.randn(TEXTBOOK_BATCH, config.d_model)  # (B, D)
-            y_edited = block(x_edited, mask_mode="causal")  # (B, T, D)
-            y_open = block(x, mask_mode="none")  # (B, T, D)
-            y_open_edited = block(x_edited, mask_mode="none")  # (B, T, D)
-    exactly = np.array([torch.equal(y[:, t], y_edited[:, t]) for t in range(y.shape[1])])
-    open_change = _script_max_change(y_open, y_open_edited)
-    return TextbookCausalTable(
-        input_shape=tuple(x.shape),
-        output_shape=tuple(y.shape),
-        n_parameters=count_parameters(block),
-        edit_position=TEXTBOOK_EDIT_POSITION,
-        max_change=_script_max_change(y, y_edited),
-        max_change_exact=(y_edited.double() - y.double()).abs().amax(dim=(0, 2)).numpy(),
-        exactly_unchanged=exactly,
-        max_change_no_mask=open_change,
-        no_mask_past_max_change=float(open_change[:TEXTBOOK_EDIT_POSITION].max()),
-    )
-
-
-# ---- edit diffs ----------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class CausalDiffResult(_ReadOnlyArrays):
+class CausalDiffResult(ReadOnlyArrays):
     """Which (layer, position) of the residual stream moved when one token was edited.
 
     Row 0 of the (L+1, T) arrays is the stream after the embedding (and positions), row i the
@@ -345,11 +214,6 @@ def past_span(position: int) -> str:
     return "position 0" if position == 1 else f"positions 0-{position - 1}"
 
 
-def _check_position(position: int, n_tokens: int) -> None:
-    if not 0 <= position < n_tokens:
-        raise SequenceError(f"edit position {position} is outside the sequence (0..{n_tokens - 1})")
-
-
 def _run_settings(model: Transformer, mask_mode: str | None, n_blocks: int | None) -> tuple[str, int]:
     """The mask mode and block count a run really uses, checked before any work."""
     if n_blocks is not None and not 0 <= n_blocks <= len(model.blocks):
@@ -452,7 +316,7 @@ def _residual_run(
     source_ids: list[int] | None,
     with_logits: bool,
 ) -> ResidualRun:
-    device = _model_device(model)
+    device = model_device(model)
     batch = torch.tensor([ids], dtype=torch.long, device=device)  # (1, T)
     source_batch = None if source_ids is None else torch.tensor([source_ids], dtype=torch.long, device=device)  # (1, S)
     streams, logits = _forward_streams(model, batch, source_batch, mode, n_run, with_logits)  # (1, T, D) each
@@ -472,7 +336,7 @@ def _run_source(config: ModelConfig, ids: list[int], source) -> list[int] | None
     """What the encoder of an encoder-decoder reads: `source`, else the tokens themselves."""
     if config.architecture != "encoder-decoder":
         return None
-    return list(ids) if source is None else _as_token_list(source)
+    return list(ids) if source is None else as_token_list(source)
 
 
 def residual_run(
@@ -489,7 +353,7 @@ def residual_run(
     encoder-decoder's encoder reads `source` (default: the tokens). with_logits also runs the
     vocabulary head and keeps the logits; without it the pass stops at the final norm.
     """
-    token_ids = _as_token_list(ids)
+    token_ids = as_token_list(ids)
     mode, n_run = _run_settings(model, mask_mode, n_blocks)
     return _residual_run(model, token_ids, mode, n_run, _run_source(model.config, token_ids, source), with_logits)
 
@@ -522,8 +386,8 @@ def causal_edit_diff(
     `reference_reused` is False. with_logits=False stops both runs at the final norm and leaves the
     logits fields None.
     """
-    ids = _as_token_list(tokens)
-    _check_position(position, len(ids))
+    ids = as_token_list(tokens)
+    check_position(position, len(ids))
     config = model.config
     mode, n_run = _run_settings(model, mask_mode, n_blocks)
     edited = list(ids)
@@ -553,7 +417,7 @@ def causal_edit_diff(
         logits_change = (edited_logits - original_logits).abs_().amax(dim=-1).double().cpu().numpy()  # (T,)
         logits_exact = _torch_equal_per_position(original_logits, edited_logits, logits_change)
     leaks, past_moved, first, past_exact = _measure_past(exactly, equal_nan, position)
-    layers = _layer_labels(n_run)
+    layers = residual_row_labels(n_run)
     return CausalDiffResult(
         max_change=max_change,
         exactly_unchanged=exactly,
@@ -591,7 +455,7 @@ def block_edit_diff(
     chain = [blocks] if isinstance(blocks, Block) else list(blocks)
     if inputs.dim() != 2:
         raise SequenceError(f"inputs must be one (T, d_model) sequence, got shape {tuple(inputs.shape)}")
-    _check_position(position, inputs.shape[0])
+    check_position(position, inputs.shape[0])
     if mask_mode not in MASK_MODES:
         raise SequenceError(f"unknown mask mode {mask_mode!r}; choose one of {', '.join(MASK_MODES)}")
     edited = inputs.clone()  # (T, D)
@@ -607,7 +471,7 @@ def block_edit_diff(
         runs.append(streams)
     max_change, exactly, nan_entries, equal_nan = _compare_runs(*runs)
     leaks, past_moved, first, past_exact = _measure_past(exactly, equal_nan, position)
-    layers = _layer_labels(len(chain), first="input")
+    layers = residual_row_labels(len(chain), first="input")
     labels = tuple(f"x{t}" for t in range(inputs.shape[0]))
     edited_labels = tuple(f"x{t}'" if t == position else f"x{t}" for t in range(inputs.shape[0]))
     return CausalDiffResult(
@@ -652,342 +516,4 @@ def random_block_edit_diff(
     return block_edit_diff(chain, inputs, position, replacement, mask_mode)
 
 
-# ---- mask grids ----------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class MaskGrid(_ReadOnlyArrays):
-    """Which key each query can read, as the model applies it (True = visible)."""
-
-    visible: np.ndarray  # (T, S) bool, keys whose values can be mixed into the query's output
-    in_denominator: np.ndarray  # (T, S) bool, keys whose scores enter the query's softmax
-    query_labels: tuple[str, ...]  # T row labels
-    key_labels: tuple[str, ...]  # S column labels
-    kind: str  # decoder-self, encoder-self or cross
-    mask_mode: str  # the mask the grid shows ("none" for cross-attention)
-    title: str  # e.g. "decoder self-attention, causal mask"
-    empty_rows: np.ndarray  # (T,) bool, queries that see no key at all (softmax 0/0 -> NaN)
-    note: str  # what the grid means
-
-
-def _self_attention_mode(config: ModelConfig, kind: str, mask_mode: str | None) -> str:
-    if kind == "decoder-self":
-        if config.decoder_layers == 0:
-            raise ConfigError("architecture", "an encoder-only model has no decoder self-attention")
-        return mask_mode or ("causal" if config.self_attention_causal else "none")
-    if config.encoder_layers == 0:
-        raise ConfigError("architecture", "a decoder-only model has no encoder self-attention")
-    if config.architecture == "encoder-decoder" and mask_mode not in (None, "none"):
-        raise ConfigError("architecture", "the encoder tower of an encoder-decoder always attends both ways")
-    return mask_mode or "none"
-
-
-def mask_grid(
-    config: ModelConfig,
-    n_tokens: int,
-    kind: MaskGridKind = "decoder-self",
-    mask_mode: MaskMode | None = None,
-    n_source: int | None = None,
-    query_labels: Sequence[str] | None = None,
-    key_labels: Sequence[str] | None = None,
-) -> MaskGrid:
-    """The (T, S) visibility grid of one kind of attention under one mask mode.
-
-    mask_mode None means what the model does by default. Cross-attention (an encoder-decoder's
-    decoder reading the encoder output) has no mask: every query sees all n_source keys.
-    """
-    if kind not in MASK_GRID_KINDS:
-        raise ValueError(f"unknown attention kind {kind!r}; choose one of {', '.join(MASK_GRID_KINDS)}")
-    if mask_mode is not None and mask_mode not in MASK_MODES:
-        raise ValueError(f"unknown mask mode {mask_mode!r}; choose one of {', '.join(MASK_MODES)}")
-    if n_tokens < 1:
-        raise SequenceError("a mask grid needs at least one token")
-    if kind == "cross":
-        if config.architecture != "encoder-decoder":
-            raise ConfigError("architecture", "only an encoder-decoder model has cross-attention")
-        if mask_mode not in (None, "none"):
-            raise ConfigError("attention", "cross-attention is never masked: the decoder reads the whole source")
-        n_keys = n_tokens if n_source is None else n_source
-        visible = np.ones((n_tokens, n_keys), dtype=bool)  # (T, S)
-        denominator = visible.copy()
-        mode = "none"
-        note = "Cross-attention: every decoder position reads every encoder position; the source is fully known."
-    else:
-        mode = _self_attention_mode(config, kind, mask_mode)
-        n_keys = n_tokens
-        # The same helper the model masks with, so the grid is the model's mask, not a redrawing of it.
-        later = future_mask(n_tokens, n_keys, 1, torch.device("cpu")).numpy()  # (T, S) True = future
-        self_and_later = future_mask(n_tokens, n_keys, 0, torch.device("cpu")).numpy()  # (T, S)
-        everything = np.ones((n_tokens, n_keys), dtype=bool)
-        if mode == "causal":
-            visible, denominator = ~later, ~later
-        elif mode == "off-by-one":
-            visible, denominator = ~self_and_later, ~self_and_later
-        elif mode == "after-softmax":
-            visible, denominator = ~later, everything
-        else:
-            visible, denominator = everything, everything.copy()
-        note = MASK_MODE_DESCRIPTIONS[mode]
-    empty = ~visible.any(axis=1)  # (T,)
-    where = {"decoder-self": "decoder self-attention", "encoder-self": "encoder self-attention", "cross": "cross-attention"}[kind]
-    if kind == "decoder-self" and config.architecture == "decoder":
-        where = "self-attention"
-    rows = tuple(query_labels) if query_labels is not None else tuple(str(t) for t in range(n_tokens))
-    cols = tuple(key_labels) if key_labels is not None else tuple(str(s) for s in range(n_keys))
-    if len(rows) != n_tokens or len(cols) != n_keys:
-        raise SequenceError(f"expected {n_tokens} query labels and {n_keys} key labels")
-    return MaskGrid(
-        visible=visible,
-        in_denominator=denominator,
-        query_labels=rows,
-        key_labels=cols,
-        kind=kind,
-        mask_mode=mode,
-        title=f"{where}, {'no' if mode == 'none' else mode} mask",
-        empty_rows=empty,
-        note=note,
-    )
-
-
-# ---- attention maps ------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class AttentionMaps(_ReadOnlyArrays):
-    weights: np.ndarray  # (L, H, T, S) float32 attention weights of the chosen layers (one sequence)
-    layers: tuple[int, ...]  # block index of each of the L maps
-    layer_labels: tuple[str, ...]  # "block 0", ...
-    query_labels: tuple[str, ...]  # T labels
-    key_labels: tuple[str, ...]  # S labels (the source for cross-attention)
-    mask_mode: str  # the self-attention mask used
-    attention: str  # "self" or "cross"
-    has_nan: bool  # NaN in some weight (a fully masked row)
-
-
-def _chosen_layers(layer: int | Sequence[int] | None, n_blocks: int) -> tuple[int, ...]:
-    if layer is None:
-        chosen = tuple(range(n_blocks))
-    elif isinstance(layer, int):
-        chosen = (layer,)
-    else:
-        chosen = tuple(int(i) for i in layer)
-    if not chosen:
-        raise SequenceError("choose at least one layer")
-    for index in chosen:
-        if not 0 <= index < n_blocks:
-            raise SequenceError(f"layer {index} does not exist (the model has blocks 0..{n_blocks - 1})")
-    return chosen
-
-
-def attention_maps(
-    model: Transformer,
-    tokens,
-    layer: int | Sequence[int] | None = None,
-    mask_mode: MaskMode | None = None,
-    tokenizer_or_labels=None,
-    attention: Literal["self", "cross"] = "self",
-    source=None,
-) -> AttentionMaps:
-    """Attention weights of the chosen blocks (all if layer is None) for one sequence.
-
-    Only the chosen layers' hook_pattern is observed, so the other layers keep the fused kernel,
-    and the pass stops after the last chosen block.
-    """
-    ids = _as_token_list(tokens)
-    config = model.config
-    if attention == "cross" and config.architecture != "encoder-decoder":
-        raise ConfigError("architecture", "only an encoder-decoder model has cross-attention")
-    chosen = _chosen_layers(layer, len(model.blocks))
-    device = _model_device(model)
-    batch = torch.tensor([ids], dtype=torch.long, device=device)  # (1, T)
-    source_batch = None
-    source_ids = ids
-    if config.architecture == "encoder-decoder":
-        source_ids = ids if source is None else _as_token_list(source)
-        source_batch = torch.tensor([source_ids], dtype=torch.long, device=device)  # (1, S)
-    module = "attn" if attention == "self" else "cross_attn"
-    hooks = [f"blocks.{i}.{module}.hook_pattern" for i in chosen]
-    mode = mask_mode or ("causal" if config.self_attention_causal else "none")
-    # Each block's pattern is copied into one preallocated array as it is made and then freed, so the
-    # maps are held once (capturing them all and stacking would hold them twice: 1.2 GB for GPT-2 at 1,024).
-    slots = {name: index for index, name in enumerate(hooks)}
-    weights_holder: list[np.ndarray] = []
-    layer_has_nan: list[bool] = []  # checked per layer: a NaN test of the whole array would allocate its size again
-
-    def copy_out(name: str, output: torch.Tensor) -> None:
-        pattern = output[0]  # (H, T, S)
-        if not weights_holder:
-            weights_holder.append(np.empty((len(hooks), *pattern.shape), dtype=np.float32))  # (L, H, T, S)
-        slot = weights_holder[0][slots[name]]  # (H, T, S)
-        slot[...] = pattern.float().cpu().numpy()
-        layer_has_nan.append(bool(np.isnan(slot).any()))
-
-    # head=False: no logits are read, and at GPT-2's vocabulary they would be the pass's largest tensor.
-    with torch.inference_mode(), capture(model, hooks, on_output=copy_out):
-        model(batch, source=source_batch, mask_mode=mode, n_blocks=max(chosen) + 1, head=False)
-    weights = weights_holder[0]  # (L, H, T, S)
-    labels = token_labels(ids, tokenizer_or_labels)
-    return AttentionMaps(
-        weights=weights,
-        layers=chosen,
-        layer_labels=tuple(f"block {i}" for i in chosen),
-        query_labels=labels,
-        key_labels=labels if attention == "self" else token_labels(source_ids, tokenizer_or_labels),
-        mask_mode=mode,
-        attention=attention,
-        has_nan=any(layer_has_nan),
-    )
-
-
-# ---- the head-split pitfall ------------------------------------------------------------------------
-@dataclass(frozen=True)
-class HeadSplitCheck(_ReadOnlyArrays):
-    """Head 0 of a multi-head layer against one head run alone on its d_head slice of q, k, v."""
-
-    single_head_weights: np.ndarray  # (T, T) the reference: one head on q, k, v[..., :d_head]
-    multi_head_weights: np.ndarray  # (T, T) head 0 of the lab's Attention (view(B,T,H,d) then transpose)
-    wrong_reshape_weights: np.ndarray  # (T, T) head 0 after a single view(B, H, T, d_head)
-    correct_difference: float  # max |multi-head head 0 - single head| over weights and head outputs
-    wrong_difference: float  # max |wrong-reshape head 0 - single head| over weights and head outputs
-    d_model: int
-    n_heads: int
-    d_head: int
-    n_tokens: int
-    seed: int
-    note: str
-
-
-def _single_head(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    """Scaled dot-product attention of one head; q, k, v: (T, d_head). Returns weights and output."""
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (T, T)
-    if causal:
-        blocked = torch.ones(scores.shape, dtype=torch.bool).triu(diagonal=1)  # (T, T)
-        scores = scores.masked_fill(blocked, float("-inf"))  # (T, T)
-    weights = F.softmax(scores, dim=-1)  # (T, T)
-    return weights, weights @ v  # (T, T), (T, d_head)
-
-
-def head_split_check(seed: int, d_model: int = 64, n_heads: int = 4, T: int = 8, causal: bool = True) -> HeadSplitCheck:
-    """Run the reading's head-split unit test on the lab's Attention layer.
-
-    The layer is built with PyTorch's default init from `seed` (without touching the global RNG);
-    the input is standard normal. Head 0's pattern and output are compared with a single-head
-    attention on the first d_head columns of the fused q, k and v projections; the wrong reshape
-    (one .view(B, H, T, d_head) straight from (B, T, D)) is computed the same way for contrast.
-    """
-    if d_model % n_heads:
-        raise ConfigError("n_heads", f"d_model {d_model} is not divisible by n_heads {n_heads}")
-    config = ModelConfig(name="head-split", d_model=d_model, n_heads=n_heads, d_ff=4 * d_model, context_length=T, positional="none").validated()
-    d_head = config.d_head
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        layer = Attention(config).eval()
-        x = torch.randn(1, T, d_model)  # (1, T, D)
-    mode = "causal" if causal else "none"
-    with torch.no_grad():
-        with capture(layer, ["hook_pattern", "hook_v"]) as store:
-            layer(x, mask_mode=mode)
-        multi_weights = store["hook_pattern"][0, 0]  # (T, T)
-        multi_out = multi_weights @ store["hook_v"][0, 0]  # (T, d_head)
-        q, k, v = layer.qkv(x).split(d_model, dim=-1)  # (1, T, D) each
-        single_weights, single_out = _single_head(q[0, :, :d_head], k[0, :, :d_head], v[0, :, :d_head], causal)
-        # The pitfall: one view reinterprets the (T, D) memory as (H, T, d_head), mixing heads and time.
-        # (.contiguous() stands for separate q/k/v projections; a view of a fused slice would refuse.)
-        wrong_q, wrong_k, wrong_v = (t.contiguous().view(1, n_heads, T, d_head)[0, 0] for t in (q, k, v))  # (T, d_head) each
-        wrong_weights, wrong_out = _single_head(wrong_q, wrong_k, wrong_v, causal)
-
-    def difference(weights: torch.Tensor, out: torch.Tensor) -> float:
-        return max(
-            (weights - single_weights).abs().max().item(),
-            (out - single_out).abs().max().item(),
-        )
-
-    correct = difference(multi_weights, multi_out)
-    wrong = difference(wrong_weights, wrong_out)
-    return HeadSplitCheck(
-        single_head_weights=single_weights.numpy(),
-        multi_head_weights=multi_weights.numpy(),
-        wrong_reshape_weights=wrong_weights.numpy(),
-        correct_difference=correct,
-        wrong_difference=wrong,
-        d_model=d_model,
-        n_heads=n_heads,
-        d_head=d_head,
-        n_tokens=T,
-        seed=seed,
-        note=(
-            f"view(B, T, H, d_head).transpose(1, 2): head 0 matches a lone head on its slice "
-            f"(max difference {correct:.1e}). A single view(B, H, T, d_head) gives head 0 the rows of "
-            f"other tokens' features: max difference {wrong:.3f}."
-        ),
-    )
-
-
-# ---- next-token predictions ------------------------------------------------------------------------
-@dataclass(frozen=True)
-class NextTokenPredictions(_ReadOnlyArrays):
-    ids: np.ndarray  # (k,) int64 the most probable next-token ids, most probable first
-    labels: tuple[str, ...]  # k labels
-    probabilities: np.ndarray  # (k,) float64 softmax(logits / temperature) of those ids
-    position: int  # the position whose logits predict token position + 1
-    temperature: float
-    context_labels: tuple[str, ...]  # labels of tokens 0..position (what the prediction may see)
-
-
-def next_token_predictions(
-    model: Transformer,
-    tokens,
-    position: int,
-    tokenizer_or_labels=None,
-    k: int = 10,
-    temperature: float = 1.0,
-    mask_mode: MaskMode | None = None,
-) -> NextTokenPredictions:
-    """Top-k next-token distribution read off the logits at `position`.
-
-    The whole sequence runs (an encoder's prediction may read later tokens; a causal model's does
-    not, which the edit diff demonstrates).
-    """
-    ids = _as_token_list(tokens)
-    _check_position(position, len(ids))
-    if not (isinstance(temperature, (int, float)) and math.isfinite(temperature) and temperature > 0):
-        raise SequenceError(f"temperature must be a positive number, got {temperature!r}")
-    if k < 1:
-        raise SequenceError(f"k must be at least 1, got {k}")
-    config = model.config
-    device = _model_device(model)
-    batch = torch.tensor([ids], dtype=torch.long, device=device)  # (1, T)
-    with torch.inference_mode():
-        logits = model(batch, mask_mode=mask_mode)  # (1, T, V)
-    probabilities = F.softmax(logits[0, position].double() / temperature, dim=-1)  # (V,)
-    top = probabilities.topk(min(k, config.vocab_size))
-    top_ids = top.indices.cpu().numpy().astype(np.int64)  # (k,)
-    return NextTokenPredictions(
-        ids=top_ids,
-        labels=token_labels(top_ids.tolist(), tokenizer_or_labels),
-        probabilities=top.values.cpu().numpy(),
-        position=position,
-        temperature=float(temperature),
-        context_labels=token_labels(ids[: position + 1], tokenizer_or_labels),
-    )
-
-
-__all__ = [
-    "MASK_GRID_KINDS",
-    "MASK_MODE_DESCRIPTIONS",
-    "AttentionMaps",
-    "CausalDiffResult",
-    "HeadSplitCheck",
-    "MaskGrid",
-    "NextTokenPredictions",
-    "ResidualRun",
-    "TextbookCausalTable",
-    "attention_maps",
-    "block_edit_diff",
-    "causal_edit_diff",
-    "display_token",
-    "head_split_check",
-    "mask_grid",
-    "next_token_predictions",
-    "past_span",
-    "random_block_edit_diff",
-    "residual_run",
-    "textbook_causal_table",
-    "token_labels",
-]
+__all__ = ["CausalDiffResult", "ResidualRun", "block_edit_diff", "causal_edit_diff", "past_span", "random_block_edit_diff", "residual_run"]

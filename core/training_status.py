@@ -1,0 +1,52 @@
+"""What the Train panel's status line says about a run, from the run's own records (no Qt).
+
+One place composes every sentence, so the headline, the stop message and the progress line come from the
+same request, progress and outcome, and never contradict the model the other panels use.
+"""
+
+from __future__ import annotations
+
+import math
+
+from core.choices import MASK_MODE_LABELS
+from core.training_job import TrainingProgress, TrainOutcome, TrainRequest, format_duration
+
+
+def progress_line(request: TrainRequest, progress: TrainingProgress | None, last_validation: float | None,
+                  paused: bool, stopping: bool, discarding: bool) -> str | None:
+    """The line under the controls while a run is on; None when there is nothing new to say."""
+    if stopping:
+        # What the wait is for, until the model arrives: no step count or ETA of a run that has ended.
+        held_out = len(request.corpus.text) // 10
+        at = f" at step {progress.losses[-1][0]:,} of {request.steps:,}" if progress is not None else ""
+        then = "then the run is discarded" if discarding else "then the trained model replaces the one the other panels use"
+        return (f"Stopping{at}: scoring the whole held-out split (about {held_out:,} characters) with the causal mask; "
+                f"{then}. The buttons come back when it is done.")
+    if progress is None:
+        return "Paused before the first step; the other panels keep computing." if paused else None
+    step, loss = progress.losses[-1]
+    val = f", validation {last_validation:.3f}" if last_validation is not None else ""
+    eta = "paused; the other panels keep computing" if paused else f"ETA {format_duration(progress.eta_s)}"
+    return f"Step {step:,} of {request.steps:,}: loss {loss:.3f}{val}. {progress.tokens_per_s:,.0f} tokens/s, {eta}."
+
+
+def outcome_headline(outcome: TrainOutcome, installed: bool, config_applied_after: bool) -> str:
+    """The headline when a run ends (rich text): how it ended, its held-out loss, and which model the panels use."""
+    how = "Stopped" if outcome.stopped else "Finished"
+    mode = outcome.metadata.get("settings", {}).get("mask_mode", "causal")
+    if mode != "causal":
+        how += f" training with the {MASK_MODE_LABELS.get(mode, mode)} mask"
+    if not installed:
+        where = "The run was discarded for the new config: the other panels keep their model"
+    elif config_applied_after:
+        where = ("The other panels used it until the config you asked for during the run was applied; they now use "
+                 "a model of that config")
+    else:
+        where = "The other panels now use this model"
+    vocab = outcome.loaded.config.vocab_size
+    return (f"<b>{how} after {outcome.steps_done:,} steps</b>: validation loss {outcome.final_val_loss:.3f} nats/char "
+            f"on the whole held-out split, scored with the causal mask (uniform guess {math.log(vocab):.3f}), "
+            f"{outcome.tokens_per_s:,.0f} tokens/s. {where}; Save model... writes it.")
+
+
+__all__ = ["outcome_headline", "progress_line"]

@@ -1,0 +1,149 @@
+"""What several panels show alike: captions, plot titles, tables, the sequence check, a change in words,
+and the warning that a model was trained with a leaky mask. Not a panel: any panel may import it."""
+
+from __future__ import annotations
+
+import math
+
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QBrush, QColor, QFontMetrics
+from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QLabel, QTableWidget, QTableWidgetItem
+
+from core.choices import MASK_MODE_LABELS
+from gui import theme
+
+
+def format_change(value: float, exact: bool) -> str:
+    """A max |change| as a student should read it: exact zeros say so, tiny leaks keep their digits."""
+    if exact:
+        return "0 (exact)"
+    if math.isnan(value):
+        return "NaN"
+    if value == 0.0:
+        return "0 (not bitwise equal)"
+    if abs(value) < 1e-3:
+        return f"{value:.1e}"
+    return f"{value:.4g}"
+
+
+def set_title(plot: pg.PlotWidget, text: str) -> None:
+    """A plot title at the size theme.style_plot gives titles (a bare setTitle would reset it)."""
+    label_px = max(8, round(theme.font(0.9).pointSizeF() * 1.35))
+    style = (text, theme.current().text, label_px)
+    if getattr(plot, "_tokens_title_style", None) == style:
+        return  # re-setting a title re-lays out the whole plot
+    plot._tokens_title_style = style
+    plot.setTitle(text, color=theme.current().text, size=f"{round(label_px * 1.1)}px")
+
+
+def sequence_refusal(model, tokens: list[int]) -> str:
+    """Why a model cannot take these tokens, in words, or "" when it can."""
+    config = model.config
+    if not tokens:
+        return "Type some text above: there are no tokens to edit."
+    if len(tokens) > config.context_length:
+        return (f"{len(tokens)} tokens exceed {config.name}'s context length of {config.context_length}; "
+                "delete some tokens or shorten the text.")
+    if max(tokens) >= config.vocab_size:
+        return f"Token id {max(tokens)} is outside {config.name}'s vocabulary of {config.vocab_size}."
+    return ""
+
+
+def caption(text: str = "", rich: bool = False) -> QLabel:
+    from gui.widgets.wrapping_label import WrappingLabel
+
+    label = WrappingLabel(text)  # as high as its lines: a caption beside a map is never cut off
+    label.setTextFormat(Qt.TextFormat.RichText if rich else Qt.TextFormat.PlainText)
+    label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+    return label
+
+
+def table(columns: tuple[str, ...]) -> QTableWidget:
+    widget = QTableWidget(0, len(columns))
+    widget.setHorizontalHeaderLabels(list(columns))
+    widget.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+    widget.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
+    widget.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+    widget.verticalHeader().hide()
+    widget.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
+    widget.setAlternatingRowColors(True)
+    widget.horizontalHeader().setStretchLastSection(True)
+    return widget
+
+
+def set_cell(widget: QTableWidget, row: int, column: int, text: str, right: bool = False, bold: bool = False,
+             swatch: QColor | None = None, color: QColor | None = None) -> QTableWidgetItem:
+    item = widget.item(row, column)
+    if item is None:
+        item = QTableWidgetItem()
+        widget.setItem(row, column, item)
+    item.setText(text)
+    item.setFont(theme.font(bold=bold))
+    item.setTextAlignment((Qt.AlignmentFlag.AlignRight if right else Qt.AlignmentFlag.AlignLeft) | Qt.AlignmentFlag.AlignVCenter)
+    item.setData(Qt.ItemDataRole.DecorationRole, swatch)
+    item.setForeground(QBrush(color) if color is not None else QBrush())
+    return item
+
+
+def fit_table(widget: QTableWidget, whole_width: bool = False) -> None:
+    """Rows and columns sized to the theme's font; with whole_width, the table never needs a horizontal scroll."""
+    widget.verticalHeader().setDefaultSectionSize(round(QFontMetrics(theme.font()).height() * 1.5))
+    header = widget.horizontalHeader()
+    header.setFont(theme.font(bold=True))
+    for column in range(widget.columnCount()):
+        widget.resizeColumnToContents(column)
+    if whole_width:
+        columns = sum(max(widget.sizeHintForColumn(column), header.sectionSizeHint(column)) for column in range(widget.columnCount()))
+        widget.setMinimumWidth(columns + 2 * widget.frameWidth() + widget.verticalScrollBar().sizeHint().width())
+
+
+def trained_mask_warning(model) -> str:
+    """One line for a model trained with a leaky mask (its training.json says so), or "" for a causal one."""
+    mode = getattr(model, "trained_mask_mode", "causal")
+    if mode == "causal":
+        return ""
+    return (f"Leaky training mask: {MASK_MODE_LABELS.get(mode, mode)}, recorded in its training.json; expect worse text "
+            "than its training loss suggests.")
+
+
+LEAKY_MASK_WHY = ("It learned with the next token in view; generation runs with the causal mask and hides it, so the "
+                  "model meets a task it never trained on (Train > Compare pitfalls measures how much worse).")
+
+
+class TrainedMaskWarning(QLabel):
+    """The leaky-training warning of the lab's current model, above generated text; hidden for a causal model."""
+
+    def __init__(self, state, parent=None) -> None:
+        super().__init__("", parent)
+        self._state = state
+        self.setObjectName("trained-mask-warning")
+        self.setTextFormat(Qt.TextFormat.PlainText)
+        self.setWordWrap(True)
+        state.model_changed.connect(self.follow_model)
+        self.apply_theme()
+        self.follow_model()
+
+    def follow_model(self) -> None:
+        text = trained_mask_warning(self._state.model)
+        self.setText(text)
+        self.setToolTip(LEAKY_MASK_WHY if text else "")
+        self.setVisible(bool(text))
+
+    def apply_theme(self) -> None:
+        self.setStyleSheet(f"color: {theme.current().warning};")
+        self.setFont(theme.font(1.0, bold=True))
+
+
+__all__ = [
+    "LEAKY_MASK_WHY",
+    "TrainedMaskWarning",
+    "caption",
+    "fit_table",
+    "format_change",
+    "sequence_refusal",
+    "set_cell",
+    "set_title",
+    "table",
+    "trained_mask_warning",
+]

@@ -1,0 +1,70 @@
+"""A training corpus read without a window: what it holds, what it refuses, and why a config cannot train on it."""
+
+from __future__ import annotations
+
+import pytest
+
+from core.config import ModelConfig
+from core.corpus import (
+    MIN_CORPUS_CHARS,
+    Corpus,
+    CorpusError,
+    bundled_corpus,
+    read_corpus,
+    vocabulary_problem,
+    window_problem,
+)
+from resources import resource_path
+
+TINY = ModelConfig(name="test-tiny", vocab_size=65, context_length=32, d_model=32, n_heads=2, n_layers=1, d_ff=64)
+
+
+def test_the_bundled_corpus_is_the_shipped_text_and_its_distinct_characters():
+    text = resource_path("tinyshakespeare.txt").read_text(encoding="utf-8")
+    corpus = bundled_corpus()
+    assert corpus.name == "tinyshakespeare.txt" and corpus.text == text
+    assert corpus.vocab_size == len(set(text)) == 65
+
+
+def test_a_text_file_becomes_a_corpus(tmp_path):
+    path = tmp_path / "abcd.txt"
+    path.write_text("abcd" * 300, encoding="utf-8")
+    corpus = read_corpus(path)
+    assert corpus == Corpus("abcd.txt", "abcd" * 300, 4)
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"\xff\xfe" + b"a" * 2000, "is not UTF-8 text (byte 0"),
+        (b"a" * (MIN_CORPUS_CHARS - 1), f"has {MIN_CORPUS_CHARS - 1:,} characters; a corpus needs at least"),
+    ],
+    ids=["not-utf8", "too-short"],
+)
+def test_a_file_that_cannot_be_a_corpus_says_why(tmp_path, content, message):
+    path = tmp_path / "bad.txt"
+    path.write_bytes(content)
+    with pytest.raises(CorpusError, match=message.replace("(", r"\(")):
+        read_corpus(path)
+
+
+def test_a_missing_file_or_a_folder_is_refused_with_a_corpus_error(tmp_path):
+    for path in (tmp_path / "missing.txt", tmp_path):
+        with pytest.raises(CorpusError):
+            read_corpus(path)
+
+
+def test_only_a_causal_decoder_with_the_corpus_vocabulary_can_train():
+    corpus = Corpus("four.txt", "abcd" * 300, 4)
+    assert vocabulary_problem(TINY.replace(vocab_size=4), corpus) == ""
+    assert "set vocab_size to 4" in vocabulary_problem(TINY, corpus)
+    assert "is not a causal decoder" in vocabulary_problem(TINY.replace(architecture="encoder", attention="bidirectional", vocab_size=4), corpus)
+    assert vocabulary_problem(TINY, None) == ""  # no corpus yet: only the architecture is checked
+
+
+def test_windows_need_the_training_split_to_hold_one_window_and_its_target():
+    # core.training keeps the first nine tenths for training; a window of T needs T + 1 characters there.
+    corpus = Corpus("short.txt", "a" * 1000, 1)
+    longest_fitting = max(t for t in range(1, 1000) if int((t + 2) / 0.9) + 1 <= 1000)
+    assert window_problem(corpus, longest_fitting) == ""
+    assert "Shorten the sequence length" in window_problem(corpus, longest_fitting + 1)
