@@ -60,10 +60,10 @@ def distilbert_folder(folder: Path, seed: int = 0) -> Path:
 def marian_folder(folder: Path, seed: int = 0, **overrides) -> Path:
     import transformers
 
-    settings = dict(vocab_size=VOCAB, d_model=32, encoder_layers=2, decoder_layers=3, encoder_attention_heads=4,
-                    decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64, max_position_embeddings=64,
-                    pad_token_id=VOCAB - 1, decoder_start_token_id=VOCAB - 1, eos_token_id=0,
-                    activation_function="swish", scale_embedding=True)
+    settings = {"vocab_size": VOCAB, "d_model": 32, "encoder_layers": 2, "decoder_layers": 3,
+                "encoder_attention_heads": 4, "decoder_attention_heads": 4, "encoder_ffn_dim": 64, "decoder_ffn_dim": 64,
+                "max_position_embeddings": 64, "pad_token_id": VOCAB - 1, "decoder_start_token_id": VOCAB - 1,
+                "eos_token_id": 0, "activation_function": "swish", "scale_embedding": True}
     settings.update(overrides)
     return _save(transformers.MarianMTModel(transformers.MarianConfig(**settings)), folder, seed)
 

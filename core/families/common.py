@@ -57,6 +57,8 @@ def causal_decoder_needs(config: ModelConfig) -> list[str]:
         (config.norm_placement == "pre", "pre-norm"),
         (config.final_norm, "a final norm"),
         (config.n_experts == 0, "a dense FFN (no experts)"),
+        (not config.embed_scale and not config.embed_norm, "plain token embeddings (no scale, no norm)"),
+        (not config.head_transform and not config.head_bias, "a plain vocabulary head (no transform, no bias)"),
     ]
     return [need for ok, need in shared if not ok]
 

@@ -111,3 +111,35 @@ def test_marian_towers_of_different_widths_are_refused(tmp_path):
     (folder / "config.json").write_text(json.dumps(config))
     with pytest.raises(CheckpointError, match="encoder_ffn_dim and decoder_ffn_dim differ"):
         resolve_checkpoint(folder)
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"embed_norm": True}, "plain token embeddings"),
+        ({"embed_scale": True}, "plain token embeddings"),
+        ({"head_bias": True}, "a plain vocabulary head"),
+        ({"head_transform": True}, "a plain vocabulary head"),
+    ],
+)
+def test_export_refuses_what_gpt2_and_llama_do_not_have(tmp_path, fields, message):
+    from core.config import ModelConfig
+    from core.hf_export import save_hf_folder
+    from core.model import Transformer
+
+    model = Transformer.from_seed(ModelConfig(vocab_size=20, d_model=16, n_heads=2, d_ff=32, **fields).validated())
+    with pytest.raises(CheckpointError, match=message):
+        save_hf_folder(model, tmp_path / "saved")
+    assert not (tmp_path / "saved").exists()
+
+
+@pytest.mark.parametrize("repo_id", ["google-bert/bert-base-uncased", "Helsinki-NLP/opus-mt-en-de"])
+def test_parameter_formula_counts_the_new_parts(repo_id):
+    """Embedding norm, head transform and head bias are counted by core.params as the built model has them."""
+    from core.hf_import import hf_to_model_config
+    from core.model_library import find_catalogue
+    from core.params import instantiated_parameter_count, parameter_breakdown
+
+    config = hf_to_model_config(find_catalogue(repo_id).config, repo_id, repo_id)
+    for variant in (config, config.replace(bias=False), config.replace(tie_embeddings=False)):
+        assert parameter_breakdown(variant).total == instantiated_parameter_count(variant)
