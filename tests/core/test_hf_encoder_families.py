@@ -143,3 +143,28 @@ def test_parameter_formula_counts_the_new_parts(repo_id):
     config = hf_to_model_config(find_catalogue(repo_id).config, repo_id, repo_id)
     for variant in (config, config.replace(bias=False), config.replace(tie_embeddings=False)):
         assert parameter_breakdown(variant).total == instantiated_parameter_count(variant)
+
+
+@pytest.mark.parametrize("positional", ["learned", "sinusoidal"])
+def test_the_kv_cache_and_the_lens_use_the_new_embedding_and_head_parts(positional):
+    """A decoder with a scaled, normed embedding and BERT's head: the cached decode equals the recompute,
+    and the logit lens's last stage equals the model's own logits."""
+    from core.config import ModelConfig
+    from core.experiments import kv_cache
+    from core.experiments.follow_token import follow_token
+    from core.model import Transformer
+    from tests.float32 import REORDER_ULPS, float32_tolerance
+
+    config = ModelConfig(vocab_size=40, d_model=16, n_heads=2, d_ff=32, positional=positional, embed_scale=True,
+                         embed_norm=True, sinusoidal_halves=positional == "sinusoidal", head_transform=True,
+                         head_bias=True).validated()
+    model = Transformer.from_seed(config, seed=3)
+    with torch.no_grad():
+        model.head.bias.normal_(generator=torch.Generator().manual_seed(0))  # zero as initialised
+    tokens = [3, 9, 1, 30, 7, 12, 5, 22]
+    proof = kv_cache.kv_cache_proof(model, tokens, decode_steps=4)
+    assert proof.max_difference <= float32_tolerance(kv_cache.logits_scale(model, tokens), 4 * REORDER_ULPS)
+    lens = follow_token(model, tokens, position=5, k=1)
+    with torch.no_grad():
+        expected = int(model(torch.tensor([tokens]))[0, 5].argmax())
+    assert int(lens.top_ids[-1, 0]) == expected
