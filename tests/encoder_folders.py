@@ -57,6 +57,16 @@ def distilbert_folder(folder: Path, seed: int = 0) -> Path:
     return _save(transformers.DistilBertForMaskedLM(config), folder, seed)
 
 
+def roberta_folder(folder: Path, seed: int = 0) -> Path:
+    """RoBERTa numbers positions from pad_token_id + 1: 66 table rows hold 64 positions."""
+    import transformers
+
+    config = transformers.RobertaConfig(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                                        intermediate_size=64, max_position_embeddings=66, pad_token_id=1,
+                                        type_vocab_size=1)
+    return _save(transformers.RobertaForMaskedLM(config), folder, seed)
+
+
 def marian_folder(folder: Path, seed: int = 0, **overrides) -> Path:
     import transformers
 

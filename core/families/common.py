@@ -33,8 +33,8 @@ class Family:
     auto_class: str  # the transformers class that loads the folder: "AutoModelForCausalLM"
     # config.json -> the ModelConfig fields (name aside); raises CheckpointError naming `where`
     config_fields: Callable[[HFConfig, str], dict[str, Any]]
-    # Hugging Face tensors -> the lab's state dict for a config; raises CheckpointError naming `where`
-    import_tensors: Callable[[Tensors, ModelConfig, str], Tensors]
+    # Hugging Face tensors -> the lab's state dict for a config (and its config.json); raises CheckpointError naming `where`
+    import_tensors: Callable[[Tensors, ModelConfig, HFConfig, str], Tensors]
     # Export, where the lab can write this family. `export_needs` is None for a model of another kind,
     # else what the model lacks ([] when it can be written).
     export_needs: Callable[[ModelConfig], list[str] | None] | None = None

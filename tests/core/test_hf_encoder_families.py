@@ -9,7 +9,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from core.checkpoints import CheckpointError, resolve_checkpoint
-from tests.encoder_folders import bert_folder, distilbert_folder, marian_folder, reference_model
+from tests.encoder_folders import bert_folder, distilbert_folder, marian_folder, reference_model, roberta_folder
 from tests.hf_folders import SAMPLE_TEXT
 
 pytest.importorskip("transformers")
@@ -69,6 +69,17 @@ def test_bert_variants_the_lab_cannot_run_are_named(tmp_path):
 def test_distilbert_logits_match_transformers(tmp_path):
     folder = distilbert_folder(tmp_path / "distilbert")
     expected, ours = _masked_lm_logits(folder, [2, 17, 40, 99, 150, 3])
+    torch.testing.assert_close(ours, expected, atol=TOLERANCE, rtol=0)
+
+
+def test_roberta_logits_match_transformers_with_its_positions_offset(tmp_path):
+    folder = roberta_folder(tmp_path / "roberta")
+    assert resolve_checkpoint(folder).config.context_length == 64  # 66 rows, the first two before position 0
+    ids = [0, 17, 40, 99, 150, 33, 2]  # no padding token (1) inside
+    expected, ours = _masked_lm_logits(folder, ids)
+    torch.testing.assert_close(ours, expected, atol=TOLERANCE, rtol=0)
+    long_ids = [0] + [5 + i % 190 for i in range(62)] + [2]  # 64 tokens: the last row of the table is used
+    expected, ours = _masked_lm_logits(folder, long_ids)
     torch.testing.assert_close(ours, expected, atol=TOLERANCE, rtol=0)
 
 
