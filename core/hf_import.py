@@ -60,7 +60,7 @@ def load_hf_folder(path: str | Path, device: str | torch.device = "cpu") -> Load
     family = family_of(model_type, str(folder / CONFIG_FILE))
     config = hf_to_model_config(hf_config, name=_model_name(folder, model_type), where=str(folder / CONFIG_FILE))
     tensors = read_hf_weights(folder)
-    state = family.import_tensors(tensors, config, str(folder))
+    state = family.import_tensors(tensors, config, hf_config, str(folder))
     model = model_from_tensors(config, state, f"{folder} ({model_type} import)", device)
     tokenizer = _lab_tokenizer(folder)  # a folder the lab saved: its own character or word tokenizer
     if tokenizer is None and family.text_input:  # else the family's tokenizer files are of a kind this app does not read

@@ -444,9 +444,13 @@ class Transformer(nn.Module):
         x = self.hook_final(self.final_norm(x))  # (B, T, D)
         if not head:
             return x  # (B, T, D)
+        return self.unembed(x)  # (B, T, V)
+
+    def unembed(self, x: torch.Tensor) -> torch.Tensor:
+        """Logits (..., V) of final-norm outputs (..., D): the head transform when there is one, then the head."""
         if self.config.head_transform:
-            x = self.head_transform(x)  # (B, T, D)
-        return self.head(x)  # (B, T, V)
+            x = self.head_transform(x)  # (..., D)
+        return self.head(x)  # (..., V)
 
 
 def count_parameters(model: nn.Module) -> int:

@@ -57,13 +57,23 @@ def distilbert_folder(folder: Path, seed: int = 0) -> Path:
     return _save(transformers.DistilBertForMaskedLM(config), folder, seed)
 
 
+def roberta_folder(folder: Path, seed: int = 0) -> Path:
+    """RoBERTa numbers positions from pad_token_id + 1: 66 table rows hold 64 positions."""
+    import transformers
+
+    config = transformers.RobertaConfig(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                                        intermediate_size=64, max_position_embeddings=66, pad_token_id=1,
+                                        type_vocab_size=1)
+    return _save(transformers.RobertaForMaskedLM(config), folder, seed)
+
+
 def marian_folder(folder: Path, seed: int = 0, **overrides) -> Path:
     import transformers
 
-    settings = dict(vocab_size=VOCAB, d_model=32, encoder_layers=2, decoder_layers=3, encoder_attention_heads=4,
-                    decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64, max_position_embeddings=64,
-                    pad_token_id=VOCAB - 1, decoder_start_token_id=VOCAB - 1, eos_token_id=0,
-                    activation_function="swish", scale_embedding=True)
+    settings = {"vocab_size": VOCAB, "d_model": 32, "encoder_layers": 2, "decoder_layers": 3,
+                "encoder_attention_heads": 4, "decoder_attention_heads": 4, "encoder_ffn_dim": 64, "decoder_ffn_dim": 64,
+                "max_position_embeddings": 64, "pad_token_id": VOCAB - 1, "decoder_start_token_id": VOCAB - 1,
+                "eos_token_id": 0, "activation_function": "swish", "scale_embedding": True}
     settings.update(overrides)
     return _save(transformers.MarianMTModel(transformers.MarianConfig(**settings)), folder, seed)
 

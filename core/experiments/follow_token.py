@@ -100,7 +100,7 @@ def follow_token(
         # The lens puts each stage through the final norm, except the final norm's own output.
         lens_input = vectors.to(captured["hook_embed"].dtype)  # (S, D)
         normed = model.final_norm(lens_input[:-1]) if config.final_norm else lens_input[:-1]  # (S-1, D)
-        logits = model.head(torch.cat([normed, lens_input[-1:]]))  # (S, V)
+        logits = model.unembed(torch.cat([normed, lens_input[-1:]]))  # (S, V)
         probabilities = F.softmax(logits.double(), dim=-1)  # (S, V)
         top = probabilities.topk(min(k, config.vocab_size), dim=-1)  # (S, k) each
     top_ids = top.indices.cpu().numpy().astype(np.int64)  # (S, k)

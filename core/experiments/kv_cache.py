@@ -20,6 +20,7 @@ variants (a one-token pass on the meta device), and set beside core.experiments.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -144,11 +145,16 @@ def _embed_one(model: Transformer, token_id: int, position: int, device: torch.d
     """The token embedding plus the additive position of one token, as Transformer.embed makes row `position`."""
     config = model.config
     x = model.tok_emb(torch.tensor([[token_id]], device=device))  # (1, 1, D)
+    if config.embed_scale:
+        x = x * math.sqrt(config.d_model)  # (1, 1, D)
     if config.positional == "learned":
         x = x + model.pos_emb(torch.tensor([position], device=device))  # (1, 1, D)
     elif config.positional == "sinusoidal":
-        table = sinusoidal_table(position + 1, config.d_model, dtype=x.dtype)  # (position + 1, D) on the CPU, as embed
+        table = sinusoidal_table(position + 1, config.d_model, dtype=x.dtype,
+                                 halves=config.sinusoidal_halves)  # (position + 1, D) on the CPU, as embed
         x = x + table[position:].to(x.device)  # (1, 1, D)
+    if config.embed_norm:
+        x = model.embed_norm(x)  # (1, 1, D)
     return model.hook_embed(x)
 
 
@@ -203,7 +209,7 @@ def decode_step(model: Transformer, token_id: int, position: int,
         x = block._sublayer(x, block.norm2, block.ffn, block.hook_ffn_out)  # (1, 1, D)
         outputs.append(x)
     x = model.final_norm(x)  # (1, 1, D)
-    return model.head(x)[0, 0], outputs  # (V,)
+    return model.unembed(x)[0, 0], outputs  # (V,)
 
 
 def _recompute(model: Transformer, tokens: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:

@@ -28,7 +28,8 @@ MASKED_LM_ENCODER = {"architecture": "encoder", "attention": "bidirectional", "n
                      "norm": "layernorm", "positional": "learned", "bias": True}
 
 
-def config_fields(hf: HFConfig, where: str) -> dict[str, Any]:
+def config_fields(hf: HFConfig, where: str, positions_offset: int = 0) -> dict[str, Any]:
+    """config.json's fields; the position table holds positions_offset rows before position 0 (RoBERTa)."""
     activation = field(hf, "hidden_act", where, str, "gelu")
     if activation not in ACTIVATIONS:
         raise CheckpointError(f"{where}: hidden_act {activation!r} is not supported (this app imports {', '.join(ACTIVATIONS)})")
@@ -42,7 +43,7 @@ def config_fields(hf: HFConfig, where: str) -> dict[str, Any]:
     return {
         **MASKED_LM_ENCODER,
         "vocab_size": field(hf, "vocab_size", where, int),
-        "context_length": field(hf, "max_position_embeddings", where, int),
+        "context_length": field(hf, "max_position_embeddings", where, int) - positions_offset,
         "d_model": field(hf, "hidden_size", where, int),
         "n_heads": field(hf, "num_attention_heads", where, int),
         "n_layers": field(hf, "num_hidden_layers", where, int),
@@ -60,22 +61,26 @@ def _take_norm(source: TensorSource, name: str) -> tuple[torch.Tensor, torch.Ten
     return source.take(f"{name}.weight"), source.take(f"{name}.bias")
 
 
-def import_tensors(tensors: Tensors, config: ModelConfig, where: str) -> Tensors:
-    source = TensorSource(tensors, where, ())
+def encoder_tensors(source: TensorSource, config: ModelConfig, where: str, prefix: str, first_position: int = 0) -> Tensors:
+    """Embeddings and layers of a BERT-style encoder stored under `prefix` ("bert.", "roberta.").
+
+    The lab's position p is stored row first_position + p (RoBERTa starts after its padding row).
+    """
     d = config.d_model
-    state: Tensors = {"tok_emb.weight": source.take("bert.embeddings.word_embeddings.weight")}
-    positions = check_shape(source.take("bert.embeddings.position_embeddings.weight"), (config.context_length, d),
-                            "bert.embeddings.position_embeddings.weight", where)  # (P, D)
-    token_types = source.take_optional("bert.embeddings.token_type_embeddings.weight")  # (types, D)
-    state["pos_emb.weight"] = positions if token_types is None else positions + token_types[0]  # (P, D)
-    state["embed_norm.weight"], state["embed_norm.bias"] = _take_norm(source, "bert.embeddings.LayerNorm")
+    state: Tensors = {"tok_emb.weight": source.take(prefix + "embeddings.word_embeddings.weight")}
+    name = prefix + "embeddings.position_embeddings.weight"
+    positions = check_shape(source.take(name), (first_position + config.context_length, d), name, where)  # (P, D)
+    positions = positions[first_position:]  # (context, D)
+    token_types = source.take_optional(prefix + "embeddings.token_type_embeddings.weight")  # (types, D)
+    state["pos_emb.weight"] = positions if token_types is None else positions + token_types[0]  # (context, D)
+    state["embed_norm.weight"], state["embed_norm.bias"] = _take_norm(source, prefix + "embeddings.LayerNorm")
     for i in range(config.n_layers):
-        hf, ours = f"bert.encoder.layer.{i}.", f"blocks.{i}."
+        hf, ours = f"{prefix}encoder.layer.{i}.", f"blocks.{i}."
         projections = [check_shape(source.take(f"{hf}attention.self.{part}.weight"), (d, d),
                                    f"{hf}attention.self.{part}.weight", where) for part in ("query", "key", "value")]
         state[ours + "attn.qkv.weight"] = torch.cat(projections)  # (3D, D), rows q|k|v
         state[ours + "attn.qkv.bias"] = torch.cat([source.take(f"{hf}attention.self.{part}.bias")
-                                              for part in ("query", "key", "value")], dim=0)  # (3D,)
+                                                   for part in ("query", "key", "value")])  # (3D,)
         state[ours + "attn.out_proj.weight"] = source.take(hf + "attention.output.dense.weight")
         state[ours + "attn.out_proj.bias"] = source.take(hf + "attention.output.dense.bias")
         state[ours + "norm1.weight"], state[ours + "norm1.bias"] = _take_norm(source, hf + "attention.output.LayerNorm")
@@ -84,6 +89,12 @@ def import_tensors(tensors: Tensors, config: ModelConfig, where: str) -> Tensors
         state[ours + "ffn.down.weight"] = source.take(hf + "output.dense.weight")  # (D, F)
         state[ours + "ffn.down.bias"] = source.take(hf + "output.dense.bias")
         state[ours + "norm2.weight"], state[ours + "norm2.bias"] = _take_norm(source, hf + "output.LayerNorm")
+    return state
+
+
+def import_tensors(tensors: Tensors, config: ModelConfig, hf_config: HFConfig, where: str) -> Tensors:
+    source = TensorSource(tensors, where, ())
+    state = encoder_tensors(source, config, where, "bert.")
     state["head_transform.dense.weight"] = source.take("cls.predictions.transform.dense.weight")
     state["head_transform.dense.bias"] = source.take("cls.predictions.transform.dense.bias")
     state["head_transform.norm.weight"], state["head_transform.norm.bias"] = _take_norm(

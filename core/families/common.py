@@ -33,8 +33,8 @@ class Family:
     auto_class: str  # the transformers class that loads the folder: "AutoModelForCausalLM"
     # config.json -> the ModelConfig fields (name aside); raises CheckpointError naming `where`
     config_fields: Callable[[HFConfig, str], dict[str, Any]]
-    # Hugging Face tensors -> the lab's state dict for a config; raises CheckpointError naming `where`
-    import_tensors: Callable[[Tensors, ModelConfig, str], Tensors]
+    # Hugging Face tensors -> the lab's state dict for a config (and its config.json); raises CheckpointError naming `where`
+    import_tensors: Callable[[Tensors, ModelConfig, HFConfig, str], Tensors]
     # Export, where the lab can write this family. `export_needs` is None for a model of another kind,
     # else what the model lacks ([] when it can be written).
     export_needs: Callable[[ModelConfig], list[str] | None] | None = None
@@ -57,6 +57,8 @@ def causal_decoder_needs(config: ModelConfig) -> list[str]:
         (config.norm_placement == "pre", "pre-norm"),
         (config.final_norm, "a final norm"),
         (config.n_experts == 0, "a dense FFN (no experts)"),
+        (not config.embed_scale and not config.embed_norm, "plain token embeddings (no scale, no norm)"),
+        (not config.head_transform and not config.head_bias, "a plain vocabulary head (no transform, no bias)"),
     ]
     return [need for ok, need in shared if not ok]
 

@@ -40,7 +40,7 @@ def config_fields(hf: HFConfig, where: str) -> dict[str, Any]:
     }
 
 
-def import_tensors(tensors: Tensors, config: ModelConfig, where: str) -> Tensors:
+def import_tensors(tensors: Tensors, config: ModelConfig, hf_config: HFConfig, where: str) -> Tensors:
     source = TensorSource(tensors, where, ())
     d = config.d_model
     state: Tensors = {

@@ -68,7 +68,7 @@ def config_fields(hf: HFConfig, where: str) -> dict[str, Any]:
     }
 
 
-def import_tensors(tensors: Tensors, config: ModelConfig, where: str) -> Tensors:
+def import_tensors(tensors: Tensors, config: ModelConfig, hf_config: HFConfig, where: str) -> Tensors:
     source = TensorSource(tensors, where, ("transformer.",))
     d, d_ff = config.d_model, config.d_ff
     state: Tensors = {

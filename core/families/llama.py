@@ -115,7 +115,7 @@ def deinterleave_rope_rows(weight: torch.Tensor, n_heads: int, d_head: int) -> t
     return pairs.transpose(1, 2).reshape(n_heads * d_head, *trailing)  # (H*d, ...): row h*d + half*d/2 + i
 
 
-def import_tensors(tensors: Tensors, config: ModelConfig, where: str) -> Tensors:
+def import_tensors(tensors: Tensors, config: ModelConfig, hf_config: HFConfig, where: str) -> Tensors:
     source = TensorSource(tensors, where, ())
     d, d_head = config.d_model, config.d_head
     q_rows, kv_rows = config.n_heads * d_head, config.kv_heads * d_head

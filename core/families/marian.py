@@ -93,7 +93,7 @@ def _ffn(source: TensorSource, hf: str, ours: str, state: Tensors) -> None:
     state[ours + "ffn.down.bias"] = source.take(hf + "fc2.bias")
 
 
-def import_tensors(tensors: Tensors, config: ModelConfig, where: str) -> Tensors:
+def import_tensors(tensors: Tensors, config: ModelConfig, hf_config: HFConfig, where: str) -> Tensors:
     source = TensorSource(tensors, where, ())
     d = config.d_model
     shared = source.take_optional("model.shared.weight")

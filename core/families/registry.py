@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from core.checkpoint_files import CheckpointError
 from core.config import ModelConfig
-from core.families import bert, distilbert, gpt2, llama, marian, qwen2
+from core.families import bert, distilbert, gpt2, llama, marian, qwen2, roberta
 from core.families.common import Family, causal_decoder_needs
 
 FAMILIES: dict[str, Family] = {
@@ -19,6 +19,7 @@ FAMILIES: dict[str, Family] = {
         qwen2.FAMILY,
         bert.FAMILY,
         distilbert.FAMILY,
+        roberta.FAMILY,
         marian.FAMILY,
     )
 }

@@ -9,7 +9,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from core.checkpoints import CheckpointError, resolve_checkpoint
-from tests.encoder_folders import bert_folder, distilbert_folder, marian_folder, reference_model
+from tests.encoder_folders import bert_folder, distilbert_folder, marian_folder, reference_model, roberta_folder
 from tests.hf_folders import SAMPLE_TEXT
 
 pytest.importorskip("transformers")
@@ -72,6 +72,17 @@ def test_distilbert_logits_match_transformers(tmp_path):
     torch.testing.assert_close(ours, expected, atol=TOLERANCE, rtol=0)
 
 
+def test_roberta_logits_match_transformers_with_its_positions_offset(tmp_path):
+    folder = roberta_folder(tmp_path / "roberta")
+    assert resolve_checkpoint(folder).config.context_length == 64  # 66 rows, the first two before position 0
+    ids = [0, 17, 40, 99, 150, 33, 2]  # no padding token (1) inside
+    expected, ours = _masked_lm_logits(folder, ids)
+    torch.testing.assert_close(ours, expected, atol=TOLERANCE, rtol=0)
+    long_ids = [0] + [5 + i % 190 for i in range(62)] + [2]  # 64 tokens: the last row of the table is used
+    expected, ours = _masked_lm_logits(folder, long_ids)
+    torch.testing.assert_close(ours, expected, atol=TOLERANCE, rtol=0)
+
+
 @pytest.mark.parametrize("overrides", [{}, {"activation_function": "gelu", "scale_embedding": False}])
 def test_marian_logits_match_transformers(tmp_path, overrides):
     folder = marian_folder(tmp_path / "marian", **overrides)
@@ -111,3 +122,60 @@ def test_marian_towers_of_different_widths_are_refused(tmp_path):
     (folder / "config.json").write_text(json.dumps(config))
     with pytest.raises(CheckpointError, match="encoder_ffn_dim and decoder_ffn_dim differ"):
         resolve_checkpoint(folder)
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"embed_norm": True}, "plain token embeddings"),
+        ({"embed_scale": True}, "plain token embeddings"),
+        ({"head_bias": True}, "a plain vocabulary head"),
+        ({"head_transform": True}, "a plain vocabulary head"),
+    ],
+)
+def test_export_refuses_what_gpt2_and_llama_do_not_have(tmp_path, fields, message):
+    from core.config import ModelConfig
+    from core.hf_export import save_hf_folder
+    from core.model import Transformer
+
+    model = Transformer.from_seed(ModelConfig(vocab_size=20, d_model=16, n_heads=2, d_ff=32, **fields).validated())
+    with pytest.raises(CheckpointError, match=message):
+        save_hf_folder(model, tmp_path / "saved")
+    assert not (tmp_path / "saved").exists()
+
+
+@pytest.mark.parametrize("repo_id", ["google-bert/bert-base-uncased", "Helsinki-NLP/opus-mt-en-de"])
+def test_parameter_formula_counts_the_new_parts(repo_id):
+    """Embedding norm, head transform and head bias are counted by core.params as the built model has them."""
+    from core.hf_import import hf_to_model_config
+    from core.model_library import find_catalogue
+    from core.params import instantiated_parameter_count, parameter_breakdown
+
+    config = hf_to_model_config(find_catalogue(repo_id).config, repo_id, repo_id)
+    for variant in (config, config.replace(bias=False), config.replace(tie_embeddings=False)):
+        assert parameter_breakdown(variant).total == instantiated_parameter_count(variant)
+
+
+@pytest.mark.parametrize("positional", ["learned", "sinusoidal"])
+def test_the_kv_cache_and_the_lens_use_the_new_embedding_and_head_parts(positional):
+    """A decoder with a scaled, normed embedding and BERT's head: the cached decode equals the recompute,
+    and the logit lens's last stage equals the model's own logits."""
+    from core.config import ModelConfig
+    from core.experiments import kv_cache
+    from core.experiments.follow_token import follow_token
+    from core.model import Transformer
+    from tests.float32 import REORDER_ULPS, float32_tolerance
+
+    config = ModelConfig(vocab_size=40, d_model=16, n_heads=2, d_ff=32, positional=positional, embed_scale=True,
+                         embed_norm=True, sinusoidal_halves=positional == "sinusoidal", head_transform=True,
+                         head_bias=True).validated()
+    model = Transformer.from_seed(config, seed=3)
+    with torch.no_grad():
+        model.head.bias.normal_(generator=torch.Generator().manual_seed(0))  # zero as initialised
+    tokens = [3, 9, 1, 30, 7, 12, 5, 22]
+    proof = kv_cache.kv_cache_proof(model, tokens, decode_steps=4)
+    assert proof.max_difference <= float32_tolerance(kv_cache.logits_scale(model, tokens), 4 * REORDER_ULPS)
+    lens = follow_token(model, tokens, position=5, k=1)
+    with torch.no_grad():
+        expected = int(model(torch.tensor([tokens]))[0, 5].argmax())
+    assert int(lens.top_ids[-1, 0]) == expected
