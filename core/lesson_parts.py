@@ -146,10 +146,11 @@ PANEL_PARTS: dict[str, PanelParts] = {
          "worked_all_keys": BOOL, "reading_script": BOOL, "reading_seed": SEED},
     ),
     "Positions": PanelParts(
-        {"": _controls("source_combo"),
+        {"": _controls("source_combo", "source_label"),
          "RoPE scrubber": {**_results("rope_score_label", "sinusoidal_score_label", "trace_plot", "row_plot",
                                       "arrow_plot", "norm_plot", "norm_label"),
-                           **_controls("m_slider", "n_slider", "offset_label", "lock_check", "compare_sinusoidal_check")},
+                           **_controls("m_slider", "n_slider", "m_caption", "n_caption", "offset_label", "lock_check",
+                                       "compare_sinusoidal_check")},
          "Score grids": _results("grids_note", "rope_grid", "sinusoidal_grid", "learned_grid", "offset_plot"),
          "Encodings": {**_results("sinusoid_map", "fingerprint_plot", "wavelength_plot", "learned_note", "learned_map",
                                   "alibi_map"), **_controls("fingerprint_spin", "encoding_width_spin")},
