@@ -180,8 +180,9 @@ def test_every_bundled_lesson_is_clean():
 
 
 def test_the_authors_guide_lists_the_declared_parts():
-    from core.lesson_parts import parts_markdown
     from pathlib import Path
+
+    from core.lesson_parts import parts_markdown
 
     guide = Path(__file__).resolve().parents[2] / "docs" / "lessons.md"
     assert parts_markdown() in guide.read_text(encoding="utf-8"), "docs/lessons.md: regenerate the parts tables"
