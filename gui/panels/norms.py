@@ -24,17 +24,25 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QObject, QPointF, Qt, Signal
 from PySide6.QtGui import QFontMetrics
-from PySide6.QtWidgets import QCheckBox, QComboBox, QGridLayout, QLabel, QSlider, QSpinBox, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QGridLayout, QLabel, QPushButton, QSlider, QSpinBox, QVBoxLayout,
+                               QWidget)
 
 from gui import theme
-from gui.panels.base import Panel, View
+from gui.panels.base import Panel, Refusal, View
 from gui.widgets.flow_layout import FlowLayout, control_group
 from gui.widgets.log_axis import log_ready_axes
 from gui.widgets.plot_titles import wrap_title
 
-# core.experiments.norms imports torch, which the GUI thread must not; its MAX_DEPTH is 96 (a test checks).
+# core.experiments.norms imports torch, which the GUI thread must not; these copy its bounds (a test checks).
 MAX_DEPTH = 96
+MAX_WIDTH = 1024
+MAX_STACK_WEIGHTS = 60_000_000
+INIT_CHOICES = (("GPT-2 N(0, 0.02)", "gpt2"), ("Xavier (Xiong et al.)", "xavier"))
+PAPER_WIDTH, PAPER_HEADS, PAPER_DEPTH = 512, 8, 6
 D_MODEL = 64  # the reading's block width; post-norm pins every token to norm sqrt(d) = 8
+DEFAULT_HEADS = 4
+SEQ, BATCH = 32, 4  # the loss is averaged over SEQ * BATCH next-token predictions
+TREND = 1.15  # a fitted change over the stack beyond this factor either way is called growth or a fall
 NORM_CHOICES = (("LayerNorm", "layernorm"), ("RMSNorm", "rmsnorm"))
 NORM_NAMES = dict((value, text) for text, value in NORM_CHOICES)
 PLACEMENTS = ("pre", "post")
@@ -48,6 +56,14 @@ class NormsInputs:
     norm: str  # "layernorm" or "rmsnorm"
     seed: int
     residual_scaling: bool
+    init: str = "gpt2"  # "gpt2" or "xavier"
+    d_model: int = D_MODEL
+    n_heads: int = DEFAULT_HEADS
+
+
+def stack_weights(depth: int, d_model: int) -> int:
+    """Weight-matrix entries of the stack: 4 d^2 in attention, 8 d^2 in the FFN, per block."""
+    return 12 * depth * d_model * d_model
 
 
 def compute_norms(inputs: NormsInputs, token) -> Any:
@@ -57,8 +73,9 @@ def compute_norms(inputs: NormsInputs, token) -> Any:
     curves = {}
     for index, placement in enumerate(PLACEMENTS):
         token.report(index / len(PLACEMENTS), f"{inputs.depth}-block {placement}-norm stack")
-        curves[placement] = norm_curves(inputs.depth, placement, inputs.norm, inputs.seed, d_model=D_MODEL,
-                                        residual_scaling=inputs.residual_scaling)
+        curves[placement] = norm_curves(inputs.depth, placement, inputs.norm, inputs.seed, d_model=inputs.d_model,
+                                        n_heads=inputs.n_heads, seq=SEQ, batch=BATCH,
+                                        residual_scaling=inputs.residual_scaling, init=inputs.init)
     return PlacementComparison(pre=curves["pre"], post=curves["post"])
 
 
@@ -106,15 +123,73 @@ def describe_parameter_gradients(pre, post) -> str:
     """One line on the weight gradient of each block: the last block's against the first's, and the spread."""
     if pre.depth == 1:
         values = "; ".join(f"{c.placement}-norm {c.parameter_gradient_norms[0]:.3g}" for c in (pre, post))
-        return f"Weight gradient ‖∂L/∂W‖ of the one block: {values}."
+        return f"Weight gradient ‖∂L/∂W‖ over all its matrices of the one block: {values}."
     parts, spreads = [], []
     for curves in (pre, post):
         weights = curves.parameter_gradient_norms
         parts.append(f"{curves.placement}-norm {_ratio_text(weights[-1] / weights[0])} "
                      f"({weights[0]:.3g} → {weights[-1]:.3g})")
         spreads.append(f"{curves.placement}-norm {_ratio_text(weights.max() / weights.min())}")
-    return (f"Weight gradient ‖∂L/∂W‖, block {pre.depth} against block 1: " + "; ".join(parts)
+    return (f"Weight gradient ‖∂L/∂W‖ over all its matrices, block {pre.depth} against block 1: " + "; ".join(parts)
             + ". Largest ÷ smallest block: " + ", ".join(spreads) + ".")
+
+
+def fitted_change(values: np.ndarray) -> float:
+    """The change over the stack from a straight-line fit of log(value) against block index.
+
+    Steadier than last / first, which two noisy blocks decide; 1 for a single block.
+    """
+    if len(values) < 2:
+        return 1.0
+    slope = np.polyfit(np.arange(len(values)), np.log(values), 1)[0]
+    return float(np.exp(slope * (len(values) - 1)))
+
+
+def trend_word(change: float) -> str:
+    return "grows" if change >= TREND else "falls" if change <= 1 / TREND else "stays level"
+
+
+def describe_regime(pre, post) -> str:
+    """Which regime this is and what it shows, from the measured W^{FFN,2} gradients and write sizes."""
+    depth = pre.depth
+    write = float(np.mean(post.write_ratios))
+    changes = {c.placement: fitted_change(c.ffn_out_gradient_norms) for c in (pre, post)}
+    ratios = {c.placement: c.ffn_out_gradient_norms[-1] / c.ffn_out_gradient_norms[0] for c in (pre, post)}
+    if depth == 1:
+        trend = "With one block there is no layer-to-layer trend to compare."
+    else:
+        trend = ("‖∂L/∂W^FFN,2‖ from block 1 to block {depth} (fitted over all blocks; last ÷ first in brackets): "
+                 "post-norm {post_word} {post:s} ({post_ratio}), pre-norm {pre_word} {pre:s} ({pre_ratio}).").format(
+            depth=depth, post_word=trend_word(changes["post"]), post=_ratio_text(changes["post"]),
+            post_ratio=_ratio_text(ratios["post"]), pre_word=trend_word(changes["pre"]),
+            pre=_ratio_text(changes["pre"]), pre_ratio=_ratio_text(ratios["pre"]))
+    setup = (f"d = {pre.d_model}, {pre.n_heads} heads, d_ff = {4 * pre.d_model}, {depth} block{'s' * (depth != 1)}, "
+             f"next-token loss on {pre.batch} × {pre.seq} random tokens")
+    rescale = math.sqrt(1 + write * write)
+    if pre.init == "xavier":
+        head = (f"Xavier, as Xiong et al. (2020) ({setup}; the paper's loss is a translation model's). Each "
+                f"post-norm FFN writes {write:.2f} × the length of the stream it joins, so every LayerNorm "
+                f"divides by about √(1 + {write:.2f}²) = {rescale:.2f}.")
+        if depth == 1:
+            verdict = ""
+        elif changes["post"] >= TREND and changes["pre"] < changes["post"] / TREND:
+            verdict = (" Post-norm's later blocks get the larger gradients, the paper's Fig. 3 finding for post-LN.")
+        else:
+            verdict = (" Post-norm's growth toward the output does not show at this depth and seed; the paper's "
+                       "Fig. 3 shows it. Try more blocks or another seed.")
+        if depth > 1 and changes["pre"] <= 1 / TREND:
+            verdict += (" Pre-norm's are not level here as in the paper's figure: its first blocks add to a "
+                        f"shorter stream (×{pre.forward_norms[-1] / pre.forward_norms[0]:.2f} longer at the top), "
+                        "so the final norm passes back less to the last blocks.")
+    else:
+        head = (f"GPT-2's N(0, 0.02) ({setup}). Each post-norm FFN writes only {write:.3f} × the length of the "
+                f"stream it joins, so every LayerNorm divides by about √(1 + {write:.3f}²) = {rescale:.4f}: the "
+                "norms barely rescale.")
+        verdict = ""
+        if depth > 1 and trend_word(changes["post"]) == "stays level":
+            verdict = (" So post-norm's later blocks get no larger gradient than its first: Xiong et al.'s growth "
+                       "needs writes comparable to the stream (choose Xavier).")
+    return f"{head} {trend}{verdict}"
 
 
 class WrappingPlots(QWidget):
@@ -186,6 +261,33 @@ class NormsControls(QObject):
             self.norm_combo.addItem(text, value)
         self.norm_combo.setToolTip("LayerNorm centres and scales each token; RMSNorm only scales")
         self.norm_caption.setBuddy(self.norm_combo)
+        self.init_caption = QLabel("Init")
+        self.init_combo = QComboBox()
+        for text, value in INIT_CHOICES:
+            self.init_combo.addItem(text, value)
+        self.init_combo.setToolTip("GPT-2: every weight N(0, 0.02). Xavier: Xiong et al.'s set-up (Xavier-uniform "
+                                   "linears, N(0, 1) embeddings, sinusoidal positions, ReLU, no final norm after post-norm)")
+        self.init_caption.setBuddy(self.init_combo)
+        self.width_caption = QLabel("Width d")
+        self.width_spin = QSpinBox()
+        self.width_spin.setRange(8, MAX_WIDTH)
+        self.width_spin.setSingleStep(8)
+        self.width_spin.setValue(D_MODEL)
+        self.width_spin.setKeyboardTracking(False)
+        self.width_spin.setToolTip(f"d_model of the random stack (8 to {MAX_WIDTH}; a multiple of the heads)")
+        self.width_caption.setBuddy(self.width_spin)
+        self.heads_caption = QLabel("Heads")
+        self.heads_spin = QSpinBox()
+        self.heads_spin.setRange(1, 64)
+        self.heads_spin.setValue(DEFAULT_HEADS)
+        self.heads_spin.setKeyboardTracking(False)
+        self.heads_spin.setToolTip("attention heads per block (the width must divide by them)")
+        self.heads_caption.setBuddy(self.heads_spin)
+        self.paper_button = QPushButton("Paper's set-up")
+        self.paper_button.setToolTip(f"Xavier, d = {PAPER_WIDTH}, {PAPER_HEADS} heads, {PAPER_DEPTH} blocks "
+                                     "(the base Transformer's sizes)")
+        self.model_button = QPushButton("Loaded model's sizes")
+        self.model_button.setToolTip("depth, width and heads of the model loaded in the lab (capped at the bounds)")
         self.scaling_check = QCheckBox("Residual scaling 1/√(2N)")
         self.scaling_check.setToolTip("scale the output projections' initial weights by 1/sqrt(2 x blocks), as GPT-2 does")
         self.log_check = QCheckBox("Log scale")
@@ -193,8 +295,47 @@ class NormsControls(QObject):
         self.depth_spin.valueChanged.connect(self._on_depth_spin)
         self.depth_slider.valueChanged.connect(self._on_depth_slider)
         self.norm_combo.currentIndexChanged.connect(self.changed)
+        self.init_combo.currentIndexChanged.connect(self._on_init)
+        self.width_spin.valueChanged.connect(self.changed)
+        self.heads_spin.valueChanged.connect(self.changed)
+        self.paper_button.clicked.connect(self.use_paper_setup)
         self.scaling_check.toggled.connect(self.changed)
         self.log_check.toggled.connect(self.log_changed)
+
+    def _on_init(self) -> None:
+        # GPT-2's residual scaling is no part of the Xavier set-up.
+        xavier = self.init_combo.currentData() == "xavier"
+        if xavier:
+            self.scaling_check.blockSignals(True)
+            self.scaling_check.setChecked(False)
+            self.scaling_check.blockSignals(False)
+        self.scaling_check.setEnabled(not xavier)
+        self.changed.emit()
+
+    def set_sizes(self, depth: int, width: int, heads: int, init: str | None = None) -> None:
+        """Set several inputs with one `changed` at the end (one computation, not four)."""
+        widgets = (self.depth_spin, self.depth_slider, self.width_spin, self.heads_spin, self.init_combo, self.scaling_check)
+        for widget in widgets:
+            widget.blockSignals(True)
+        self.depth_spin.setValue(depth)
+        self.depth_slider.setValue(self.depth_spin.value())
+        self.width_spin.setValue(width)
+        self.heads_spin.setValue(heads)
+        if init is not None:
+            self.init_combo.setCurrentIndex(self.init_combo.findData(init))
+        if self.init_combo.currentData() == "xavier":
+            self.scaling_check.setChecked(False)
+        self.scaling_check.setEnabled(self.init_combo.currentData() != "xavier")
+        for widget in widgets:
+            widget.blockSignals(False)
+        self.changed.emit()
+
+    def use_paper_setup(self) -> None:
+        self.set_sizes(PAPER_DEPTH, PAPER_WIDTH, PAPER_HEADS, "xavier")
+
+    def use_model_sizes(self, config) -> None:
+        self.set_sizes(min(max(1, config.n_layers), MAX_DEPTH), min(max(8, config.d_model), MAX_WIDTH),
+                       min(max(1, config.n_heads), 64))
 
     def _on_depth_spin(self, depth: int) -> None:
         self.depth_slider.blockSignals(True)
@@ -238,8 +379,8 @@ class NormsView(View):
 
         self.forward_plot = self._make_plot("Residual stream: mean per-token ‖x‖", "‖x‖")
         self.gradient_plot = self._make_plot("Stream gradient: ‖∂L/∂x‖", "‖∂L/∂x‖")
-        self.parameter_plot = self._make_plot("Weight gradient per block: ‖∂L/∂W‖", "‖∂L/∂W‖",
-                                              "block l (its weight matrices)")
+        self.parameter_plot = self._make_plot("FFN output weight gradient per block: ‖∂L/∂W^FFN,2‖",
+                                              "‖∂L/∂W^FFN,2‖", "block l (the matrix Xiong et al. plot)")
         self.plots = (self.forward_plot, self.gradient_plot, self.parameter_plot)
         self.forward_curves = self._make_curves(self.forward_plot)
         self.gradient_curves = self._make_curves(self.gradient_plot)
@@ -291,17 +432,27 @@ class NormsView(View):
         }
 
     # ---- the contract --------------------------------------------------------------------------
-    def inputs(self) -> NormsInputs:
+    def inputs(self) -> NormsInputs | Refusal:
         controls = self.controls
-        return NormsInputs(controls.depth_spin.value(), controls.norm_combo.currentData(), self.state.seed,
-                           controls.scaling_check.isChecked())
+        depth, width, heads = controls.depth_spin.value(), controls.width_spin.value(), controls.heads_spin.value()
+        if width % heads:
+            return Refusal(f"The width d = {width} does not divide into {heads} heads: choose a width that is a "
+                           f"multiple of {heads}, or other heads.")
+        if stack_weights(depth, width) > MAX_STACK_WEIGHTS:
+            return Refusal(f"{depth} blocks of width {width} hold {stack_weights(depth, width):,} weights, more than "
+                           f"the {MAX_STACK_WEIGHTS:,} this panel runs: choose fewer blocks or a smaller width.")
+        init = controls.init_combo.currentData()
+        return NormsInputs(depth, controls.norm_combo.currentData(), self.state.seed,
+                           controls.scaling_check.isChecked() and init == "gpt2", init, width, heads)
 
     def show_result(self, comparison) -> None:
         pre, post = comparison.pre, comparison.post
         self.caption.setText(f"<b>{describe_forward(pre, post)}</b><br>{describe_gradients(pre, post)}"
                              f" <span style='color:{theme.current().muted}'>(d = {pre.d_model}, loss {pre.loss:.3f},"
                              f" {pre.norm}{', residual scaling' if pre.residual_scaling else ''}, seed {pre.seed})</span>")
-        self.parameter_caption.setText(describe_parameter_gradients(pre, post))
+        self.parameter_caption.setText(f"{describe_parameter_gradients(pre, post)}\n{describe_regime(pre, post)}")
+        root_d = math.sqrt(pre.d_model)
+        self.root_d_line.label.setFormat(f"√d = {root_d:.4g}")
         self._update_curves()
 
     def on_stale(self) -> None:
@@ -318,12 +469,12 @@ class NormsView(View):
             return
         colors = {"pre": "primary", "post": "secondary"}
         for curves, values in ((self.forward_curves, "forward_norms"), (self.gradient_curves, "gradient_norms"),
-                               (self.parameter_curves, "parameter_gradient_norms")):
+                               (self.parameter_curves, "ffn_out_gradient_norms")):
             for placement, curve in curves.items():
                 measured = getattr(comparison, placement)
                 y = getattr(measured, values)
                 # Block l's weights sit at x = l, under "after block l" in the other two plots.
-                x = measured.layers[1:] if values == "parameter_gradient_norms" else measured.layers
+                x = measured.layers[1:] if values == "ffn_out_gradient_norms" else measured.layers
                 curve.setData(x.astype(float), y)
                 role = colors[placement]
                 curve.setPen(theme.pen(role))
@@ -344,10 +495,10 @@ class NormsView(View):
         log = self.controls.log_scale
         headroom_px = 4.0 * QFontMetrics(theme.font()).height()
         for plot, values in ((self.forward_plot, "forward_norms"), (self.gradient_plot, "gradient_norms"),
-                             (self.parameter_plot, "parameter_gradient_norms")):
+                             (self.parameter_plot, "ffn_out_gradient_norms")):
             data = np.concatenate([getattr(getattr(comparison, p), values) for p in PLACEMENTS])
             if plot is self.forward_plot:
-                data = np.append(data, math.sqrt(D_MODEL))
+                data = np.append(data, math.sqrt(comparison.pre.d_model))
             if log:
                 data = np.log10(data[data > 0])
                 low, high = float(data.min()), float(data.max())
@@ -362,7 +513,7 @@ class NormsView(View):
             self.show_layer_values(self.hover_layer)
 
     def _place_root_d_line(self) -> None:
-        root_d = math.sqrt(D_MODEL)
+        root_d = math.sqrt(self.result.pre.d_model if self.result is not None else D_MODEL)
         self.root_d_line.setValue(math.log10(root_d) if self.controls.log_scale else root_d)
 
     def _apply_log_scale(self, on: bool) -> None:
@@ -404,9 +555,9 @@ class NormsView(View):
         for plot, line, label, values in (
             (self.forward_plot, self.crosshairs[0], self.hover_labels[0], "forward_norms"),
             (self.gradient_plot, self.crosshairs[1], self.hover_labels[1], "gradient_norms"),
-            (self.parameter_plot, self.crosshairs[2], self.hover_labels[2], "parameter_gradient_norms"),
+            (self.parameter_plot, self.crosshairs[2], self.hover_labels[2], "ffn_out_gradient_norms"),
         ):
-            if values == "parameter_gradient_norms":
+            if values == "ffn_out_gradient_norms":
                 if layer == 0:
                     line.hide()
                     label.setText("")
@@ -478,6 +629,13 @@ class NormsPanel(Panel):
         row = FlowLayout()  # wraps on a narrow window or at a large text scale
         row.addWidget(control_group(controls.depth_caption, self.depth_spin, self.depth_slider))
         row.addWidget(control_group(controls.norm_caption, self.norm_combo))
+        self.init_combo, self.width_spin, self.heads_spin = controls.init_combo, controls.width_spin, controls.heads_spin
+        self.paper_button, self.model_button = controls.paper_button, controls.model_button
+        row.addWidget(control_group(controls.init_caption, self.init_combo))
+        row.addWidget(control_group(controls.width_caption, self.width_spin, controls.heads_caption, self.heads_spin))
+        row.addWidget(self.paper_button)
+        row.addWidget(self.model_button)
+        self.model_button.clicked.connect(lambda: controls.use_model_sizes(self.state.config))
         row.addWidget(self.scaling_check)
         row.addWidget(self.log_check)
         layout.addLayout(row)
@@ -493,6 +651,9 @@ class NormsPanel(Panel):
             "norm": self.norm_combo.currentData(),
             "residual_scaling": self.scaling_check.isChecked(),
             "log_scale": self.log_check.isChecked(),
+            "init": self.init_combo.currentData(),
+            "d_model": self.width_spin.value(),
+            "n_heads": self.heads_spin.value(),
         }
 
     def restore_settings(self, data: dict[str, Any]) -> None:
@@ -505,10 +666,17 @@ class NormsPanel(Panel):
         index = self.norm_combo.findData(norm) if isinstance(norm, str) else -1
         if index >= 0:
             self.norm_combo.setCurrentIndex(index)
+        index = self.init_combo.findData(data.get("init")) if isinstance(data.get("init"), str) else -1
+        if index >= 0:
+            self.init_combo.setCurrentIndex(index)
+        for key, spin in (("d_model", self.width_spin), ("n_heads", self.heads_spin)):
+            value = data.get(key)
+            if isinstance(value, int) and not isinstance(value, bool) and spin.minimum() <= value <= spin.maximum():
+                spin.setValue(value)
         for key, box in (("residual_scaling", self.scaling_check), ("log_scale", self.log_check)):
             if isinstance(data.get(key), bool):
                 box.setChecked(data[key])
 
 
 __all__ = ["NormsPanel", "NormsView", "NormsInputs", "compute_norms", "MAX_DEPTH", "describe_forward",
-           "describe_gradients", "describe_parameter_gradients"]
+           "describe_gradients", "describe_parameter_gradients", "describe_regime", "fitted_change"]
