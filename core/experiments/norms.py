@@ -47,7 +47,7 @@ MAX_STACK_WEIGHTS = 60_000_000  # 12 d^2 weight entries per block: 96 blocks at 
 INITS = ("gpt2", "xavier")
 INIT_NAMES = {"gpt2": "GPT-2 N(0, 0.02)", "xavier": "Xavier (Xiong et al.)"}
 # The base Transformer's sizes, where the weight gradients are set side by side with the paper.
-PAPER_WIDTH, PAPER_HEADS, PAPER_DEPTH = 512, 8, 6
+PAPER_WIDTH, PAPER_HEADS, PAPER_DEPTH = 512, 8, 12
 DEFAULT_VOCAB = 65  # the bundled character vocabulary: any small vocabulary works for random tokens
 
 

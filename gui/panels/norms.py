@@ -38,11 +38,11 @@ MAX_DEPTH = 96
 MAX_WIDTH = 1024
 MAX_STACK_WEIGHTS = 60_000_000
 INIT_CHOICES = (("GPT-2 N(0, 0.02)", "gpt2"), ("Xavier (Xiong et al.)", "xavier"))
-PAPER_WIDTH, PAPER_HEADS, PAPER_DEPTH = 512, 8, 6
+PAPER_WIDTH, PAPER_HEADS, PAPER_DEPTH = 512, 8, 12
 D_MODEL = 64  # the reading's block width; post-norm pins every token to norm sqrt(d) = 8
 DEFAULT_HEADS = 4
 SEQ, BATCH = 32, 4  # the loss is averaged over SEQ * BATCH next-token predictions
-TREND = 1.15  # a fitted change over the stack beyond this factor either way is called growth or a fall
+TREND = 1.1  # a fitted change over the stack beyond this factor either way is called growth or a fall
 NORM_CHOICES = (("LayerNorm", "layernorm"), ("RMSNorm", "rmsnorm"))
 NORM_NAMES = dict((value, text) for text, value in NORM_CHOICES)
 PLACEMENTS = ("pre", "post")
