@@ -24,8 +24,8 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QObject, QPointF, Qt, Signal
 from PySide6.QtGui import QFontMetrics
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QGridLayout, QLabel, QPushButton, QSlider, QSpinBox, QVBoxLayout,
-                               QWidget)
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QFrame, QGridLayout, QLabel, QPushButton, QScrollArea, QSlider,
+                               QSpinBox, QVBoxLayout, QWidget)
 
 from gui import theme
 from gui.panels.base import Panel, Refusal, View
@@ -370,12 +370,22 @@ class NormsView(View):
         self.caption = QLabel("")
         self.caption.setWordWrap(True)
         self.caption.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        layout.addWidget(self.caption)
         self.parameter_caption = QLabel("")
         self.parameter_caption.setWordWrap(True)
         self.parameter_caption.setTextFormat(Qt.TextFormat.PlainText)
         self.parameter_caption.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        layout.addWidget(self.parameter_caption)
+        # At a large text scale the captions outgrow the view: they scroll, and the plots keep their share.
+        captions = QWidget()
+        caption_layout = QVBoxLayout(captions)
+        caption_layout.setContentsMargins(0, 0, 0, 0)
+        caption_layout.addWidget(self.caption)
+        caption_layout.addWidget(self.parameter_caption)
+        self.caption_scroll = QScrollArea()
+        self.caption_scroll.setWidget(captions)
+        self.caption_scroll.setWidgetResizable(True)
+        self.caption_scroll.setFrameShape(QFrame.Shape.NoFrame)
+        self.caption_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        layout.addWidget(self.caption_scroll)
 
         self.forward_plot = self._make_plot("Residual stream: mean per-token ‖x‖", "‖x‖")
         self.gradient_plot = self._make_plot("Stream gradient: ‖∂L/∂x‖", "‖∂L/∂x‖")
@@ -408,6 +418,17 @@ class NormsView(View):
         controls.changed.connect(self.inputs_changed)
         controls.log_changed.connect(self._apply_log_scale)
         self.apply_theme()
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._fit_caption_height()
+
+    def _fit_caption_height(self) -> None:
+        """The captions' full height, up to 45 % of the view; beyond that they scroll."""
+        inner = self.caption_scroll.widget()
+        width = max(1, self.caption_scroll.viewport().width())
+        wanted = inner.layout().heightForWidth(width) if inner.layout().hasHeightForWidth() else inner.sizeHint().height()
+        self.caption_scroll.setFixedHeight(max(1, min(wanted, int(0.45 * max(1, self.height())))))
 
     def _make_plot(self, title: str, y_label: str,
                    x_label: str = "layer (0 = embeddings, l = after block l)") -> pg.PlotWidget:
@@ -451,6 +472,7 @@ class NormsView(View):
                              f" <span style='color:{theme.current().muted}'>(d = {pre.d_model}, loss {pre.loss:.3f},"
                              f" {pre.norm}{', residual scaling' if pre.residual_scaling else ''}, seed {pre.seed})</span>")
         self.parameter_caption.setText(f"{describe_parameter_gradients(pre, post)}\n{describe_regime(pre, post)}")
+        self._fit_caption_height()
         root_d = math.sqrt(pre.d_model)
         self.root_d_line.label.setFormat(f"√d = {root_d:.4g}")
         self._update_curves()
