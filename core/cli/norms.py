@@ -9,8 +9,16 @@ from core.cli.bounds import seed, whole_number
 from core.cli.common import add_model_arguments, config_from_args, print_json, print_table
 from core.device import format_bytes
 from core.experiments.budgets import BYTES_PER_VALUE, BudgetError, compute_budget
-from core.experiments.norms import (INIT_NAMES, INITS, MAX_DEPTH, MAX_WIDTH, NormCurves, NormsError, compare_placements,
-                                    norm_curves)
+from core.experiments.norms import (
+    INIT_NAMES,
+    INITS,
+    MAX_DEPTH,
+    MAX_WIDTH,
+    NormCurves,
+    NormsError,
+    compare_placements,
+    norm_curves,
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

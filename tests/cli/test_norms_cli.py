@@ -127,5 +127,5 @@ def test_norms_xavier_init_prints_the_ffn_output_gradients_core_measures(capsys)
     (["--d-model", "30"], "n_heads"),
 ])
 def test_norms_refuses_bad_set_ups_in_words(capsys, arguments, message):
-    code, out, err = run(capsys, "norms", *arguments)
+    code, _, err = run(capsys, "norms", *arguments)
     assert code != 0 and message in err and "Traceback" not in err

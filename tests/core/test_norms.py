@@ -250,7 +250,8 @@ def test_the_two_regimes_differ_as_their_write_sizes_say():
         gpt2 = compare_placements(12, seed=seed, seq=32, batch=4)
         assert fitted_change(xavier.pre.ffn_out_gradient_norms) < 0.6, seed
         assert abs(math.log(fitted_change(gpt2.post.ffn_out_gradient_norms))) < math.log(1.06), seed
-        assert gpt2.post.write_ratios.max() < 0.05 < 0.4 < xavier.post.write_ratios.min(), seed
+        assert gpt2.post.write_ratios.max() < 0.05, seed
+        assert xavier.post.write_ratios.min() > 0.4, seed
 
 
 @pytest.mark.slow
