@@ -9,18 +9,29 @@ from core.cli.bounds import seed, whole_number
 from core.cli.common import add_model_arguments, config_from_args, print_json, print_table
 from core.device import format_bytes
 from core.experiments.budgets import BYTES_PER_VALUE, BudgetError, compute_budget
-from core.experiments.norms import MAX_DEPTH, NormCurves, NormsError, compare_placements, norm_curves
+from core.experiments.norms import (
+    INIT_NAMES,
+    INITS,
+    MAX_DEPTH,
+    MAX_WIDTH,
+    NormCurves,
+    NormsError,
+    compare_placements,
+    norm_curves,
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     norms = subparsers.add_parser(
         "norms",
         help="forward, stream-gradient and weight-gradient norms per layer of a random pre- or post-norm stack",
-        description="Build a stack of random blocks (GPT-2 initialisation), run random tokens through it, "
+        description="Build a stack of random blocks (GPT-2's N(0, 0.02) initialisation, or with --init xavier the "
+        "set-up of Xiong et al. 2020: Xavier-uniform linears, N(0, 1) embeddings, sinusoidal positions, ReLU, no "
+        "final norm after post-norm), run random tokens through it, "
         "and print per block boundary the mean per-token norm of the residual stream and the norm of "
         "d loss / d residual from one backward pass of the next-token loss, and beside each block's output "
-        "the norm of d loss / d W over that block's weight matrices from the same pass. Layer 0 is the "
-        "embedding output.",
+        "the norm of d loss / d W over that block's weight matrices and over its FFN output matrix W^{FFN,2} "
+        "(what Xiong et al. plot) from the same pass. Layer 0 is the embedding output.",
     )
     norms.add_argument("--depth", type=whole_number(1, MAX_DEPTH), default=12, metavar="N", help=f"blocks, 1..{MAX_DEPTH} (default 12)")
     norms.add_argument(
@@ -31,7 +42,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--residual-scaling", action="store_true", help="GPT-2's deep-stack init: residual writes / sqrt(2 * depth)"
     )
     norms.add_argument("--seed", type=seed(), default=0, help="seed of the weights and tokens (default 0)")
-    norms.add_argument("--d-model", type=whole_number(1, 4096), default=64, metavar="D", help="width (default 64)")
+    norms.add_argument("--init", choices=INITS, default="gpt2", help="gpt2: N(0, 0.02); xavier: Xiong et al.'s set-up")
+    norms.add_argument("--d-model", type=whole_number(1, MAX_WIDTH), default=64, metavar="D", help="width (default 64)")
     norms.add_argument("--heads", type=whole_number(1, 256), default=4, metavar="H", help="attention heads (default 4)")
     norms.add_argument("--seq", type=whole_number(1, 4096), default=16, metavar="T", help="tokens per sequence (default 16)")
     norms.add_argument("--batch", type=whole_number(1, 1024), default=4, metavar="B", help="sequences (default 4)")
@@ -66,6 +78,9 @@ def _curves_dict(curves: NormCurves) -> dict:
         "forward_norms": curves.forward_norms.tolist(),
         "gradient_norms": curves.gradient_norms.tolist(),
         "parameter_gradient_norms": curves.parameter_gradient_norms.tolist(),  # block b: layer b + 1's row
+        "ffn_out_gradient_norms": curves.ffn_out_gradient_norms.tolist(),
+        "write_ratios": curves.write_ratios.tolist(),
+        "init": curves.init,
     }
 
 
@@ -79,6 +94,7 @@ def run_norms(args: argparse.Namespace) -> int:
         seq=args.seq,
         batch=args.batch,
         residual_scaling=args.residual_scaling,
+        init=args.init,
     )
     try:
         if args.placement == "both":
@@ -94,7 +110,7 @@ def run_norms(args: argparse.Namespace) -> int:
     first = curves[0]
     print(
         f"{first.depth} random blocks, d_model {first.d_model}, {first.norm}"
-        f"{', residual scaling' if first.residual_scaling else ''}, seed {first.seed}; "
+        f"{', residual scaling' if first.residual_scaling else ''}, {INIT_NAMES[first.init]} init, seed {first.seed}; "
         f"layer 0 = embeddings, layer l = output of block l-1"
     )
     print(
@@ -103,13 +119,15 @@ def run_norms(args: argparse.Namespace) -> int:
     )
     header = ["layer"]
     for c in curves:
-        header += [f"{c.placement} forward", f"{c.placement} gradient", f"{c.placement} weight gradient"]
+        header += [f"{c.placement} forward", f"{c.placement} gradient", f"{c.placement} weight gradient",
+                   f"{c.placement} W_FFN2 gradient"]
     rows = []
     for layer in first.layers.tolist():
         row = [str(layer)]
         for c in curves:
             weight = f"{c.parameter_gradient_norms[layer - 1]:.6f}" if layer else "-"
-            row += [f"{c.forward_norms[layer]:.4f}", f"{c.gradient_norms[layer]:.6f}", weight]
+            ffn_out = f"{c.ffn_out_gradient_norms[layer - 1]:.6f}" if layer else "-"
+            row += [f"{c.forward_norms[layer]:.4f}", f"{c.gradient_norms[layer]:.6f}", weight, ffn_out]
         rows.append(row)
     print_table(rows, header, set(range(len(header))))
     for c in curves:
@@ -124,6 +142,11 @@ def run_norms(args: argparse.Namespace) -> int:
             f"  gradient at the embeddings / after block 1: "
             f"{c.gradient_norms[0] / c.gradient_norms[1]:.2f} (stream length {c.forward_norms[0]:.4f} -> "
             f"{c.forward_norms[1]:.4f}); weight gradient of block {c.depth} / block 1: {weights[-1] / weights[0]:.2f}"
+        )
+        print(
+            f"  W_FFN2 gradient of block {c.depth} / block 1: "
+            f"{c.ffn_out_gradient_norms[-1] / c.ffn_out_gradient_norms[0]:.2f}; mean FFN write / stream it joins: "
+            f"{c.write_ratios.mean():.3f}"
         )
     return 0
 

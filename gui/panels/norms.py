@@ -24,17 +24,42 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QObject, QPointF, Qt, Signal
 from PySide6.QtGui import QFontMetrics
-from PySide6.QtWidgets import QCheckBox, QComboBox, QGridLayout, QLabel, QSlider, QSpinBox, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QFrame,
+    QGridLayout,
+    QLabel,
+    QPushButton,
+    QScrollArea,
+    QSlider,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
 
 from gui import theme
-from gui.panels.base import Panel, View
+from gui.panels.base import Panel, Refusal, View
+from gui.panels.norms_captions import (
+    describe_forward,
+    describe_gradients,
+    describe_parameter_gradients,
+    describe_regime,
+    fitted_change,
+)
 from gui.widgets.flow_layout import FlowLayout, control_group
 from gui.widgets.log_axis import log_ready_axes
 from gui.widgets.plot_titles import wrap_title
 
-# core.experiments.norms imports torch, which the GUI thread must not; its MAX_DEPTH is 96 (a test checks).
+# core.experiments.norms imports torch, which the GUI thread must not; these copy its bounds (a test checks).
 MAX_DEPTH = 96
+MAX_WIDTH = 1024
+MAX_STACK_WEIGHTS = 60_000_000
+INIT_CHOICES = (("GPT-2 N(0, 0.02)", "gpt2"), ("Xavier (Xiong et al.)", "xavier"))
+PAPER_WIDTH, PAPER_HEADS, PAPER_DEPTH = 512, 8, 12
 D_MODEL = 64  # the reading's block width; post-norm pins every token to norm sqrt(d) = 8
+DEFAULT_HEADS = 4
+SEQ, BATCH = 32, 4  # the loss is averaged over SEQ * BATCH next-token predictions
 NORM_CHOICES = (("LayerNorm", "layernorm"), ("RMSNorm", "rmsnorm"))
 NORM_NAMES = dict((value, text) for text, value in NORM_CHOICES)
 PLACEMENTS = ("pre", "post")
@@ -48,6 +73,14 @@ class NormsInputs:
     norm: str  # "layernorm" or "rmsnorm"
     seed: int
     residual_scaling: bool
+    init: str = "gpt2"  # "gpt2" or "xavier"
+    d_model: int = D_MODEL
+    n_heads: int = DEFAULT_HEADS
+
+
+def stack_weights(depth: int, d_model: int) -> int:
+    """Weight-matrix entries of the stack: 4 d^2 in attention, 8 d^2 in the FFN, per block."""
+    return 12 * depth * d_model * d_model
 
 
 def compute_norms(inputs: NormsInputs, token) -> Any:
@@ -57,64 +90,10 @@ def compute_norms(inputs: NormsInputs, token) -> Any:
     curves = {}
     for index, placement in enumerate(PLACEMENTS):
         token.report(index / len(PLACEMENTS), f"{inputs.depth}-block {placement}-norm stack")
-        curves[placement] = norm_curves(inputs.depth, placement, inputs.norm, inputs.seed, d_model=D_MODEL,
-                                        residual_scaling=inputs.residual_scaling)
+        curves[placement] = norm_curves(inputs.depth, placement, inputs.norm, inputs.seed, d_model=inputs.d_model,
+                                        n_heads=inputs.n_heads, seq=SEQ, batch=BATCH,
+                                        residual_scaling=inputs.residual_scaling, init=inputs.init)
     return PlacementComparison(pre=curves["pre"], post=curves["post"])
-
-
-def _ratio_text(ratio: float) -> str:
-    return f"×{ratio:.2f}" if ratio < 10 else f"×{ratio:.0f}" if ratio < 1e4 else f"×{ratio:.1e}"
-
-
-def describe_forward(pre, post) -> str:
-    """One line on which stream grows, from the measured norms."""
-    depth = pre.depth
-    growth = pre.forward_norms[-1] / pre.forward_norms[0]
-    verb = "grows" if growth >= 1.05 else "shrinks" if growth <= 0.95 else "stays level"
-    after_blocks = post.forward_norms[1:]
-    root_d = math.sqrt(post.d_model)
-    level, spread = float(np.mean(after_blocks)), float(np.ptp(after_blocks))
-    if abs(level - root_d) < 0.01 * root_d and spread < 0.01 * root_d:
-        post_text = f"post-norm stays at √d = {root_d:.2f} after every block"
-    else:
-        post_text = f"post-norm stays between {after_blocks.min():.2f} and {after_blocks.max():.2f} after the first block"
-    return (f"Stream: pre-norm {verb} {_ratio_text(growth)} over {depth} block{'s' * (depth != 1)} "
-            f"({pre.forward_norms[0]:.2f} → {pre.forward_norms[-1]:.2f}); {post_text}.")
-
-
-def describe_gradients(pre, post) -> str:
-    """One line on how the stream gradient changes from the top of the stack down to the embeddings.
-
-    Post-norm's change is split into its two parts, measured: from the last block down to block 1,
-    and the one step from block 1 into the embeddings, beside how much the first norm stretched them.
-    """
-    parts = []
-    for curves in (pre, post):
-        gradient = curves.gradient_norms
-        bottom, top = gradient[0], gradient[-1]
-        parts.append(f"{curves.placement}-norm {top:.3g} → {bottom:.3g} ({_ratio_text(bottom / top)})")
-    gradient, forward = post.gradient_norms, post.forward_norms
-    step = _ratio_text(gradient[0] / gradient[1])
-    within = (f"{_ratio_text(gradient[1] / gradient[-1])} from block {post.depth} down to block 1, then "
-              if post.depth > 1 else "")
-    split = (f"post-norm's is {within}{step} in the one step from block 1 into the embeddings, whose length "
-             f"{forward[0]:.2f} the first {NORM_NAMES.get(post.norm, post.norm)} stretched to {forward[1]:.2f}")
-    return "Stream gradient, last block → embeddings: " + "; ".join(parts) + f". Of that, {split}."
-
-
-def describe_parameter_gradients(pre, post) -> str:
-    """One line on the weight gradient of each block: the last block's against the first's, and the spread."""
-    if pre.depth == 1:
-        values = "; ".join(f"{c.placement}-norm {c.parameter_gradient_norms[0]:.3g}" for c in (pre, post))
-        return f"Weight gradient ‖∂L/∂W‖ of the one block: {values}."
-    parts, spreads = [], []
-    for curves in (pre, post):
-        weights = curves.parameter_gradient_norms
-        parts.append(f"{curves.placement}-norm {_ratio_text(weights[-1] / weights[0])} "
-                     f"({weights[0]:.3g} → {weights[-1]:.3g})")
-        spreads.append(f"{curves.placement}-norm {_ratio_text(weights.max() / weights.min())}")
-    return (f"Weight gradient ‖∂L/∂W‖, block {pre.depth} against block 1: " + "; ".join(parts)
-            + ". Largest ÷ smallest block: " + ", ".join(spreads) + ".")
 
 
 class WrappingPlots(QWidget):
@@ -186,6 +165,33 @@ class NormsControls(QObject):
             self.norm_combo.addItem(text, value)
         self.norm_combo.setToolTip("LayerNorm centres and scales each token; RMSNorm only scales")
         self.norm_caption.setBuddy(self.norm_combo)
+        self.init_caption = QLabel("Init")
+        self.init_combo = QComboBox()
+        for text, value in INIT_CHOICES:
+            self.init_combo.addItem(text, value)
+        self.init_combo.setToolTip("GPT-2: every weight N(0, 0.02). Xavier: Xiong et al.'s set-up (Xavier-uniform "
+                                   "linears, N(0, 1) embeddings, sinusoidal positions, ReLU, no final norm after post-norm)")
+        self.init_caption.setBuddy(self.init_combo)
+        self.width_caption = QLabel("Width d")
+        self.width_spin = QSpinBox()
+        self.width_spin.setRange(8, MAX_WIDTH)
+        self.width_spin.setSingleStep(8)
+        self.width_spin.setValue(D_MODEL)
+        self.width_spin.setKeyboardTracking(False)
+        self.width_spin.setToolTip(f"d_model of the random stack (8 to {MAX_WIDTH}; a multiple of the heads)")
+        self.width_caption.setBuddy(self.width_spin)
+        self.heads_caption = QLabel("Heads")
+        self.heads_spin = QSpinBox()
+        self.heads_spin.setRange(1, 64)
+        self.heads_spin.setValue(DEFAULT_HEADS)
+        self.heads_spin.setKeyboardTracking(False)
+        self.heads_spin.setToolTip("attention heads per block (the width must divide by them)")
+        self.heads_caption.setBuddy(self.heads_spin)
+        self.paper_button = QPushButton("Paper's set-up")
+        self.paper_button.setToolTip(f"Xavier, d = {PAPER_WIDTH}, {PAPER_HEADS} heads, {PAPER_DEPTH} blocks "
+                                     "(the base Transformer's sizes)")
+        self.model_button = QPushButton("Loaded model's sizes")
+        self.model_button.setToolTip("depth, width and heads of the model loaded in the lab (capped at the bounds)")
         self.scaling_check = QCheckBox("Residual scaling 1/√(2N)")
         self.scaling_check.setToolTip("scale the output projections' initial weights by 1/sqrt(2 x blocks), as GPT-2 does")
         self.log_check = QCheckBox("Log scale")
@@ -193,8 +199,47 @@ class NormsControls(QObject):
         self.depth_spin.valueChanged.connect(self._on_depth_spin)
         self.depth_slider.valueChanged.connect(self._on_depth_slider)
         self.norm_combo.currentIndexChanged.connect(self.changed)
+        self.init_combo.currentIndexChanged.connect(self._on_init)
+        self.width_spin.valueChanged.connect(self.changed)
+        self.heads_spin.valueChanged.connect(self.changed)
+        self.paper_button.clicked.connect(self.use_paper_setup)
         self.scaling_check.toggled.connect(self.changed)
         self.log_check.toggled.connect(self.log_changed)
+
+    def _on_init(self) -> None:
+        # GPT-2's residual scaling is no part of the Xavier set-up.
+        xavier = self.init_combo.currentData() == "xavier"
+        if xavier:
+            self.scaling_check.blockSignals(True)
+            self.scaling_check.setChecked(False)
+            self.scaling_check.blockSignals(False)
+        self.scaling_check.setEnabled(not xavier)
+        self.changed.emit()
+
+    def set_sizes(self, depth: int, width: int, heads: int, init: str | None = None) -> None:
+        """Set several inputs with one `changed` at the end (one computation, not four)."""
+        widgets = (self.depth_spin, self.depth_slider, self.width_spin, self.heads_spin, self.init_combo, self.scaling_check)
+        for widget in widgets:
+            widget.blockSignals(True)
+        self.depth_spin.setValue(depth)
+        self.depth_slider.setValue(self.depth_spin.value())
+        self.width_spin.setValue(width)
+        self.heads_spin.setValue(heads)
+        if init is not None:
+            self.init_combo.setCurrentIndex(self.init_combo.findData(init))
+        if self.init_combo.currentData() == "xavier":
+            self.scaling_check.setChecked(False)
+        self.scaling_check.setEnabled(self.init_combo.currentData() != "xavier")
+        for widget in widgets:
+            widget.blockSignals(False)
+        self.changed.emit()
+
+    def use_paper_setup(self) -> None:
+        self.set_sizes(PAPER_DEPTH, PAPER_WIDTH, PAPER_HEADS, "xavier")
+
+    def use_model_sizes(self, config) -> None:
+        self.set_sizes(min(max(1, config.n_layers), MAX_DEPTH), min(max(8, config.d_model), MAX_WIDTH),
+                       min(max(1, config.n_heads), 64))
 
     def _on_depth_spin(self, depth: int) -> None:
         self.depth_slider.blockSignals(True)
@@ -229,17 +274,27 @@ class NormsView(View):
         self.caption = QLabel("")
         self.caption.setWordWrap(True)
         self.caption.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        layout.addWidget(self.caption)
         self.parameter_caption = QLabel("")
         self.parameter_caption.setWordWrap(True)
         self.parameter_caption.setTextFormat(Qt.TextFormat.PlainText)
         self.parameter_caption.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        layout.addWidget(self.parameter_caption)
+        # At a large text scale the captions outgrow the view: they scroll, and the plots keep their share.
+        captions = QWidget()
+        caption_layout = QVBoxLayout(captions)
+        caption_layout.setContentsMargins(0, 0, 0, 0)
+        caption_layout.addWidget(self.caption)
+        caption_layout.addWidget(self.parameter_caption)
+        self.caption_scroll = QScrollArea()
+        self.caption_scroll.setWidget(captions)
+        self.caption_scroll.setWidgetResizable(True)
+        self.caption_scroll.setFrameShape(QFrame.Shape.NoFrame)
+        self.caption_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        layout.addWidget(self.caption_scroll)
 
         self.forward_plot = self._make_plot("Residual stream: mean per-token ‖x‖", "‖x‖")
         self.gradient_plot = self._make_plot("Stream gradient: ‖∂L/∂x‖", "‖∂L/∂x‖")
-        self.parameter_plot = self._make_plot("Weight gradient per block: ‖∂L/∂W‖", "‖∂L/∂W‖",
-                                              "block l (its weight matrices)")
+        self.parameter_plot = self._make_plot("FFN output weight gradient per block: ‖∂L/∂W^FFN,2‖",
+                                              "‖∂L/∂W^FFN,2‖", "block l (the matrix Xiong et al. plot)")
         self.plots = (self.forward_plot, self.gradient_plot, self.parameter_plot)
         self.forward_curves = self._make_curves(self.forward_plot)
         self.gradient_curves = self._make_curves(self.gradient_plot)
@@ -268,6 +323,17 @@ class NormsView(View):
         controls.log_changed.connect(self._apply_log_scale)
         self.apply_theme()
 
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._fit_caption_height()
+
+    def _fit_caption_height(self) -> None:
+        """The captions' full height, up to 45 % of the view; beyond that they scroll."""
+        inner = self.caption_scroll.widget()
+        width = max(1, self.caption_scroll.viewport().width())
+        wanted = inner.layout().heightForWidth(width) if inner.layout().hasHeightForWidth() else inner.sizeHint().height()
+        self.caption_scroll.setFixedHeight(max(1, min(wanted, int(0.45 * max(1, self.height())))))
+
     def _make_plot(self, title: str, y_label: str,
                    x_label: str = "layer (0 = embeddings, l = after block l)") -> pg.PlotWidget:
         plot = wrap_title(pg.PlotWidget(axisItems=log_ready_axes()))
@@ -291,17 +357,28 @@ class NormsView(View):
         }
 
     # ---- the contract --------------------------------------------------------------------------
-    def inputs(self) -> NormsInputs:
+    def inputs(self) -> NormsInputs | Refusal:
         controls = self.controls
-        return NormsInputs(controls.depth_spin.value(), controls.norm_combo.currentData(), self.state.seed,
-                           controls.scaling_check.isChecked())
+        depth, width, heads = controls.depth_spin.value(), controls.width_spin.value(), controls.heads_spin.value()
+        if width % heads:
+            return Refusal(f"The width d = {width} does not divide into {heads} heads: choose a width that is a "
+                           f"multiple of {heads}, or other heads.")
+        if stack_weights(depth, width) > MAX_STACK_WEIGHTS:
+            return Refusal(f"{depth} blocks of width {width} hold {stack_weights(depth, width):,} weights, more than "
+                           f"the {MAX_STACK_WEIGHTS:,} this panel runs: choose fewer blocks or a smaller width.")
+        init = controls.init_combo.currentData()
+        return NormsInputs(depth, controls.norm_combo.currentData(), self.state.seed,
+                           controls.scaling_check.isChecked() and init == "gpt2", init, width, heads)
 
     def show_result(self, comparison) -> None:
         pre, post = comparison.pre, comparison.post
         self.caption.setText(f"<b>{describe_forward(pre, post)}</b><br>{describe_gradients(pre, post)}"
                              f" <span style='color:{theme.current().muted}'>(d = {pre.d_model}, loss {pre.loss:.3f},"
                              f" {pre.norm}{', residual scaling' if pre.residual_scaling else ''}, seed {pre.seed})</span>")
-        self.parameter_caption.setText(describe_parameter_gradients(pre, post))
+        self.parameter_caption.setText(f"{describe_parameter_gradients(pre, post)}\n{describe_regime(pre, post)}")
+        self._fit_caption_height()
+        root_d = math.sqrt(pre.d_model)
+        self.root_d_line.label.setFormat(f"√d = {root_d:.4g}")
         self._update_curves()
 
     def on_stale(self) -> None:
@@ -318,12 +395,12 @@ class NormsView(View):
             return
         colors = {"pre": "primary", "post": "secondary"}
         for curves, values in ((self.forward_curves, "forward_norms"), (self.gradient_curves, "gradient_norms"),
-                               (self.parameter_curves, "parameter_gradient_norms")):
+                               (self.parameter_curves, "ffn_out_gradient_norms")):
             for placement, curve in curves.items():
                 measured = getattr(comparison, placement)
                 y = getattr(measured, values)
                 # Block l's weights sit at x = l, under "after block l" in the other two plots.
-                x = measured.layers[1:] if values == "parameter_gradient_norms" else measured.layers
+                x = measured.layers[1:] if values == "ffn_out_gradient_norms" else measured.layers
                 curve.setData(x.astype(float), y)
                 role = colors[placement]
                 curve.setPen(theme.pen(role))
@@ -344,10 +421,10 @@ class NormsView(View):
         log = self.controls.log_scale
         headroom_px = 4.0 * QFontMetrics(theme.font()).height()
         for plot, values in ((self.forward_plot, "forward_norms"), (self.gradient_plot, "gradient_norms"),
-                             (self.parameter_plot, "parameter_gradient_norms")):
+                             (self.parameter_plot, "ffn_out_gradient_norms")):
             data = np.concatenate([getattr(getattr(comparison, p), values) for p in PLACEMENTS])
             if plot is self.forward_plot:
-                data = np.append(data, math.sqrt(D_MODEL))
+                data = np.append(data, math.sqrt(comparison.pre.d_model))
             if log:
                 data = np.log10(data[data > 0])
                 low, high = float(data.min()), float(data.max())
@@ -362,7 +439,7 @@ class NormsView(View):
             self.show_layer_values(self.hover_layer)
 
     def _place_root_d_line(self) -> None:
-        root_d = math.sqrt(D_MODEL)
+        root_d = math.sqrt(self.result.pre.d_model if self.result is not None else D_MODEL)
         self.root_d_line.setValue(math.log10(root_d) if self.controls.log_scale else root_d)
 
     def _apply_log_scale(self, on: bool) -> None:
@@ -404,9 +481,9 @@ class NormsView(View):
         for plot, line, label, values in (
             (self.forward_plot, self.crosshairs[0], self.hover_labels[0], "forward_norms"),
             (self.gradient_plot, self.crosshairs[1], self.hover_labels[1], "gradient_norms"),
-            (self.parameter_plot, self.crosshairs[2], self.hover_labels[2], "parameter_gradient_norms"),
+            (self.parameter_plot, self.crosshairs[2], self.hover_labels[2], "ffn_out_gradient_norms"),
         ):
-            if values == "parameter_gradient_norms":
+            if values == "ffn_out_gradient_norms":
                 if layer == 0:
                     line.hide()
                     label.setText("")
@@ -478,6 +555,13 @@ class NormsPanel(Panel):
         row = FlowLayout()  # wraps on a narrow window or at a large text scale
         row.addWidget(control_group(controls.depth_caption, self.depth_spin, self.depth_slider))
         row.addWidget(control_group(controls.norm_caption, self.norm_combo))
+        self.init_combo, self.width_spin, self.heads_spin = controls.init_combo, controls.width_spin, controls.heads_spin
+        self.paper_button, self.model_button = controls.paper_button, controls.model_button
+        row.addWidget(control_group(controls.init_caption, self.init_combo))
+        row.addWidget(control_group(controls.width_caption, self.width_spin, controls.heads_caption, self.heads_spin))
+        row.addWidget(self.paper_button)
+        row.addWidget(self.model_button)
+        self.model_button.clicked.connect(lambda: controls.use_model_sizes(self.state.config))
         row.addWidget(self.scaling_check)
         row.addWidget(self.log_check)
         layout.addLayout(row)
@@ -493,6 +577,9 @@ class NormsPanel(Panel):
             "norm": self.norm_combo.currentData(),
             "residual_scaling": self.scaling_check.isChecked(),
             "log_scale": self.log_check.isChecked(),
+            "init": self.init_combo.currentData(),
+            "d_model": self.width_spin.value(),
+            "n_heads": self.heads_spin.value(),
         }
 
     def restore_settings(self, data: dict[str, Any]) -> None:
@@ -505,10 +592,27 @@ class NormsPanel(Panel):
         index = self.norm_combo.findData(norm) if isinstance(norm, str) else -1
         if index >= 0:
             self.norm_combo.setCurrentIndex(index)
+        index = self.init_combo.findData(data.get("init")) if isinstance(data.get("init"), str) else -1
+        if index >= 0:
+            self.init_combo.setCurrentIndex(index)
+        for key, spin in (("d_model", self.width_spin), ("n_heads", self.heads_spin)):
+            value = data.get(key)
+            if isinstance(value, int) and not isinstance(value, bool) and spin.minimum() <= value <= spin.maximum():
+                spin.setValue(value)
         for key, box in (("residual_scaling", self.scaling_check), ("log_scale", self.log_check)):
             if isinstance(data.get(key), bool):
                 box.setChecked(data[key])
 
 
-__all__ = ["NormsPanel", "NormsView", "NormsInputs", "compute_norms", "MAX_DEPTH", "describe_forward",
-           "describe_gradients", "describe_parameter_gradients"]
+__all__ = [
+    "MAX_DEPTH",
+    "NormsInputs",
+    "NormsPanel",
+    "NormsView",
+    "compute_norms",
+    "describe_forward",
+    "describe_gradients",
+    "describe_parameter_gradients",
+    "describe_regime",
+    "fitted_change",
+]

@@ -40,12 +40,14 @@ def test_norms_prints_each_blocks_weight_gradient_beside_its_output(capsys):
     header = next(i for i, line in enumerate(lines) if line.startswith("layer"))
     assert "pre weight gradient" in lines[header] and "post weight gradient" in lines[header]
     rows = [row.split() for row in lines[header + 2 : header + 6]]
-    assert rows[0][3] == rows[0][6] == "-"  # the embeddings belong to no block
-    for placement, column in (("pre", 3), ("post", 6)):
-        expected = norm_curves(3, placement, seed=4).parameter_gradient_norms
+    assert rows[0][3] == rows[0][4] == rows[0][7] == rows[0][8] == "-"  # the embeddings belong to no block
+    for placement, column in (("pre", 3), ("post", 7)):
+        expected = norm_curves(3, placement, seed=4)
         printed = [float(row[column]) for row in rows[1:]]
-        assert printed == pytest.approx(expected.tolist(), abs=1e-6)  # 6 decimals printed
-    summaries = [line for line in lines if "weight gradient of block 3 / block 1: " in line]
+        assert printed == pytest.approx(expected.parameter_gradient_norms.tolist(), abs=1e-6)  # 6 decimals printed
+        printed = [float(row[column + 1]) for row in rows[1:]]
+        assert printed == pytest.approx(expected.ffn_out_gradient_norms.tolist(), abs=1e-6)
+    summaries = [line for line in lines if "; weight gradient of block 3 / block 1: " in line]
     assert len(summaries) == 2  # pre's, then post's
     for summary, placement in zip(summaries, ("pre", "post")):
         weights = norm_curves(3, placement, seed=4).parameter_gradient_norms
@@ -103,3 +105,27 @@ def test_bad_input_is_one_line_and_exit_2(capsys, argv):
     assert code == 2
     assert len(err.strip().splitlines()) == 1
     assert "Traceback" not in err
+
+
+def test_norms_xavier_init_prints_the_ffn_output_gradients_core_measures(capsys):
+    from core.experiments.norms import norm_curves
+
+    code, out, _ = run(capsys, "norms", "--depth", "3", "--placement", "post", "--init", "xavier", "--d-model", "32",
+                       "--json")
+    assert code == 0
+    data = json.loads(out)
+    expected = norm_curves(3, "post", d_model=32, init="xavier")
+    assert data["init"] == "xavier"
+    assert data["ffn_out_gradient_norms"] == pytest.approx(expected.ffn_out_gradient_norms.tolist(), rel=1e-6)
+    code, out, _ = run(capsys, "norms", "--depth", "2", "--init", "xavier", "--d-model", "32")
+    assert code == 0 and "Xavier (Xiong et al.) init" in out and "W_FFN2 gradient of block 2 / block 1" in out
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (["--init", "xavier", "--residual-scaling"], "residual scaling is part of GPT-2's initialisation"),
+    (["--depth", "96", "--d-model", "1024"], "more than 60,000,000"),
+    (["--d-model", "30"], "n_heads"),
+])
+def test_norms_refuses_bad_set_ups_in_words(capsys, arguments, message):
+    code, _, err = run(capsys, "norms", *arguments)
+    assert code != 0 and message in err and "Traceback" not in err

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from gui.panels.norms import D_MODEL, MAX_DEPTH, NormsInputs, NormsPanel, NormsView
+from gui.panels.norms import BATCH, D_MODEL, MAX_DEPTH, SEQ, NormsInputs, NormsPanel, NormsView
 from gui.state import LabState
 from gui.widgets.export import export
 
@@ -45,6 +45,12 @@ def test_the_depth_limit_matches_the_experiment():
     from core.experiments import norms
 
     assert MAX_DEPTH == norms.MAX_DEPTH
+    from gui.panels import norms as panel_norms
+
+    assert panel_norms.MAX_WIDTH == norms.MAX_WIDTH and panel_norms.MAX_STACK_WEIGHTS == norms.MAX_STACK_WEIGHTS
+    assert (panel_norms.PAPER_WIDTH, panel_norms.PAPER_HEADS, panel_norms.PAPER_DEPTH) == (
+        norms.PAPER_WIDTH, norms.PAPER_HEADS, norms.PAPER_DEPTH)
+    assert [value for _, value in panel_norms.INIT_CHOICES] == list(norms.INITS)
 
 
 def test_twelve_blocks_plot_exactly_what_norm_curves_measures(qtbot, panel, tmp_path):
@@ -52,9 +58,9 @@ def test_twelve_blocks_plot_exactly_what_norm_curves_measures(qtbot, panel, tmp_
 
     start(qtbot, panel, 12)
     view = panel.view
-    assert view.shown_inputs == NormsInputs(12, "layernorm", 0, False)
+    assert view.shown_inputs == NormsInputs(12, "layernorm", 0, False, "gpt2", D_MODEL, 4)
     for placement in ("pre", "post"):
-        expected = norm_curves(12, placement, "layernorm", seed=0, d_model=D_MODEL)
+        expected = norm_curves(12, placement, "layernorm", seed=0, d_model=D_MODEL, seq=SEQ, batch=BATCH)
         x, y = view.forward_curves[placement].getData()
         np.testing.assert_array_equal(x, np.arange(13))
         np.testing.assert_allclose(y, expected.forward_norms, rtol=1e-6)
@@ -62,7 +68,7 @@ def test_twelve_blocks_plot_exactly_what_norm_curves_measures(qtbot, panel, tmp_
         np.testing.assert_allclose(gradient, expected.gradient_norms, rtol=1e-6)
         blocks, weights = view.parameter_curves[placement].getData()
         np.testing.assert_array_equal(blocks, np.arange(1, 13))  # block l under "after block l"
-        np.testing.assert_allclose(weights, expected.parameter_gradient_norms, rtol=1e-6)
+        np.testing.assert_allclose(weights, expected.ffn_out_gradient_norms, rtol=1e-6)
 
     caption = panel.caption.text()
     pre = view.result.pre.forward_norms
@@ -76,16 +82,17 @@ def test_twelve_blocks_plot_exactly_what_norm_curves_measures(qtbot, panel, tmp_
     assert f"whose length {post_forward[0]:.2f} the first LayerNorm stretched to {post_forward[1]:.2f}" in caption
     weights = {p: getattr(view.result, p).parameter_gradient_norms for p in ("pre", "post")}
     pre_w, post_w = weights["pre"], weights["post"]
-    assert panel.parameter_caption.text() == (
-        f"Weight gradient ‖∂L/∂W‖, block 12 against block 1: pre-norm ×{pre_w[-1] / pre_w[0]:.2f} "
+    assert panel.parameter_caption.text().splitlines()[0] == (
+        f"Weight gradient ‖∂L/∂W‖ over all its matrices, block 12 against block 1: pre-norm ×{pre_w[-1] / pre_w[0]:.2f} "
         f"({pre_w[0]:.3g} → {pre_w[-1]:.3g}); post-norm ×{post_w[-1] / post_w[0]:.2f} "
         f"({post_w[0]:.3g} → {post_w[-1]:.3g}). Largest ÷ smallest block: "
         f"pre-norm ×{pre_w.max() / pre_w.min():.2f}, post-norm ×{post_w.max() / post_w.min():.2f}.")
 
+    ffn_out = {p: getattr(view.result, p).ffn_out_gradient_norms for p in ("pre", "post")}
     readout = view.show_layer_values(3)
     assert readout.startswith("layer 3:")
     assert f"pre-norm {pre[3]:.4g}," in readout
-    assert readout.splitlines()[2] == f"block 3:  pre-norm {weights['pre'][2]:.4g},  post-norm {weights['post'][2]:.4g}"
+    assert readout.splitlines()[2] == f"block 3:  pre-norm {ffn_out['pre'][2]:.4g},  post-norm {ffn_out['post'][2]:.4g}"
     assert view.crosshairs[0].value() == 3 and view.hover_labels[1].isVisible() and view.hover_labels[2].isVisible()
     assert view.hover_text == readout
     assert len(view.show_layer_values(0).splitlines()) == 2  # the embeddings have no block weights
@@ -127,10 +134,10 @@ def test_each_input_marks_the_view_stale_at_once_and_the_hover_follows_the_new_r
                                                       f"post-norm {post.forward_norms[2]:.4g}"), name
         assert view.shown_inputs.seed == state.seed and view.result.pre.seed == state.seed
         assert view.caption.text() and view.parameter_caption.text(), name
-        weights = view.result.pre.parameter_gradient_norms, view.result.post.parameter_gradient_norms
+        weights = view.result.pre.ffn_out_gradient_norms, view.result.post.ffn_out_gradient_norms
         assert view.hover_labels[2].toPlainText() == (f"block 2:  pre-norm {weights[0][1]:.4g},  "
                                                       f"post-norm {weights[1][1]:.4g}"), name
-    assert view.shown_inputs == NormsInputs(3, "rmsnorm", 1, True)
+    assert view.shown_inputs == NormsInputs(3, "rmsnorm", 1, True, "gpt2", D_MODEL, 4)
 
 
 def test_a_hidden_panel_does_no_work_and_catches_up_when_shown(qtbot, panel):
@@ -166,10 +173,13 @@ def test_rapid_depth_changes_show_only_the_newest(qtbot, panel):
 
 
 def test_settings_round_trip_and_ignore_junk(qtbot, panel):
-    panel.restore_settings({"depth": 7, "norm": "rmsnorm", "residual_scaling": True, "log_scale": True})
-    assert panel.settings() == {"depth": 7, "norm": "rmsnorm", "residual_scaling": True, "log_scale": True}
-    panel.restore_settings({"depth": 500, "norm": "batchnorm", "residual_scaling": "yes", "log_scale": None, "other": 1})
-    assert panel.settings() == {"depth": 7, "norm": "rmsnorm", "residual_scaling": True, "log_scale": True}
+    saved = {"depth": 7, "norm": "rmsnorm", "residual_scaling": True, "log_scale": True, "init": "gpt2",
+             "d_model": 96, "n_heads": 6}
+    panel.restore_settings(saved)
+    assert panel.settings() == saved
+    panel.restore_settings({"depth": 500, "norm": "batchnorm", "residual_scaling": "yes", "log_scale": None, "other": 1,
+                            "init": "he", "d_model": 5000, "n_heads": True})
+    assert panel.settings() == saved
     assert panel.depth_slider.value() == 7
     assert [label for label, _ in panel.export_targets()][1:] == ["Residual stream norm (plot)", "Gradient norm (plot)",
                                                                   "Weight gradient norm (plot)"]
@@ -181,7 +191,7 @@ def test_rmsnorm_with_residual_scaling_is_what_core_measures(qtbot, panel):
     panel.norm_combo.setCurrentIndex(panel.norm_combo.findData("rmsnorm"))
     panel.scaling_check.setChecked(True)
     start(qtbot, panel, 3)
-    expected = norm_curves(3, "pre", "rmsnorm", seed=0, d_model=D_MODEL, residual_scaling=True)
+    expected = norm_curves(3, "pre", "rmsnorm", seed=0, d_model=D_MODEL, seq=SEQ, batch=BATCH, residual_scaling=True)
     np.testing.assert_allclose(panel.view.forward_curves["pre"].getData()[1], expected.forward_norms, rtol=1e-6)
     assert "rmsnorm, residual scaling" in panel.caption.text()
 
@@ -208,8 +218,8 @@ def test_one_block_captions_name_the_single_step_and_the_single_block(qtbot, pan
     assert f"post-norm's is ×{step:.0f} in the one step from block 1 into the embeddings" in caption
     assert "down to block 1" not in caption  # one block: there is nothing level to report
     assert f"stretched to {forward[1]:.2f}" in caption
-    assert panel.parameter_caption.text() == (
-        f"Weight gradient ‖∂L/∂W‖ of the one block: pre-norm {result.pre.parameter_gradient_norms[0]:.3g}; "
+    assert panel.parameter_caption.text().splitlines()[0] == (
+        f"Weight gradient ‖∂L/∂W‖ over all its matrices of the one block: pre-norm {result.pre.parameter_gradient_norms[0]:.3g}; "
         f"post-norm {result.post.parameter_gradient_norms[0]:.3g}.")
     assert panel.view.parameter_curves["pre"].getData()[0].tolist() == [1.0]
 
@@ -257,3 +267,38 @@ def test_a_larger_text_size_can_wrap_the_plots_without_a_resize(qtbot, panel):
     finally:
         theme.apply_theme(QApplication.instance(), "light", 1.0)
         panel.state.set_font_scale(1.0)
+
+
+def test_xavier_regime_and_sizes_reach_the_worker_and_the_captions_say_which_regime(qtbot, panel):
+    from core.experiments.norms import norm_curves
+
+    start(qtbot, panel, 4)
+    view = panel.view
+    assert "GPT-2's N(0, 0.02)" in panel.parameter_caption.text()
+    with qtbot.waitSignal(view.result_shown, timeout=RESULT_TIMEOUT_MS):
+        panel.controls.set_sizes(4, 48, 4, "xavier")
+    assert view.shown_inputs == NormsInputs(4, "layernorm", 0, False, "xavier", 48, 4)
+    assert not panel.scaling_check.isEnabled()
+    expected = norm_curves(4, "post", seed=0, d_model=48, n_heads=4, seq=SEQ, batch=BATCH, init="xavier")
+    np.testing.assert_allclose(view.parameter_curves["post"].getData()[1], expected.ffn_out_gradient_norms, rtol=1e-6)
+    text = panel.parameter_caption.text()
+    assert "Xavier, as Xiong et al. (2020) (d = 48, 4 heads" in text
+    assert f"writes {expected.write_ratios.mean():.2f} × the length" in text
+    assert view.root_d_line.label.format == f"√d = {48 ** 0.5:.4g}"
+
+
+def test_sizes_that_do_not_fit_are_refused_in_words(qtbot, panel):
+    start(qtbot, panel, 2)
+    panel.heads_spin.setValue(5)  # 64 does not divide into 5 heads
+    qtbot.waitUntil(lambda: panel.view.showing_message, timeout=RESULT_TIMEOUT_MS)
+    assert "does not divide into 5 heads" in panel.view.message.text()
+    panel.heads_spin.setValue(8)
+    panel.controls.set_sizes(96, 1024, 8)
+    qtbot.waitUntil(lambda: "more than the 60,000,000" in panel.view.message.text(), timeout=RESULT_TIMEOUT_MS)
+
+
+def test_loaded_model_sizes_button_copies_depth_width_and_heads(qtbot, panel):
+    config = panel.state.config
+    panel.model_button.click()
+    assert (panel.depth_spin.value(), panel.width_spin.value(), panel.heads_spin.value()) == (
+        min(config.n_layers, MAX_DEPTH), config.d_model, config.n_heads)
