@@ -359,15 +359,15 @@ def run_logits(args: argparse.Namespace) -> int:
     if out.parent and not out.parent.is_dir():
         raise CliError(f"the folder {out.parent} does not exist")
     with Progress("logits", 3, "stage", quiet=args.quiet) as progress:
-        progress.update(0, "loading the model", force_line=True)
+        progress.update(0, "loading the model")
         loaded = _load(args)
         ids = _parse_ids(args.ids) if args.ids is not None else _encode(loaded, args.text)
-        progress.update(1, f"forward over {len(ids):,} tokens", force_line=True)
+        progress.update(1, f"forward over {len(ids):,} tokens")
         device = next(loaded.model.parameters()).device
         with torch.no_grad():
             logits = loaded.model(torch.tensor([ids], device=device))[0]  # (T, V)
         array = logits.float().cpu().numpy().astype(np.float32)  # (T, V)
-        progress.update(2, "writing", force_line=True)
+        progress.update(2, "writing")
         with out.open("wb") as handle:
             np.save(handle, array)
         progress.update(3, "written")
@@ -426,11 +426,11 @@ def run_export(args: argparse.Namespace) -> int:
 
     check_destination(args.out)  # before loading: a refused folder fails at once
     with Progress("export", 2, "stage", quiet=args.quiet) as progress:
-        progress.update(0, "loading the model", force_line=True)
+        progress.update(0, "loading the model")
         loaded = _load(args)
         family = hf_model_type(loaded.config)
         record = {k: v for k, v in (loaded.metadata or {}).items() if k not in ("hf_model_type", "generation")}
-        progress.update(1, f"writing a {family} folder", force_line=True)
+        progress.update(1, f"writing a {family} folder")
         folder = save_hf_folder(loaded.model.cpu(), args.out, tokenizer=loaded.tokenizer, metadata=record or None)
         progress.update(2, "written")
     print(f"wrote {folder}: a Hugging Face {family} folder of {loaded.source} "

@@ -2,7 +2,8 @@
 
 On a terminal: a tqdm bar redrawn in place, fitted to the terminal's width (also after a resize), with
 the rate and an estimate of the time left. On a file or pipe: a plain line now and then (at most one
-every `LINE_INTERVAL_S` seconds, plus the last), so that a log gets no carriage returns. `--quiet` makes
+every `LINE_INTERVAL_S` seconds, the first one interval after the start, plus the last), so that a log
+gets no carriage returns and a command that ends at once, or fails on its input, prints none but its own. `--quiet` makes
 none of it. The command's own result (its final line, its `--json`) goes to stdout and never changes.
 
 The interval of plain lines is read from the environment variable TRANSFORMER_EXPLORER_PROGRESS_S
@@ -60,7 +61,7 @@ class Progress:
         self.quiet = quiet
         self.interval_s = line_interval_s() if interval_s is None else interval_s
         self.started = time.monotonic()
-        self.last_line = -math.inf
+        self.last_line = self.started
         self.done = 0
         self.bar = None
         if not quiet and _is_terminal(self.stream):
@@ -68,8 +69,7 @@ class Progress:
                             desc=label, unit_scale=unit == "tok",
                             bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}{postfix}]")
 
-    def update(self, done: int, note: str = "", rate: float | None = None, eta_s: float | None = None,
-               force_line: bool = False) -> None:
+    def update(self, done: int, note: str = "", rate: float | None = None, eta_s: float | None = None) -> None:
         if self.quiet:
             return
         done = min(int(done), self.total)
@@ -78,9 +78,9 @@ class Progress:
             rate = done / elapsed if elapsed > 0 else 0.0
         if eta_s is None:
             eta_s = (self.total - done) / rate if rate > 0 else math.inf
-        rate_text = f"{rate:,.0f} {self.unit}/s"
+        rate_text = "" if self.unit == "stage" else f"{rate:,.0f} {self.unit}/s"  # stages differ too much to rate
         if self.bar is not None:
-            self.bar.set_postfix_str(f"{note}  {rate_text}" if note else rate_text, refresh=False)
+            self.bar.set_postfix_str("  ".join(part for part in (note, rate_text) if part), refresh=False)
             self.bar.update(done - self.bar.n)
             self.done = done
             if done >= self.total:
@@ -88,14 +88,13 @@ class Progress:
             return
         self.done = done
         now = time.monotonic()
-        if done < self.total and not force_line and now - self.last_line < self.interval_s:
+        if done < self.total and now - self.last_line < self.interval_s:
             return
         self.last_line = now
         eta = duration(eta_s) if math.isfinite(eta_s) else "?"
         percent = 100.0 * done / self.total
-        note_text = f"  {note}" if note else ""
-        self.stream.write(f"{self.label}: {done:,}/{self.total:,} {self.unit} ({percent:.0f}%){note_text}  "
-                          f"{rate_text}  ETA {eta}\n")
+        parts = [f"{self.label}: {done:,}/{self.total:,} {self.unit} ({percent:.0f}%)", note, rate_text, f"ETA {eta}"]
+        self.stream.write("  ".join(part for part in parts if part) + "\n")
         self.stream.flush()
 
     def close(self) -> None:
