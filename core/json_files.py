@@ -10,7 +10,10 @@ limit is read in a fraction of a second.
 A large file read off the main thread (a window's file reader or compute worker) is parsed in a child
 process: a parse is one C call that holds the interpreter, and the main thread (the window's) would wait
 for it; waiting for a child releases the interpreter, and what comes back is the compact document (a
-file padded to its size limit comes back as its few kilobytes of content).
+file padded to its size limit comes back as its few kilobytes of content). Every file the app reads
+holds a JSON object, and each reader refuses any other kind with its own message: a large document of
+another kind (a string or a list at the size limit) comes back from the child as an empty value of the
+same kind, which its reader refuses as it would the whole, without the window's thread building it.
 Each problem is a JsonFileError in one English sentence naming the file.
 """
 
@@ -116,7 +119,7 @@ def _child_main() -> None:
     path, max_bytes, what, max_containers, max_values, max_integer_digits = json.loads(sys.stdin.buffer.read())
     try:
         data = read_json_document(path, max_bytes, what, max_containers, max_values, max_integer_digits)
-        reply: dict[str, Any] = {"data": data}
+        reply: dict[str, Any] = {"data": data if type(data) is dict else type(data)()}
     except JsonFileError as error:
         reply = {"error": str(error)}
     # ASCII: a lone surrogate the document escaped travels escaped, so the reply is always valid UTF-8.

@@ -126,7 +126,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     generator.set_defaults(run=run_generate)
 
     evaluator = subparsers.add_parser(
-        "evaluate", help="mean next-token loss of a model on a text file, per token and per character")
+        "evaluate", help="mean next-token loss of a model on a text file",
+        description="Mean next-token loss of a model on a text file, in nats per token and in nats and bits per "
+        "character (the characters of every predicted token).")
     _add_checkpoint_argument(evaluator)
     evaluator.add_argument("--text-file", metavar="FILE", required=True, help="a UTF-8 text file")
     evaluator.add_argument("--json", action="store_true", help="print JSON")

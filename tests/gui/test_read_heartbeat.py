@@ -83,3 +83,10 @@ def test_off_the_main_thread_a_large_file_reads_as_on_it(tmp_path):
     with pytest.raises(CheckpointError) as on_main:
         read_json_file(bad, "the model config")
     assert str(read_on_a_thread(bad)) == str(on_main.value) and "not valid JSON" in str(on_main.value)
+
+
+@pytest.mark.parametrize(("document", "empty"), [(b'"' + b"x" * (3 * 2**20) + b'"', ""), (b"[" + b"1," * 2**20 + b"1]", [])])
+def test_a_large_document_that_is_not_an_object_comes_back_empty_of_its_kind(tmp_path, document, empty):
+    path = tmp_path / "config.json"
+    path.write_bytes(document)
+    assert read_on_a_thread(path) == empty  # every reader refuses a document that is not an object
