@@ -3,6 +3,7 @@ bits per character beside nats per token."""
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import re
@@ -13,7 +14,7 @@ import torch.nn.functional as F
 
 from core.checkpoints import resolve_checkpoint
 from core.cli import main
-from core.cli.progress import INTERVAL_VARIABLE
+from core.cli.progress import INTERVAL_VARIABLE, Progress
 from resources import resource_path
 
 PROGRESS_LINE = re.compile(r"^evaluate: ([\d,]+)/([\d,]+) tok \(\d+%\)  [\d,]+ tok/s  ETA \S+$")
@@ -115,3 +116,29 @@ def test_generate_logits_and_export_show_progress_unless_quiet(tmp_path, capsys,
         quiet_out, quiet_err = capsys.readouterr()
         assert quiet_err == ""
         assert quiet_out == out or argv[0] == "export"  # export names its (same) folder: equal up to nothing
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_on_a_terminal_a_bar_with_rate_and_estimate_redrawn_in_place():
+    terminal = Terminal()
+    with Progress("evaluate", 10_000, "tok", stream=terminal) as progress:
+        assert progress.bar is not None
+        progress.bar.mininterval = 0  # draw every update
+        for done in range(1_000, 10_001, 1_000):
+            progress.update(done)
+    text = terminal.getvalue()
+    assert "\r" in text and text.endswith("\n")  # redrawn in place, left on a fresh line
+    last = text.rstrip("\n").split("\r")[-1]
+    assert "10.0k/10.0k" in last and "tok/s" in last and "<00:00" in last
+
+
+def test_quiet_progress_writes_nothing_even_on_a_terminal():
+    terminal = Terminal()
+    with Progress("evaluate", 10, "tok", stream=terminal, quiet=True) as progress:
+        for done in range(11):
+            progress.update(done)
+    assert terminal.getvalue() == ""

@@ -3,6 +3,7 @@ timer's ticks, measured while the read runs, stay within 100 ms."""
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 
@@ -36,7 +37,7 @@ def longest_gap_while(qtbot, work) -> tuple[float, list]:
     timer.stop()
     reader.shutdown()
     times = [started] + [t for t in ticks if started < t < ended] + [ended]
-    return max(b - a for a, b in zip(times, times[1:])), outcome
+    return max(b - a for a, b in itertools.pairwise(times)), outcome
 
 
 def padded(path, document: bytes, size: int):
