@@ -6,7 +6,14 @@ refused, so no document can make the parser, or what runs on its result, take un
 A document holds at most `max_containers` lists and objects (counted as the brackets that open them,
 strings included, before the parse), and the parse runs with the garbage collector paused (a document
 of a million empty lists otherwise spends most of its parse in collections), so a file at the size
-limit is read in a fraction of a second, short enough for the GUI thread.
+limit is read in a fraction of a second.
+A large file read off the main thread (a window's file reader or compute worker) is parsed in a child
+process: a parse is one C call that holds the interpreter, and the main thread (the window's) would wait
+for it; waiting for a child releases the interpreter, and what comes back is the compact document (a
+file padded to its size limit comes back as its few kilobytes of content). Every file the app reads
+holds a JSON object, and each reader refuses any other kind with its own message: a large document of
+another kind (a string or a list at the size limit) comes back from the child as an empty value of the
+same kind, which its reader refuses as it would the whole, without the window's thread building it.
 Each problem is a JsonFileError in one English sentence naming the file.
 """
 
@@ -16,6 +23,9 @@ import gc
 import json
 import os
 import stat
+import subprocess
+import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -23,6 +33,9 @@ from typing import Any
 MAX_INTEGER_DIGITS = 30  # far above any seed or count the lab stores; Python refuses 4,300 with a ValueError
 MAX_DEPTH = 32  # sessions and lessons nest a few levels; a panel's settings a few more
 MAX_CONTAINERS = 100_000  # a lesson of 200 steps has a few thousand lists and objects, a session a few hundred
+CHILD_PARSE_BYTES = 256 * 1024  # parsed in a few milliseconds: starting a child would cost more than it saves
+CHILD_TIMEOUT_S = 120.0  # a file at the largest limit parses in about a second; longer is a broken child
+_PROJECT_ROOT = str(Path(__file__).resolve().parents[1])
 
 
 class JsonFileError(ValueError):
@@ -37,6 +50,8 @@ def read_json_document(path: str | Path, max_bytes: int, what: str, max_containe
     strings costs some 50 bytes of memory per byte of its own, which a size limit alone does not bound.
     """
     path = Path(path)
+    if _parse_in_child(path):
+        return _read_in_child(path, max_bytes, what, max_containers, max_values, max_integer_digits)
     raw = _read_regular_file(path, max_bytes, what)
     brackets = raw.count(b"[") + raw.count(b"{")
     if brackets > max_containers:
@@ -66,6 +81,49 @@ def read_json_document(path: str | Path, max_bytes: int, what: str, max_containe
     if depth > MAX_DEPTH:
         raise JsonFileError(f"{path.name} cannot be {what}: it nests {depth} levels deep, more than {MAX_DEPTH} levels")
     return data
+
+
+def _parse_in_child(path: Path) -> bool:
+    if threading.current_thread() is threading.main_thread() or getattr(sys, "frozen", False):
+        return False  # the main thread waits for its own parse anyway; a frozen app has no interpreter to start
+    try:
+        info = os.stat(path)
+    except OSError:
+        return False  # the in-process read words the error
+    return stat.S_ISREG(info.st_mode) and info.st_size > CHILD_PARSE_BYTES
+
+
+def _read_in_child(path: Path, max_bytes: int, what: str, max_containers: int, max_values: int | None,
+                   max_integer_digits: int) -> Any:
+    request = json.dumps([str(path), max_bytes, what, max_containers, max_values, max_integer_digits])
+    code = f"import sys; sys.path.insert(0, {_PROJECT_ROOT!r}); from core.json_files import _child_main; _child_main()"
+    try:
+        done = subprocess.run([sys.executable, "-I", "-S", "-c", code], input=request.encode("utf-8"),
+                              capture_output=True, timeout=CHILD_TIMEOUT_S, check=False)
+    except (OSError, subprocess.SubprocessError) as error:
+        raise JsonFileError(f"{path.name} could not be read as {what}: the reading process failed ({error})") from None
+    try:
+        reply = json.loads(done.stdout)
+    except ValueError:
+        reply = None
+    if done.returncode != 0 or not isinstance(reply, dict):
+        raise JsonFileError(f"{path.name} could not be read as {what}: the reading process ended with code "
+                            f"{done.returncode} (out of memory?)")
+    if "error" in reply:
+        raise JsonFileError(str(reply["error"]))
+    return reply["data"]
+
+
+def _child_main() -> None:
+    """The child process: read the file the request on stdin names; write {"data": ...} or {"error": ...}."""
+    path, max_bytes, what, max_containers, max_values, max_integer_digits = json.loads(sys.stdin.buffer.read())
+    try:
+        data = read_json_document(path, max_bytes, what, max_containers, max_values, max_integer_digits)
+        reply: dict[str, Any] = {"data": data if type(data) is dict else type(data)()}
+    except JsonFileError as error:
+        reply = {"error": str(error)}
+    # ASCII: a lone surrogate the document escaped travels escaped, so the reply is always valid UTF-8.
+    sys.stdout.buffer.write(json.dumps(reply, separators=(",", ":"), allow_nan=False).encode("ascii"))
 
 
 def read_regular_file(path: str | Path, max_bytes: int, what: str) -> bytes:

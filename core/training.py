@@ -400,7 +400,8 @@ def _windows_loss(model: Transformer, windows: torch.Tensor) -> float:
 
 @torch.no_grad()
 def evaluate_loss(
-    model: Transformer, ids: torch.Tensor | list[int], window: int | None = None, batch_size: int = 32
+    model: Transformer, ids: torch.Tensor | list[int], window: int | None = None, batch_size: int = 32,
+    on_progress: Callable[[int, int], None] | None = None,
 ) -> float:
     """Mean next-token loss in nats per token over every predictable token of `ids`.
 
@@ -408,6 +409,7 @@ def evaluate_loss(
     length) and every token after the first is predicted exactly once, from the tokens before it in
     its own window. Windows are chained with a one-token overlap, so the first token of each window
     is the last target of the previous one and no prediction is skipped.
+    on_progress(predicted, predictable) is called after each batch of windows.
     """
     ids = torch.as_tensor(ids, dtype=torch.long).flatten()  # (N,)
     if len(ids) < 2:
@@ -434,6 +436,8 @@ def evaluate_loss(
                 logits = model(tail[:, :-1])  # (1, t, V)
                 total += float(F.cross_entropy(logits.flatten(0, 1).float(), tail[:, 1:].flatten(), reduction="sum"))
                 count += tail.shape[1] - 1
+        if on_progress is not None:
+            on_progress(count, len(ids) - 1)
     model.train(was_training)
     return total / count
 
@@ -447,13 +451,15 @@ def generate(
     top_k: int | None = None,
     seed: int = 0,
     top_p: float | None = None,
+    on_token: Callable[[int], None] | None = None,
 ) -> list[int]:
     """The prompt ids followed by max_new sampled ids.
 
     temperature 0 picks the most likely token (greedy); top_k keeps only the k most likely tokens;
     top_p keeps the smallest set of most likely tokens whose probability reaches p (core.sampling,
     which the Generate panel steps through with the same seed and the same draws). The model only
-    ever sees its last context_length tokens, so generation can run past it.
+    ever sees its last context_length tokens, so generation can run past it. on_token(n) is called
+    after the n-th new token.
     """
     from core import sampling
 
@@ -477,6 +483,8 @@ def generate(
             window = torch.tensor(tokens[-context:], device=device).unsqueeze(0)  # (1, T)
             logits = model(window)[0, -1].float().cpu()  # (V,)
             tokens.append(sampling.sample_next(logits, temperature, top_k, top_p, float(uniforms[step])))
+            if on_token is not None:
+                on_token(step + 1)
     model.train(was_training)
     return tokens
 

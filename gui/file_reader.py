@@ -4,7 +4,8 @@ the window.
 Each read belongs to a channel ("session", "lesson"): a newer read on a channel supersedes an older one
 still running there, whose result is dropped, never delivered. The result, or the exception the read
 raised, reaches its handler on the GUI thread through a queued signal. The torch compute worker is not
-used: opening a file must not wait behind a long computation.
+used: opening a file must not wait behind a long computation. A large JSON file is parsed in a child
+process (core.json_files), so that its parse, which holds the interpreter, does not hold the GUI thread.
 
 A read blocked in the operating system (a network folder that hangs) cannot be interrupted, so each read
 runs on a daemon thread: quitting waits for the reads a bounded time, then leaves without them.

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import hashlib
+import math
 import os
 import platform
 import signal
@@ -17,15 +18,15 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TextIO
 
 import numpy as np
 import torch
-from tqdm import tqdm
 
 from core.checkpoints import CheckpointError, LoadedModel, check_destination, resolve_checkpoint
 from core.cli import CliError
 from core.cli.bounds import MAX_IDS_CHARS, MAX_TEXT_FILE_BYTES, bounded_text, real_number, seed, whole_number
+from core.cli.progress import Progress, ProgressBar, add_quiet_argument
+from core.cli.progress import duration as _duration
 from core.config import ModelConfig
 from core.device import choose_device
 from core.hf_import import FOLDER_KEYS
@@ -105,6 +106,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     encoder_input.add_argument("--source-ids", type=bounded_text(MAX_IDS_CHARS),
                                help="an encoder-decoder model's encoder input as comma-separated token ids")
     logits.add_argument("--out", metavar="FILE.npy", required=True, help="where to write the (T, V) float32 array")
+    add_quiet_argument(logits)
     logits.set_defaults(run=run_logits)
 
     generator = subparsers.add_parser("generate", help="continue a text by sampling from a model")
@@ -127,12 +129,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "(nucleus sampling; default: generation_config.json, else 1 = no cut)",
     )
     generator.add_argument("--seed", type=seed(), default=0, help="sampling seed (default: %(default)s)")
+    add_quiet_argument(generator)
     generator.set_defaults(run=run_generate)
 
-    evaluator = subparsers.add_parser("evaluate", help="mean next-token loss of a model on a text file")
+    evaluator = subparsers.add_parser(
+        "evaluate", help="mean next-token loss of a model on a text file",
+        description="Mean next-token loss of a model on a text file, in nats per token and in nats and bits per "
+        "character (the characters of every predicted token).")
     _add_checkpoint_argument(evaluator)
     evaluator.add_argument("--text-file", metavar="FILE", required=True, help="a UTF-8 text file")
     evaluator.add_argument("--json", action="store_true", help="print JSON")
+    add_quiet_argument(evaluator)
     evaluator.set_defaults(run=run_evaluate)
 
     exporter = subparsers.add_parser(
@@ -144,6 +151,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     _add_checkpoint_argument(exporter)
     exporter.add_argument("--out", metavar="DIR", required=True, help="the folder to write (new, empty, or one this app wrote)")
+    add_quiet_argument(exporter)
     exporter.set_defaults(run=run_export)
 
 
@@ -199,47 +207,6 @@ def _load(args: argparse.Namespace) -> LoadedModel:
 
 
 # ---- train --------------------------------------------------------------------------------------
-
-
-class ProgressBar:
-    """On a terminal, a tqdm bar redrawn in place and fitted to the terminal's width (also after a resize);
-    on a file or pipe, a plain line every 5%, so that a log gets no carriage returns."""
-
-    def __init__(self, total_steps: int, stream: TextIO) -> None:
-        self.total = total_steps
-        self.stream = stream
-        self.last_val: float | None = None
-        self.every = max(1, total_steps // 20)
-        self.bar = tqdm(total=total_steps, file=stream, dynamic_ncols=True, unit="step", leave=True,
-                        bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}{postfix}]") \
-            if stream.isatty() else None
-
-    def __call__(self, step: int, loss: float, tokens_per_s: float, eta_s: float, val_loss: float | None) -> None:
-        if val_loss is not None:
-            self.last_val = val_loss
-        val = f"  val {self.last_val:.3f}" if self.last_val is not None else ""
-        if self.bar is not None:
-            self.bar.set_postfix_str(f"loss {loss:.3f}{val}  {tokens_per_s:,.0f} tok/s", refresh=False)
-            self.bar.update(step - self.bar.n)
-            if step == self.total:
-                self.close()
-            return
-        if step % self.every and step != self.total and val_loss is None:
-            return
-        self.stream.write(f"step {step}/{self.total}  loss {loss:.3f}{val}  {tokens_per_s:,.0f} tok/s  "
-                          f"ETA {_duration(eta_s)}\n")
-        self.stream.flush()
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
-            self.bar = None
-
-
-def _duration(seconds: float) -> str:
-    seconds = max(0, round(seconds))
-    minutes, secs = divmod(seconds, 60)
-    return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
 
 
 def run_train(args: argparse.Namespace) -> int:
@@ -406,25 +373,31 @@ def run_logits(args: argparse.Namespace) -> int:
     if out.parent and not out.parent.is_dir():
         raise CliError(f"the folder {out.parent} does not exist")
     source_given = args.source is not None or args.source_ids is not None
-    loaded = _load(args)
-    two_towers = loaded.config.architecture == "encoder-decoder"
-    if two_towers and not source_given:
-        raise CliError(f"{loaded.source} is an encoder-decoder model: give the encoder's input with --source-ids "
-                       "or --source (and the decoder's with --ids or --text)")
-    if source_given and not two_towers:
-        raise CliError(f"--source and --source-ids are the encoder input of an encoder-decoder model; "
-                       f"{loaded.source} is {_ONE_TOWER[loaded.config.architecture]} model")
-    ids = _parse_ids(args.ids) if args.ids is not None else _encode(loaded, args.text)
-    device = next(loaded.model.parameters()).device
-    source = None
-    if two_towers:
-        source_ids = _parse_ids(args.source_ids, "--source-ids") if args.source_ids is not None else _encode(loaded, args.source)
-        source = torch.tensor([source_ids], device=device)  # (1, S)
-    with torch.no_grad():
-        logits = loaded.model(torch.tensor([ids], device=device), source=source)[0]  # (T, V)
-    array = logits.float().cpu().numpy().astype(np.float32)  # (T, V)
-    with out.open("wb") as handle:
-        np.save(handle, array)
+    with Progress("logits", 3, "stage", quiet=args.quiet) as progress:
+        progress.update(0, "loading the model")
+        loaded = _load(args)
+        two_towers = loaded.config.architecture == "encoder-decoder"
+        if two_towers and not source_given:
+            raise CliError(f"{loaded.source} is an encoder-decoder model: give the encoder's input with --source-ids "
+                           "or --source (and the decoder's with --ids or --text)")
+        if source_given and not two_towers:
+            raise CliError(f"--source and --source-ids are the encoder input of an encoder-decoder model; "
+                           f"{loaded.source} is {_ONE_TOWER[loaded.config.architecture]} model")
+        ids = _parse_ids(args.ids) if args.ids is not None else _encode(loaded, args.text)
+        device = next(loaded.model.parameters()).device
+        source = None
+        if two_towers:
+            source_ids = (_parse_ids(args.source_ids, "--source-ids") if args.source_ids is not None
+                          else _encode(loaded, args.source))
+            source = torch.tensor([source_ids], device=device)  # (1, S)
+        progress.update(1, f"forward over {len(ids):,} tokens")
+        with torch.no_grad():
+            logits = loaded.model(torch.tensor([ids], device=device), source=source)[0]  # (T, V)
+        array = logits.float().cpu().numpy().astype(np.float32)  # (T, V)
+        progress.update(2, "writing")
+        with out.open("wb") as handle:
+            np.save(handle, array)
+        progress.update(3, "written")
     print(f"wrote {out}: logits of shape {array.shape[0]} x {array.shape[1]} (float32) from {loaded.source}")
     return 0
 
@@ -466,7 +439,9 @@ def run_generate(args: argparse.Namespace) -> int:
         print(f"note: the folder's generation_config.json sets {settings}, which this app's sampler does not apply "
               "(it applies temperature, top_k, top_p and the end-of-text ids); transformers would", file=sys.stderr)
     try:
-        tokens = generate(loaded.model, ids, args.max_new, temperature, top_k, args.seed, top_p=top_p)
+        with Progress("generate", args.max_new, "tok", quiet=args.quiet) as progress:
+            tokens = generate(loaded.model, ids, args.max_new, temperature, top_k, args.seed, top_p=top_p,
+                              on_token=progress.update)
     except TrainingError as error:
         raise CliError(str(error)) from None
     new = tokens[len(ids) :]
@@ -500,14 +475,18 @@ def run_export(args: argparse.Namespace) -> int:
     from core.hf_export import save_hf_folder
 
     check_destination(args.out)  # before loading: a refused folder fails at once
-    loaded = _load(args)
-    family = export_family(loaded.config)
-    metadata = loaded.metadata or {}
-    record = {k: v for k, v in metadata.items() if k not in FOLDER_KEYS}
-    # The folder's generation_config.json travels with it whole, keys this app does not apply included.
-    generation = metadata.get("generation_config") or metadata.get("generation") or None
-    folder = save_hf_folder(loaded.model.cpu(), args.out, tokenizer=loaded.tokenizer, metadata=record or None,
-                            generation=generation)
+    with Progress("export", 2, "stage", quiet=args.quiet) as progress:
+        progress.update(0, "loading the model")
+        loaded = _load(args)
+        family = export_family(loaded.config)
+        metadata = loaded.metadata or {}
+        record = {k: v for k, v in metadata.items() if k not in FOLDER_KEYS}
+        # The folder's generation_config.json travels with it whole, keys this app does not apply included.
+        generation = metadata.get("generation_config") or metadata.get("generation") or None
+        progress.update(1, f"writing a {family.model_type} folder")
+        folder = save_hf_folder(loaded.model.cpu(), args.out, tokenizer=loaded.tokenizer, metadata=record or None,
+                                generation=generation)
+        progress.update(2, "written")
     print(f"wrote {folder}: a Hugging Face {family.model_type} folder of {loaded.source} "
           f"(transformers.{family.auto_class}.from_pretrained loads it)")
     return 0
@@ -520,13 +499,26 @@ def run_evaluate(args: argparse.Namespace) -> int:
     ids = _encode(loaded, text)
     if len(ids) < 2:
         raise CliError("the text file needs at least two tokens to score a next-token prediction")
-    loss = evaluate_loss(loaded.model, ids)
+    with Progress("evaluate", len(ids) - 1, "tok", quiet=args.quiet) as progress:
+        loss = evaluate_loss(loaded.model, ids, on_progress=lambda done, total: progress.update(done))
+    predictions = len(ids) - 1
+    characters = predicted_characters(loaded, ids)
+    per_char = loss * predictions / characters if characters else float("nan")
     if args.json:
         from core.cli.common import print_json
 
         print_json({"checkpoint": loaded.source, "tokens": len(ids), "loss_nats_per_token": loss,
+                    "characters_predicted": characters, "loss_nats_per_character": per_char,
+                    "loss_bits_per_character": per_char / math.log(2),
                     "trained_mask_mode": training_mask_mode(loaded.metadata)})
     else:
         _note_leaky_training(loaded)
-        print(f"{loaded.source}: mean next-token loss {loss:.4f} nats/token over {len(ids) - 1:,} predictions")
+        print(f"{loaded.source}: mean next-token loss {loss:.4f} nats/token over {predictions:,} predictions; "
+              f"{per_char:.4f} nats/char, {per_char / math.log(2):.4f} bits/char over {characters:,} characters")
     return 0
+
+
+def predicted_characters(loaded: LoadedModel, ids: list[int]) -> int:
+    """Characters of the text the predictions cover: all but those of the first token, which nothing predicts."""
+    assert loaded.tokenizer is not None  # _encode refused a model without one
+    return len(loaded.tokenizer.decode(ids[1:]))

@@ -9,8 +9,9 @@ import sys
 from core.cli import CliError
 from core.cli.bounds import seed, whole_number
 from core.cli.common import print_json, print_table
+from core.cli.progress import Progress, add_quiet_argument
 from core.display import plural
-from core.experiments.pitfall_setups import EXPERIMENT_TITLES, EXPERIMENTS, MAX_STEPS, SIZES, PitfallError
+from core.experiments.pitfall_setups import EXPERIMENT_TITLES, EXPERIMENTS, MAX_STEPS, SIZES, PitfallError, run_keys
 from core.experiments.pitfalls import check_experiment, run_comparison, summary_rows, verdict
 
 
@@ -30,7 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--size", choices=tuple(SIZES), default="lecture", help="lecture: a few minutes in all; ci: seconds (default lecture)"
     )
     parser.add_argument("--json", action="store_true", help="print JSON (with every run's loss and gradient-norm record)")
-    parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    add_quiet_argument(parser)
     parser.set_defaults(run=run_pitfalls)
 
 
@@ -51,20 +52,22 @@ def run_pitfalls(args: argparse.Namespace) -> int:
     except PitfallError as error:
         raise CliError(str(error)) from None
     text = resource_path("tinyshakespeare.txt").read_text(encoding="utf-8")
-    every = max(1, setup.steps // 4)
+    keys = run_keys(args.experiment)
+    progress = Progress(args.experiment, len(keys) * setup.steps, "step", quiet=args.quiet)
 
-    def progress(key: str, step: int, loss: float) -> None:
-        if step % every == 0 or step == setup.steps:
-            print(f"{key}: step {step}/{setup.steps}  loss {loss:.3f}", file=sys.stderr, flush=True)
+    def on_step(key: str, step: int, loss: float) -> None:
+        progress.update(keys.index(key) * setup.steps + step, f"{key} step {step}/{setup.steps}  loss {loss:.3f}")
 
     if not args.quiet:
         print(f"{args.experiment}: {EXPERIMENT_TITLES[args.experiment]}; {plural(setup.n_layers, 'block')} of d_model "
               f"{setup.d_model}, {setup.steps} steps of {setup.batch_size} x {setup.seq_len}, lr {setup.lr:g}, seed "
               f"{setup.seed}", file=sys.stderr)
     try:
-        comparison = run_comparison(args.experiment, text, setup, on_step=None if args.quiet else progress)
+        comparison = run_comparison(args.experiment, text, setup, on_step=None if args.quiet else on_step)
     except PitfallError as error:
         raise CliError(str(error)) from None
+    finally:
+        progress.close()
     rows = summary_rows(comparison)
     if args.json:
         print_json({
