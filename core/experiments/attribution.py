@@ -118,13 +118,14 @@ def direct_logit_attribution(
             names.append(f"blocks.{layer}.ffn.hook_routing")
     with torch.no_grad(), capture(model, names) as seen:
         logits = model(tokens)  # (1, T, V)
-    direction64 = model.head.weight[answer].double()  # (D,)
     total = float(logits[0, position, answer])
     if foil is not None:
-        direction64 = direction64 - model.head.weight[foil].double()  # (D,)
-        total -= float(logits[0, position, foil])
+        total = float(logits[0, position, answer] - logits[0, position, foil])  # the float32 difference
 
     with torch.no_grad():
+        direction64 = model.head.weight[answer].double()  # (D,)
+        if foil is not None:
+            direction64 = direction64 - model.head.weight[foil].double()  # (D,)
         parts = _stream_parts(model, tokens, seen, position)  # list of (Component-without-value, (D,) float64)
         stream = _final_residual(model, seen, position)  # (D,) float64: the stream the final norm reads
         norm = model.final_norm
