@@ -94,8 +94,9 @@ def rounding_bound(model: Transformer, magnitudes: float) -> float:
 
 
 def direct_logit_attribution(
-    model: Transformer, ids: Sequence[int], answer: int, foil: int | None = None, position: int | None = None
+    model: Transformer, ids: Sequence[int], answer: int | None, foil: int | None = None, position: int | None = None
 ) -> Attribution:
+    """The split of the logit of `answer` (None: the model's top prediction there) minus `foil` at `position`."""
     problem = refusal(model)
     if problem:
         raise AttributionError(problem)
@@ -118,6 +119,8 @@ def direct_logit_attribution(
             names.append(f"blocks.{layer}.ffn.hook_routing")
     with torch.no_grad(), capture(model, names) as seen:
         logits = model(tokens)  # (1, T, V)
+    if answer is None:
+        answer = int(logits[0, position].argmax())
     total = float(logits[0, position, answer])
     if foil is not None:
         total = float(logits[0, position, answer] - logits[0, position, foil])  # the float32 difference

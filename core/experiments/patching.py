@@ -116,7 +116,7 @@ def activation_patch(
     model: Transformer,
     clean: Sequence[int],
     corrupt: Sequence[int],
-    answer: int,
+    answer: int | None,
     foil: int | None = None,
     site: str = "resid_pre",
     layers: Sequence[int] | None = None,
@@ -124,6 +124,8 @@ def activation_patch(
     on_row: Callable[[int, np.ndarray], None] | None = None,
 ) -> PatchingResult:
     """The map of the metric with each (layer, index) of `site` patched from clean into corrupted.
+
+    answer None measures the clean run's top prediction at the last position.
 
     progress(fraction, text) is called after each layer and may raise to stop; on_row(layer, values)
     hands each finished row over as it is made.
@@ -145,6 +147,8 @@ def activation_patch(
             clean_logits = model(clean_t)  # (1, T, V)
         with capture(model, stream_names) as corrupt_cache:
             corrupt_logits = model(corrupt_t)  # (1, T, V)
+        if answer is None:
+            answer = int(clean_logits[0, -1].argmax())
         clean_metric = float(metric(clean_logits[:, -1], answer, foil)[0])
         corrupt_metric = float(metric(corrupt_logits[:, -1], answer, foil)[0])
         n_columns = seq if spec.axis == "position" else config.n_heads

@@ -67,11 +67,10 @@ def test_attribution_shows_the_models_logit_and_the_parts_sum(lab, loaded):
     assert panel.patching_view.computations == 0  # hidden views do no work
 
 
-def test_patching_refuses_an_unedited_or_longer_input_then_maps_a_replacement(qtbot, lab, loaded):
+def test_patching_says_an_unedited_input_changes_nothing_then_maps_a_replacement(qtbot, lab, loaded):
     state, panel = lab
-    view = panel.patching_view
-    panel.tabs.setCurrentIndex(SUB_TABS.index("Patching"))
-    qtbot.waitUntil(lambda: view.showing_message and "replace its token" in view.message.text(), timeout=5000)
+    view = _show_tab(qtbot, panel, "Patching")
+    assert "equals the clean one" in view.summary_label.text()
     rows = []
     view.show_partial = (lambda original: lambda partial: (rows.append(partial.layer), original(partial)))(view.show_partial)
     with qtbot.waitSignal(view.result_shown, timeout=RESULT_TIMEOUT_MS):
@@ -112,3 +111,16 @@ def test_a_post_norm_model_is_refused_in_words_by_attribution(qtbot, lab):
     state.set_model(Transformer.from_seed(config, seed=0))
     view = panel.attribution_view
     qtbot.waitUntil(lambda: view.showing_message and "post-norm" in view.message.text(), timeout=5000)
+
+
+def test_an_empty_answer_measures_the_top_prediction(qtbot, lab, loaded):
+    state, panel = lab
+    view = panel.attribution_view
+    with qtbot.waitSignal(view.result_shown, timeout=RESULT_TIMEOUT_MS):
+        panel.answer_edit.setText("")
+    ids = loaded.tokenizer.encode(TEXT)
+    expected = direct_logit_attribution(loaded.model, ids, None, loaded.tokenizer.id_of("e"))
+    assert "(the top prediction)" in view.summary_label.text()
+    assert f"the model's own {expected.total:.6g}" in view.summary_label.text()
+    panel.answer_edit.setText("#999")
+    qtbot.waitUntil(lambda: view.showing_message and "outside the vocabulary" in view.message.text(), timeout=5000)

@@ -23,10 +23,9 @@ LAST = -1  # the position spin's special value: the last token
 class AttributionInputs:
     model: Any
     tokens: tuple[int, ...]
-    answer: int
+    answer: int | None  # None: the model's top prediction
     foil: int | None
     position: int
-    metric: str  # the metric in words, for the caption
 
 
 def compute_attribution(inputs: AttributionInputs, token):
@@ -110,15 +109,16 @@ class AttributionView(View):
             return Refusal(problem[0].upper() + problem[1:] + ".")
         position = self.position_spin.value()
         position = len(tokens) - 1 if position == LAST else min(position, len(tokens) - 1)
-        return AttributionInputs(model, tokens, answer, foil, position,
-                                 self.controls.metric_text(self.state.tokenizer, answer, foil))
+        return AttributionInputs(model, tokens, answer, foil, position)
 
     def show_result(self, result) -> None:
         inputs: AttributionInputs = self.shown_inputs
         config = inputs.model.config
         verdict = "agree" if result.agrees else "DO NOT agree"
+        metric = self.controls.metric_text(self.state.tokenizer, result.answer, result.foil)
+        top = " (the top prediction)" if inputs.answer is None else ""
         self.summary_label.setText(
-            f"{inputs.metric} at position {result.position}: the model's own {result.total:.6g}; "
+            f"{metric}{top} at position {result.position}: the model's own {result.total:.6g}; "
             f"the parts sum to {result.parts_sum:.6g}; difference {result.difference:.2g} "
             f"(float32 rounding allows {result.tolerance:.1g}): they {verdict}. "
             f"Final {result.norm} scale of this run: {result.final_scale:.4g}.")

@@ -96,7 +96,9 @@ class CausalControls(QObject):
         self.answer_edit = QLineEdit()
         self.answer_edit.setObjectName("causal-answer")
         self.answer_edit.setMaxLength(MAX_TOKEN_CHARS + 1)
-        self.answer_edit.setToolTip("The answer token whose logit is measured: its text, or #ID")
+        self.answer_edit.setToolTip("The answer token whose logit is measured: its text, or #ID; "
+                                    "empty: the model's top prediction on the clean input")
+        self.answer_edit.setPlaceholderText("top prediction")
         self.foil_edit = QLineEdit()
         self.foil_edit.setObjectName("causal-foil")
         self.foil_edit.setMaxLength(MAX_TOKEN_CHARS + 1)
@@ -176,17 +178,16 @@ class CausalControls(QObject):
 
     # ---- the tokens measured -------------------------------------------------------------------
     def answer_and_foil(self, tokenizer, vocab_size: int) -> tuple[int | None, int | None, str]:
-        """(answer, foil or None, "") or (None, None, why not)."""
+        """(answer or None for the top prediction, foil or None, "") or (None, None, why not)."""
         answer, problem = parse_token(self.answer_edit.text(), tokenizer, vocab_size, "answer")
         if problem:
             return None, None, problem
-        if answer is None:
-            return None, None, "type the answer token whose logit is measured (its text, or #ID)"
         foil, problem = parse_token(self.foil_edit.text(), tokenizer, vocab_size, "foil")
         if problem:
             return None, None, problem
         return answer, foil, ""
 
     def metric_text(self, tokenizer, answer: int, foil: int | None) -> str:
+        """The metric in words, for the answer the result used (an empty answer field: the top prediction)."""
         text = f"logit({token_label(tokenizer, answer)})"
         return text + (f" - logit({token_label(tokenizer, foil)})" if foil is not None else "")

@@ -31,10 +31,9 @@ class PatchingInputs:
     model: Any
     clean: tuple[int, ...]
     corrupt: tuple[int, ...]
-    answer: int
+    answer: int | None  # None: the model's top prediction
     foil: int | None
     site: str
-    metric: str
 
 
 @dataclass(frozen=True)
@@ -64,8 +63,6 @@ def patching_refusal(model, clean, corrupt) -> str:
     if len(corrupt) != len(clean):
         return (f"The clean input has {len(clean)} tokens and the corrupted one {len(corrupt)}: patching compares "
                 "activations position by position, so replace tokens without inserting or deleting any.")
-    if tuple(clean) == tuple(corrupt):
-        return "The corrupted input equals the clean one: select a chip in the corrupted strip and replace its token."
     return ""
 
 
@@ -116,8 +113,7 @@ class PatchingView(View):
         answer, foil, problem = self.controls.answer_and_foil(self.state.tokenizer, model.config.vocab_size)
         if problem:
             return Refusal(problem[0].upper() + problem[1:] + ".")
-        return PatchingInputs(model, clean, corrupt, answer, foil, self.site,
-                              self.controls.metric_text(self.state.tokenizer, answer, foil))
+        return PatchingInputs(model, clean, corrupt, answer, foil, self.site)
 
     def _labels(self, inputs: PatchingInputs, n_columns: int) -> tuple[list[str], list[str]]:
         config = inputs.model.config
@@ -140,7 +136,7 @@ class PatchingView(View):
         rows, columns = self._labels(inputs, len(partial.values))
         self.patch_map.plot.setLabel("bottom", "head" if inputs.site == "head" else "position")
         self.patch_map.set_data(self.partial_values, rows, columns)  # raw until both metrics are known
-        self.summary_label.setText(f"{inputs.metric}, raw values: {done} of {partial.n_layers} layers computed...")
+        self.summary_label.setText(f"Raw values: {done} of {partial.n_layers} layers computed...")
         self.checks_label.setText("")
         self.switch_to_content()
 
@@ -163,7 +159,11 @@ class PatchingView(View):
             self.patch_map.set_data(normalised, rows, columns, levels=(min(0.0, float(np.nanmin(normalised))),
                                                                      max(1.0, float(np.nanmax(normalised)))))
             scale = "0 = corrupted, 1 = clean"
-        self.summary_label.setText(f"{inputs.metric} at the last position: clean {result.clean_metric:.5g}, corrupted "
+        metric = self.controls.metric_text(self.state.tokenizer, result.answer, result.foil)
+        top = " (the clean run's top prediction)" if inputs.answer is None else ""
+        if inputs.clean == inputs.corrupt:
+            scale += ". The corrupted input equals the clean one: replace a token in the corrupted strip"
+        self.summary_label.setText(f"{metric}{top} at the last position: clean {result.clean_metric:.5g}, corrupted "
                                    f"{result.corrupt_metric:.5g}; map: {scale}.")
         every = all(result.patch_all_equal)
         self.checks_label.setText(
