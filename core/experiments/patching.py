@@ -53,8 +53,8 @@ class PatchingResult:
     clean_metric: float  # answer-minus-foil logit at the last position, clean run
     corrupt_metric: float  # the same, corrupted run
     values: np.ndarray  # (L, T) or (L, H): the corrupted run's metric with that one activation patched
-    patch_all_equal: tuple[bool, ...]  # per layer: every position of resid_pre patched gives the clean logits (torch.equal)
-    patch_none_equal: bool  # a run with the patch hooks attached and nothing patched gives the corrupted logits
+    patch_all_equal: tuple[bool, ...]  # per layer: every position of resid_pre patched gives the clean logits (torch.equal); () unchecked
+    patch_none_equal: bool | None  # a run with the patch hooks attached and nothing patched gives the corrupted logits
     changed_positions: tuple[int, ...]  # where the clean and corrupted tokens differ
 
     @property
@@ -122,13 +122,15 @@ def activation_patch(
     layers: Sequence[int] | None = None,
     progress: Callable[[float, str], None] | None = None,
     on_row: Callable[[int, np.ndarray], None] | None = None,
+    checks: bool = True,
 ) -> PatchingResult:
     """The map of the metric with each (layer, index) of `site` patched from clean into corrupted.
 
     answer None measures the clean run's top prediction at the last position.
 
     progress(fraction, text) is called after each layer and may raise to stop; on_row(layer, values)
-    hands each finished row over as it is made.
+    hands each finished row over as it is made. checks=False leaves out the patch-all and patch-none
+    forward passes (a benchmark of the map alone).
     """
     if site not in SITES:
         raise PatchingError(f"unknown site {site!r}; choose one of {', '.join(SITES)}")
@@ -167,12 +169,15 @@ def activation_patch(
                 on_row(layer, values[layer].copy())
             if progress is not None:
                 progress((done + 1) / len(layers), f"layer {layer + 1} of {n_layers}")
-        patch_all = tuple(_full_patch_equal(model, corrupt_t, clean_cache, stream_names[layer], clean_logits)
-                          for layer in range(n_layers))
-        with intervene(model, [(name, lambda activation, _name: None) for name in site_names]):
-            patch_none = torch.equal(model(corrupt_t), corrupt_logits)
+        patch_all: tuple[bool, ...] = ()
+        patch_none = None
+        if checks:
+            patch_all = tuple(_full_patch_equal(model, corrupt_t, clean_cache, stream_names[layer], clean_logits)
+                              for layer in range(n_layers))
+            with intervene(model, [(name, lambda activation, _name: None) for name in site_names]):
+                patch_none = bool(torch.equal(model(corrupt_t), corrupt_logits))
     changed = tuple(int(i) for i in torch.nonzero(clean_t[0] != corrupt_t[0]).flatten())
-    return PatchingResult(site, answer, foil, clean_metric, corrupt_metric, values, patch_all, bool(patch_none), changed)
+    return PatchingResult(site, answer, foil, clean_metric, corrupt_metric, values, patch_all, patch_none, changed)
 
 
 def _full_patch_equal(model: Transformer, corrupt_t: torch.Tensor, clean_cache, name: str, clean_logits: torch.Tensor) -> bool:

@@ -77,11 +77,12 @@ class AttributionView(View):
         splitter = QSplitter(Qt.Orientation.Horizontal)
         self.heads_map = Heatmap("head", "layer", "Each head's direct effect on the logit (difference)")
         splitter.addWidget(self.heads_map)
-        self.parts_plot = make_plot("Embeddings, biases and FFNs", "component", "share of the logit")
-        self.parts_bars = pg.BarGraphItem(x=[], height=[], width=0.7)
+        self.parts_plot = make_plot("Embeddings, biases and FFNs", "share of the logit", "")
+        self.parts_plot.invertY(True)  # the first part on top, in the order they are written into the stream
+        self.parts_bars = pg.BarGraphItem(x0=[], y=[], width=[], height=0.7)
         self.parts_plot.addItem(self.parts_bars)
         splitter.addWidget(self.parts_plot)
-        self.lens_plot = make_plot("Logit lens: the stream after each block", "stream (0 = embeddings)", "logit")
+        self.lens_plot = make_plot("Logit lens: the stream after each block", "stream", "logit")
         self.lens_plot.addLegend(offset=(10, 5))
         self.lens_own = self.lens_plot.plot([], [], name="own scale (logit lens)", symbol="o")
         self.lens_final = self.lens_plot.plot([], [], name="final run's scale = parts so far", symbol="s")
@@ -117,6 +118,8 @@ class AttributionView(View):
         verdict = "agree" if result.agrees else "DO NOT agree"
         metric = self.controls.metric_text(self.state.tokenizer, result.answer, result.foil)
         top = " (the top prediction)" if inputs.answer is None else ""
+        if result.answer == result.foil:
+            top += ", the same token as the foil, so every part is 0 by construction"
         self.summary_label.setText(
             f"{metric}{top} at position {result.position}: the model's own {result.total:.6g}; "
             f"the parts sum to {result.parts_sum:.6g}; difference {result.difference:.2g} "
@@ -127,16 +130,19 @@ class AttributionView(View):
         self.heads_map.set_data(grid, [f"L{layer}" for layer in range(config.n_layers)],
                                 [f"H{head}" for head in range(config.n_heads)], levels=(-bound, bound))
         others = [part for part in result.components if part.kind != "head"]
-        self.parts_bars.setOpts(x=np.arange(len(others)), height=[part.value for part in others], width=0.7,
+        self.parts_bars.setOpts(x0=np.zeros(len(others)), y=np.arange(len(others)),
+                                width=[part.value for part in others], height=0.7,
                                 brush=theme.brush("primary"), pen=theme.pen("primary", width=1))
-        self.parts_plot.getAxis("bottom").setTicks([[(i, part.name) for i, part in enumerate(others)]])
+        self.parts_plot.getAxis("left").setTicks([[(i, part.name) for i, part in enumerate(others)]])
         streams = np.arange(len(result.lens))
+        self.lens_plot.getAxis("bottom").setTicks(
+            [[(0, "embed"), *((i, f"after L{i - 1}") for i in range(1, len(result.lens)))]])
         self.lens_own.setData(streams, result.lens, pen=theme.pen("primary"), symbolBrush=theme.brush("primary"))
         self.lens_final.setData(streams, result.lens_final_scale, pen=theme.pen("secondary"),
                                 symbolBrush=theme.brush("secondary"))
 
     def on_stale(self) -> None:
-        self.parts_bars.setOpts(x=[], height=[])
+        self.parts_bars.setOpts(x0=[], y=[], width=[])
         self.lens_own.setData([], [])
         self.lens_final.setData([], [])
 

@@ -161,6 +161,8 @@ class PatchingView(View):
             scale = "0 = corrupted, 1 = clean"
         metric = self.controls.metric_text(self.state.tokenizer, result.answer, result.foil)
         top = " (the clean run's top prediction)" if inputs.answer is None else ""
+        if result.answer == result.foil:
+            top += ", the same token as the foil: every value is 0 by construction"
         if inputs.clean == inputs.corrupt:
             scale += ". The corrupted input equals the clean one: replace a token in the corrupted strip"
         self.summary_label.setText(f"{metric}{top} at the last position: clean {result.clean_metric:.5g}, corrupted "
