@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 from PySide6.QtWidgets import QComboBox, QLineEdit, QSplitter, QVBoxLayout, QWidget
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QFontDatabase
 
 from gui import theme
 from gui.panels.base import Refusal, View
@@ -98,7 +99,6 @@ class AblationView(View):
         self.loss_after = self.loss_plot.plot([], [], name="ablated")
         splitter.addWidget(self.loss_plot)
         self.top_label = plain_label(name="ablation-top", wrap=False)
-        self.top_label.setFont(theme.font(1.0))
         self.stale_labels.append(self.top_label)
         splitter.addWidget(self.top_label)
         column.addWidget(splitter, 1)
@@ -130,9 +130,12 @@ class AblationView(View):
         positions = np.arange(len(result.position_loss_before))
         self.loss_before.setData(positions, result.position_loss_before, pen=theme.pen("primary"))
         self.loss_after.setData(positions, result.position_loss_after, pen=theme.pen("secondary"))
-        lines = [f"Top predictions after position {result.position}:", "intact               ablated"]
+        lines = [f"Top predictions after position {result.position}:", f"{'intact':>15}   {'ablated':>15}"]
         for (before, p_before), (after, p_after) in zip(result.top_before, result.top_after):
             lines.append(f"{token_label(tokenizer, before):>8} {p_before:6.3f}   {token_label(tokenizer, after):>8} {p_after:6.3f}")
+        fixed = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
+        fixed.setPointSizeF(theme.font().pointSizeF())  # columns line up, at the theme's text size
+        self.top_label.setFont(fixed)
         self.top_label.setText("\n".join(lines))
 
     def on_stale(self) -> None:

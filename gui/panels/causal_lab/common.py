@@ -103,6 +103,9 @@ class CausalControls(QObject):
         self.foil_edit.setObjectName("causal-foil")
         self.foil_edit.setMaxLength(MAX_TOKEN_CHARS + 1)
         self.foil_edit.setToolTip("Optional foil token: the metric is the answer's logit minus the foil's (text or #ID)")
+        for edit in (self.answer_edit, self.foil_edit):
+            # About a dozen characters: room for a word token or #ID, and the row stays one line on a projector.
+            edit.setMaximumWidth(edit.fontMetrics().horizontalAdvance("top prediction") + 16)
         self.corrupt_strip = TokenStrip()
         self.corrupt_strip.setObjectName("causal-corrupt-strip")
         self.corrupt_strip.text_caption.setText("Corrupted")

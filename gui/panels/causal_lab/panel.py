@@ -9,15 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtWidgets import QPushButton, QWidget
+from PySide6.QtWidgets import QLabel, QPushButton, QWidget
 
 from gui.panels.base import Panel
 from gui.panels.causal_lab.ablation import AblationView
 from gui.panels.causal_lab.attribution import AttributionView
-from gui.panels.causal_lab.common import CausalControls, labelled
+from gui.panels.causal_lab.common import CausalControls
 from gui.panels.causal_lab.induction import InductionView
 from gui.panels.causal_lab.patching import PatchingView
-from gui.widgets.flow_layout import FlowLayout
 from gui.widgets.page_tabs import PageTabs
 from gui.widgets.token_strip import TokenStrip
 
@@ -34,6 +33,12 @@ class CausalLabPanel(Panel):
         self.clean_strip = TokenStrip()
         self.clean_strip.setObjectName("causal-clean-strip")
         self.clean_strip.text_caption.setText("Clean")
+        # The clean chips are edited in the Tokens panel or by typing here: no second row of edit buttons,
+        # which leaves the maps their height at projector scale.
+        for index in range(self.clean_strip.edit_row.count()):
+            item = self.clean_strip.edit_row.itemAt(index)
+            if item.widget() is not None:
+                item.widget().hide()
         layout.addWidget(self.clean_strip)
         self.controls = CausalControls(self)
         self.corrupt_strip = self.controls.corrupt_strip
@@ -41,12 +46,13 @@ class CausalLabPanel(Panel):
         self.reset_button.setToolTip("Make the corrupted input the clean one again")
         self.reset_button.clicked.connect(self.controls.reset_corrupt)
         self.corrupt_strip.add_control_group(self.reset_button)
-        layout.addWidget(self.corrupt_strip)
-        row = FlowLayout()
         self.answer_edit, self.foil_edit = self.controls.answer_edit, self.controls.foil_edit
-        labelled(row, "answer", self.answer_edit)
-        labelled(row, "minus foil", self.foil_edit)
-        layout.addLayout(row)
+        for text, edit in (("answer", self.answer_edit), ("minus foil", self.foil_edit)):
+            caption = QLabel(text)
+            caption.setBuddy(edit)
+            caption.setToolTip(edit.toolTip())
+            self.corrupt_strip.add_control_group(caption, edit)
+        layout.addWidget(self.corrupt_strip)
 
         prefix = f"{self.channel}/"
         self.attribution_view = self.add_view(AttributionView(state, compute, self.controls, prefix))
