@@ -65,6 +65,16 @@ class CausalLabPanel(Panel):
         for view in self.views:
             self.tabs.addTab(view, view.name)
         layout.addWidget(self.tabs, 1)
+        # Names lessons and tests point at.
+        self.patch_map = self.patching_view.patch_map
+        self.patching_summary = self.patching_view.summary_label
+        self.patching_checks = self.patching_view.checks_label
+        self.patching_site = self.patching_view.site_combo
+        self.attribution_summary = self.attribution_view.summary_label
+        self.heads_map = self.attribution_view.heads_map
+        self.ablation_summary = self.ablation_view.summary_label
+        self.induction_summary = self.induction_view.summary_label
+        self.induction_map = self.induction_view.induction_map
 
         self.clean_strip.text_submitted.connect(state.set_text)
         self.clean_strip.replace_requested.connect(self._replace_clean)
