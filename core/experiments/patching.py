@@ -43,6 +43,26 @@ SITES: dict[str, Site] = {
     "head": Site("blocks.{layer}.attn.hook_z", "head", "one head's output at every position"),
 }
 MAX_BATCH_ELEMENTS = 2**24  # floats of one patched batch's stream (B * T * D): bounds a layer's batch (64 MiB)
+# Multiply-adds of a whole map (see map_cost): about a minute on a laptop's CPU. GPT-2 small's resid_pre map
+# fits up to ~130 tokens, a tiny bundled model's over its whole context.
+MAX_MAP_FLOPS = 2e13
+
+
+def map_cost(config, n_tokens: int, site: str) -> float:
+    """FLOPs of a map's patched runs: each column re-runs the blocks from its layer on, every block ~24 d^2 per token."""
+    n_columns = n_tokens if SITES[site].axis == "position" else config.n_heads
+    block_passes = config.n_layers * (config.n_layers + 1) / 2  # a run from layer l passes L - l blocks
+    width = config.d_model
+    per_token = 2 * (4 * width * width + 2 * width * config.d_ff * max(1, config.n_experts) + 2 * n_tokens * width)
+    return n_columns * n_tokens * block_passes * per_token
+
+
+def cost_problem(config, n_tokens: int, site: str) -> str | None:
+    cost = map_cost(config, n_tokens, site)
+    if cost <= MAX_MAP_FLOPS:
+        return None
+    return (f"the {site} map of {n_tokens} tokens would take about {cost / 1e12:.0f} TFLOP of patched runs, more than "
+            f"the {MAX_MAP_FLOPS / 1e12:.0f} TFLOP this lab allows; shorten the text or patch heads")
 
 
 @dataclass(frozen=True)
@@ -141,6 +161,9 @@ def activation_patch(
             raise PatchingError(f"the {role} token id {token} is outside the vocabulary (0..{config.vocab_size - 1})")
     clean_t, corrupt_t = check_pair(model, clean, corrupt)
     n_layers, seq = config.n_layers, clean_t.shape[1]
+    problem = cost_problem(config, seq, site)
+    if problem:
+        raise PatchingError(problem)
     layers = list(range(n_layers)) if layers is None else list(layers)
     site_names = [spec.hook.format(layer=layer) for layer in range(n_layers)]
     stream_names = [f"blocks.{layer}.hook_resid_pre" for layer in range(n_layers)]

@@ -73,3 +73,13 @@ def test_rows_arrive_in_order_and_progress_reaches_one():
     assert all(np.array_equal(values, result.values[layer]) for layer, values in rows)
     assert fractions[-1] == 1.0
     assert torch.is_grad_enabled()
+
+
+def test_a_map_beyond_the_cost_bound_is_refused_in_words():
+    from core.experiments.patching import cost_problem
+    from core.presets import get_preset
+
+    assert cost_problem(get_preset("tiny-gpt"), 256, "resid_pre") is None
+    assert cost_problem(get_preset("gpt2-small"), 20, "resid_pre") is None
+    problem = cost_problem(get_preset("gpt2-small"), 1024, "resid_pre")
+    assert problem is not None and "shorten the text" in problem

@@ -53,7 +53,7 @@ def compute_patching(inputs: PatchingInputs, token):
     )
 
 
-def patching_refusal(model, clean, corrupt) -> str:
+def patching_refusal(model, clean, corrupt, site: str) -> str:
     if model.config.architecture == "encoder-decoder":
         return "Patching runs one stack; an encoder-decoder model reads a second sequence through its encoder."
     if not clean:
@@ -63,7 +63,10 @@ def patching_refusal(model, clean, corrupt) -> str:
     if len(corrupt) != len(clean):
         return (f"The clean input has {len(clean)} tokens and the corrupted one {len(corrupt)}: patching compares "
                 "activations position by position, so replace tokens without inserting or deleting any.")
-    return ""
+    from core.experiments.patching import cost_problem
+
+    problem = cost_problem(model.config, len(clean), site)
+    return problem[0].upper() + problem[1:] + "." if problem else ""
 
 
 class PatchingView(View):
@@ -107,7 +110,7 @@ class PatchingView(View):
         if model is None:
             return None
         clean, corrupt = tuple(self.state.tokens), tuple(self.controls.corrupt_ids)
-        problem = patching_refusal(model, clean, corrupt)
+        problem = patching_refusal(model, clean, corrupt, self.site)
         if problem:
             return Refusal(problem)
         answer, foil, problem = self.controls.answer_and_foil(self.state.tokenizer, model.config.vocab_size)
