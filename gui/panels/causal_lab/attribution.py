@@ -74,18 +74,26 @@ class AttributionView(View):
         self.summary_label = plain_label(name="attribution-summary")
         self.stale_labels.append(self.summary_label)
         column.addWidget(self.summary_label)
+        self.key_label = plain_label("Bars per layer: its attention bias (upper, blue) and its FFN or experts (lower, "
+                                     "orange). The lens reads the stream before block 0 (emb) and after each block.",
+                                     name="attribution-key")
+        column.addWidget(self.key_label)
         splitter = QSplitter(Qt.Orientation.Horizontal)
-        self.heads_map = Heatmap("head", "layer", "Each head's direct effect on the logit (difference)")
+        self.heads_map = Heatmap("head", "layer", "Direct effect of each head")
         splitter.addWidget(self.heads_map)
-        self.parts_plot = make_plot("Embeddings, biases and FFNs", "share of the logit", "")
+        # One row per layer (its attention bias above, its FFN or experts below) keeps the labels few enough
+        # to read at projector scale; the command line lists every part on its own.
+        self.parts_plot = make_plot("Biases and FFNs", "share of the logit", "")
         self.parts_plot.invertY(True)  # the first part on top, in the order they are written into the stream
-        self.parts_bars = pg.BarGraphItem(x0=[], y=[], width=[], height=0.7)
-        self.parts_plot.addItem(self.parts_bars)
+        self.parts_bars = {role: pg.BarGraphItem(x0=[], y=[], width=[], height=0.4)
+                           for role in ("single", "attn_bias", "ffn")}
+        for bars in self.parts_bars.values():
+            self.parts_plot.addItem(bars)
         splitter.addWidget(self.parts_plot)
-        self.lens_plot = make_plot("Logit lens: the stream after each block", "stream", "logit")
+        self.lens_plot = make_plot("Logit lens", "stream after block", "logit")
         self.lens_plot.addLegend(offset=(10, 5))
-        self.lens_own = self.lens_plot.plot([], [], name="own scale (logit lens)", symbol="o")
-        self.lens_final = self.lens_plot.plot([], [], name="final run's scale = parts so far", symbol="s")
+        self.lens_own = self.lens_plot.plot([], [], name="own scale", symbol="o")
+        self.lens_final = self.lens_plot.plot([], [], name="final scale = parts so far", symbol="s")
         splitter.addWidget(self.lens_plot)
         column.addWidget(splitter, 1)
 
@@ -129,20 +137,43 @@ class AttributionView(View):
         bound = float(np.abs(grid).max()) or 1.0
         self.heads_map.set_data(grid, [f"L{layer}" for layer in range(config.n_layers)],
                                 [f"H{head}" for head in range(config.n_heads)], levels=(-bound, bound))
-        others = [part for part in result.components if part.kind != "head"]
-        self.parts_bars.setOpts(x0=np.zeros(len(others)), y=np.arange(len(others)),
-                                width=[part.value for part in others], height=0.7,
-                                brush=theme.brush("primary"), pen=theme.pen("primary", width=1))
-        self.parts_plot.getAxis("left").setTicks([[(i, part.name) for i, part in enumerate(others)]])
+        self._show_parts(result, config.n_layers)
         streams = np.arange(len(result.lens))
         self.lens_plot.getAxis("bottom").setTicks(
-            [[(0, "embed"), *((i, f"after L{i - 1}") for i in range(1, len(result.lens)))]])
+            [[(0, "emb"), *((i, f"L{i - 1}") for i in range(1, len(result.lens)))]])
         self.lens_own.setData(streams, result.lens, pen=theme.pen("primary"), symbolBrush=theme.brush("primary"))
         self.lens_final.setData(streams, result.lens_final_scale, pen=theme.pen("secondary"),
                                 symbolBrush=theme.brush("secondary"))
 
+    def _show_parts(self, result, n_layers: int) -> None:
+        """Rows: embed, pos_embed (when the model adds one), each layer, the final norm's bias (when it has one)."""
+        rows: list[str] = []
+        single: dict[int, float] = {}
+        per_layer = {"attn_bias": np.zeros(n_layers), "ffn": np.zeros(n_layers)}
+        for part in result.components:
+            if part.kind in ("embed", "pos_embed", "norm_bias"):
+                single[len(rows)] = part.value
+                rows.append(part.name)
+            elif part.kind == "attn_bias":
+                per_layer["attn_bias"][part.layer] += part.value
+            elif part.kind in ("ffn", "expert"):
+                per_layer["ffn"][part.layer] += part.value
+        first_layer_row = sum(1 for name in rows if name != "final norm bias")
+        layer_rows = [f"L{layer}" for layer in range(n_layers)]
+        rows[first_layer_row:first_layer_row] = layer_rows
+        single = {(row if row < first_layer_row else row + n_layers): value for row, value in single.items()}
+        layer_y = np.arange(first_layer_row, first_layer_row + n_layers)
+        roles = {"single": (np.array(list(single)), np.array(list(single.values())), 0.0, "tertiary"),
+                 "attn_bias": (layer_y, per_layer["attn_bias"], -0.2, "primary"),
+                 "ffn": (layer_y, per_layer["ffn"], 0.2, "secondary")}
+        for role, (ys, widths, shift, colour) in roles.items():
+            self.parts_bars[role].setOpts(x0=np.zeros(len(ys)), y=ys + shift, width=widths, height=0.4,
+                                          brush=theme.brush(colour), pen=theme.pen(colour, width=1))
+        self.parts_plot.getAxis("left").setTicks([list(enumerate(rows))])
+
     def on_stale(self) -> None:
-        self.parts_bars.setOpts(x0=[], y=[], width=[])
+        for bars in self.parts_bars.values():
+            bars.setOpts(x0=[], y=[], width=[])
         self.lens_own.setData([], [])
         self.lens_final.setData([], [])
 
