@@ -20,6 +20,9 @@ model on the same worker. Every GUI figure is measured in the MainWindow with ev
     peak RSS, gpt2-small, T=1024    < 2 GB        a window with every panel open (this module's --rss-probe)
     bare forward / best fp32 GEMM   >= 0.6x       bench/gemm_peak.py: GPT-2 small, T=256, on the app's kernel path,
                                                   against the best 2048^3 GEMM rate of the paths (BLAS, oneDNN)
+    resid_pre map / TransformerLens <= 0.5x       bench/patching_map.py: GPT-2 small's shape, 20 tokens, the lab's
+                                                  patching map against transformer_lens.patching's
+                                                  get_act_patch_resid_pre and the naive loop, same weights and inputs
     edit-to-result / transformers   <= 1.0x       the full-window edit above against `transformers`' forward of
                                                   the two sequences with hidden states (bench/gemm_peak.py);
                                                   TransformerLens run_with_cache beside it when installed
@@ -250,6 +253,34 @@ def measure_peak_and_peers(runs: int, repeats: int) -> list[Figure]:
     return [peak, forward, share, hf, lens]
 
 
+def measure_patching_map(runs: int) -> list[Figure]:
+    """bench/patching_map.py in a fresh process: the lab's resid_pre map, the naive loop and TransformerLens."""
+    lab = Figure("resid_pre patching map, gpt2-small T=20 (lab)", "ms", target="-")
+    naive = Figure("the same map, one full forward per cell", "ms", target="-")
+    lens = Figure("the same map, TransformerLens get_act_patch_resid_pre", "ms", target="-")
+    ratio = Figure("patching map: lab / TransformerLens", "x", target="<= 0.5x", meets=lambda v: v <= 0.5)
+    try:
+        out = _run([str(BENCH / "patching_map.py"), "--runs", str(runs), "--json"], timeout=3600)
+        match = re.search(r"^PATCH_MAP (.*)$", out, re.MULTILINE)
+        if match is None:
+            _find(r"(?!)", out)
+        data = json.loads(match.group(1))
+        medians, differences = data["median_ms"], data["max_abs_difference_from_naive"]
+        lab.values.append(medians["lab_map"])
+        lab.beside = (f"with the bitwise checks {medians['lab_with_checks']:.0f} ms; max |difference| from the "
+                      f"naive loop {differences['lab_map']:.1e}")
+        naive.values.append(medians["naive"])
+        if data["transformer_lens"]:
+            lens.values.append(medians["transformer_lens"])
+            lens.beside = f"max |difference| from the naive loop {differences['transformer_lens']:.1e}"
+            ratio.values.append(medians["lab_map"] / medians["transformer_lens"])
+        else:
+            lens.skipped = ratio.skipped = "TransformerLens is not installed"
+    except Exception as error:
+        lab.error = str(error)[:120]
+    return [lab, naive, lens, ratio]
+
+
 def edit_against_peer(edit: Figure, peer: Figure) -> Figure:
     """The full-window edit against the peer's two-sequence forward, run by run in the same bench run."""
     ratio = Figure("edit-to-result / transformers' two-sequence forward, gpt2-small T=256", "x", target="<= 1.0x",
@@ -438,7 +469,7 @@ def rss_probe(timeout_s: float = 600.0) -> int:
     return 0
 
 
-GROUPS = ("startup", "tokens", "edit", "real", "peak", "paused", "stall", "drag", "rss")
+GROUPS = ("startup", "tokens", "edit", "real", "peak", "paused", "stall", "drag", "rss", "patch")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -483,6 +514,8 @@ def main(argv: list[str] | None = None) -> int:
         figures += measure_drag(runs, moves=60 if args.quick else 200)
     if "rss" in chosen:
         figures += measure_rss(heavy_runs)
+    if "patch" in chosen:
+        figures += measure_patching_map(heavy_runs)
     elapsed = time.monotonic() - started
     if args.json:
         load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None

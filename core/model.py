@@ -239,6 +239,7 @@ class Block(nn.Module):
         self.hook_resid_pre = HookPoint()
         self.norm1 = make_norm(config)
         self.attn = Attention(config)
+        self.hook_attn_out = HookPoint()  # what attention writes into the stream (before a post-norm)
         self.hook_resid_mid = HookPoint()
         if cross_attention:
             self.norm_cross = make_norm(config)
@@ -246,7 +247,7 @@ class Block(nn.Module):
             self.hook_resid_cross = HookPoint()
         self.norm2 = make_norm(config)
         self.ffn: nn.Module = MixtureOfExperts(config) if config.is_moe else FeedForward(config)
-        self.hook_ffn_out = HookPoint()
+        self.hook_ffn_out = HookPoint()  # what the FFN writes into the stream (TransformerLens's hook_mlp_out)
         self.hook_resid_post = HookPoint()
 
     def _sublayer(self, x: torch.Tensor, norm: nn.Module, sublayer, hook: HookPoint | None = None) -> torch.Tensor:
@@ -265,7 +266,8 @@ class Block(nn.Module):
         score_bias: torch.Tensor | None = None,
     ) -> torch.Tensor:
         x = self.hook_resid_pre(x)  # (B, T, D)
-        x = self._sublayer(x, self.norm1, lambda h: self.attn(h, mask_mode=mask_mode, rope=rope, score_bias=score_bias))
+        x = self._sublayer(x, self.norm1, lambda h: self.attn(h, mask_mode=mask_mode, rope=rope, score_bias=score_bias),
+                           self.hook_attn_out)
         x = self.hook_resid_mid(x)  # (B, T, D)
         if hasattr(self, "cross_attn"):
             x = self._sublayer(x, self.norm_cross, lambda h: self.cross_attn(h, memory=memory, mask_mode="none"))

@@ -43,7 +43,8 @@ _UNFINISHED_WORKERS: list[QThread] = []
 GIL_SWITCH_INTERVAL_S = 0.0005
 EXPECTED_ERRORS = ("ConfigError", "SequenceError", "MemoryBudgetError", "ModelTooLargeError", "DeviceError",
                    "UnknownTokenError", "UnknownPresetError", "CheckpointError", "TokenizerFileError",
-                   "TrainingError", "PositionsError", "NormsError", "BudgetError", "CorpusError")
+                   "TrainingError", "PositionsError", "NormsError", "BudgetError", "CorpusError",
+                   "PatchingError", "AttributionError", "AblationError", "InductionError")
 
 
 class JobCancelled(Exception):

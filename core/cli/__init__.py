@@ -44,6 +44,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "save a GPT-2, Llama or Qwen2 family model as a Hugging Face folder that transformers loads",
     ),
     "check-lesson": ("core.cli.lessons", "check lesson files: panels, parts, quotes and panel settings, one line per problem"),
+    "patch": ("core.cli.causal_lab", "activation patching: which layer and position (or head) carries what the corrupted token changed"),
+    "attribute": ("core.cli.causal_lab", "direct logit attribution: the logit split into what each embedding, head, bias and FFN wrote"),
+    "induction": ("core.cli.causal_lab", "induction and previous-token scores of every head on a repeated random sequence"),
     "models": ("core.cli.download", "list the bundled models, the Hugging Face cache and the downloadable catalogue"),
     "download": (
         "core.cli.download",

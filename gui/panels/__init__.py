@@ -2,6 +2,7 @@
 
 from gui.panels.architecture import ArchitecturePanel
 from gui.panels.base import Panel
+from gui.panels.causal_lab import CausalLabPanel
 from gui.panels.generate import GeneratePanel
 from gui.panels.norms import NormsPanel
 from gui.panels.parameters import ParametersPanel
@@ -19,6 +20,7 @@ PANEL_CLASSES: list[type[Panel]] = [
     ShapesPanel,
     TrainPanel,
     GeneratePanel,
+    CausalLabPanel,
 ]
 
 __all__ = ["PANEL_CLASSES", "Panel"]

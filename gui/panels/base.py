@@ -213,6 +213,9 @@ class View(QWidget):
     def show_result(self, result: Any) -> None:
         """Put a result on screen (GUI thread); it belongs to `self.shown_inputs`."""
 
+    def show_partial(self, partial: Any) -> None:
+        """A long computation's partial result (the job's `token.partial`), for the inputs now current."""
+
     def on_stale(self) -> None:
         """Called the moment the inputs change: clear what would now be wrong (readouts are cleared already)."""
 
@@ -288,7 +291,8 @@ class View(QWidget):
         compute_fn = type(self).compute_fn
         self.compute.submit(self.channel, lambda token: compute_fn(inputs, token),
                             lambda result: self._deliver(inputs, result), f"{self.name.lower()}",
-                            on_error=lambda message: self._failed(inputs, message))
+                            on_error=lambda message: self._failed(inputs, message),
+                            on_partial=lambda partial: self._partial(inputs, partial))
 
     def schedule_update(self) -> None:
         if not self.update_scheduled:
@@ -368,6 +372,10 @@ class View(QWidget):
         self.refresh_hover()
         self._release_label_heights()
         self.result_shown.emit()
+
+    def _partial(self, inputs: Any, partial: Any) -> None:
+        if inputs == self._current_inputs():
+            self.show_partial(partial)
 
     def _failed(self, inputs: Any, message: str) -> None:
         if inputs == self.requested_inputs:

@@ -1,0 +1,105 @@
+"""Ablation: silence chosen heads or FFNs and measure what the model loses.
+
+A head is ablated at its output `hook_z` (every position), an FFN at its write into the stream
+`hook_ffn_out`. Zero ablation writes zeros; mean ablation writes the activation's mean over this
+sequence's positions, which keeps the typical size of what the part writes and removes what it
+says about each position in particular. Both go through `core.interventions`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from core.interventions import intervene
+from core.model import Transformer
+
+ABLATION_MODES = ("zero", "mean")
+TOP_PREDICTIONS = 5
+
+
+class AblationError(ValueError):
+    """A head, FFN or mode the model does not have; the message says which."""
+
+
+@dataclass(frozen=True)
+class Ablation:
+    mode: str
+    heads: tuple[tuple[int, int], ...]  # (layer, head)
+    ffns: tuple[int, ...]  # layers
+    loss_before: float  # mean next-token loss over the sequence
+    loss_after: float
+    position_loss_before: np.ndarray  # (T - 1,) loss of predicting token t + 1 at position t
+    position_loss_after: np.ndarray  # (T - 1,)
+    position: int  # where the top predictions are read
+    top_before: tuple[tuple[int, float], ...]  # (token id, probability), most likely first
+    top_after: tuple[tuple[int, float], ...]
+
+
+def _ablate(mode: str, head: int | None):
+    def replace(activation: torch.Tensor, _name: str) -> torch.Tensor:
+        patched = activation.clone()
+        if head is None:  # (B, T, D)
+            patched[:] = 0.0 if mode == "zero" else activation.mean(dim=1, keepdim=True)
+        else:  # (B, H, T, d)
+            patched[:, head] = 0.0 if mode == "zero" else activation[:, head].mean(dim=1, keepdim=True)
+        return patched
+
+    return replace
+
+
+def ablation_hooks(model: Transformer, heads: Sequence[tuple[int, int]], ffns: Sequence[int], mode: str):
+    """(pattern, intervention) pairs that ablate the chosen parts; an AblationError for a part the model lacks."""
+    config = model.config
+    if mode not in ABLATION_MODES:
+        raise AblationError(f"unknown ablation {mode!r}; choose {' or '.join(ABLATION_MODES)}")
+    hooks = []
+    for layer, head in heads:
+        if not (0 <= layer < config.n_layers and 0 <= head < config.n_heads):
+            raise AblationError(f"there is no head {head} in block {layer}: the model has {config.n_layers} blocks "
+                                f"of {config.n_heads} heads")
+        hooks.append((f"blocks.{layer}.attn.hook_z", _ablate(mode, head)))
+    for layer in ffns:
+        if not 0 <= layer < config.n_layers:
+            raise AblationError(f"there is no FFN in block {layer}: the model has {config.n_layers} blocks")
+        hooks.append((f"blocks.{layer}.hook_ffn_out", _ablate(mode, None)))
+    return hooks
+
+
+def position_losses(logits: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+    """(T - 1,) the loss of predicting each next token, from (1, T, V) logits."""
+    return F.cross_entropy(logits[0, :-1].float(), tokens[0, 1:], reduction="none")  # (T - 1,)
+
+
+def _top(logits: torch.Tensor, k: int) -> tuple[tuple[int, float], ...]:
+    probs = torch.softmax(logits.double(), dim=-1)  # (V,)
+    values, ids = probs.topk(min(k, probs.numel()))
+    return tuple((int(i), float(v)) for i, v in zip(ids, values))
+
+
+def ablate(model: Transformer, ids: Sequence[int], heads: Sequence[tuple[int, int]] = (), ffns: Sequence[int] = (),
+           mode: str = "zero", position: int | None = None) -> Ablation:
+    hooks = ablation_hooks(model, heads, ffns, mode)
+    tokens = torch.tensor([list(ids)], device=next(model.parameters()).device)  # (1, T)
+    model.check_tokens(tokens)
+    if tokens.shape[1] < 2:
+        raise AblationError("the loss needs at least two tokens: one to read and one to predict")
+    position = tokens.shape[1] - 1 if position is None else position
+    if not 0 <= position < tokens.shape[1]:
+        raise AblationError(f"position {position} is outside the sequence (0..{tokens.shape[1] - 1})")
+    with torch.no_grad():
+        before = model(tokens)  # (1, T, V)
+        with intervene(model, hooks):
+            after = model(tokens)  # (1, T, V)
+        loss_before, loss_after = position_losses(before, tokens), position_losses(after, tokens)
+    return Ablation(
+        mode=mode, heads=tuple((int(l), int(h)) for l, h in heads), ffns=tuple(int(l) for l in ffns),
+        loss_before=float(loss_before.mean()), loss_after=float(loss_after.mean()),
+        position_loss_before=loss_before.double().cpu().numpy(), position_loss_after=loss_after.double().cpu().numpy(),
+        position=position, top_before=_top(before[0, position], TOP_PREDICTIONS),
+        top_after=_top(after[0, position], TOP_PREDICTIONS),
+    )

@@ -1,0 +1,184 @@
+"""Attribution: the clean input's logit (difference) split into what each part wrote, beside the model's own."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QSpinBox, QSplitter, QVBoxLayout, QWidget
+
+from gui import theme
+from gui.panels.base import Refusal, View
+from gui.panels.causal_lab.common import CausalControls, labelled, make_plot, plain_label
+from gui.widgets.flow_layout import FlowLayout
+from gui.widgets.heatmap import Heatmap
+
+LAST = -1  # the position spin's special value: the last token
+
+
+@dataclass(frozen=True)
+class AttributionInputs:
+    model: Any
+    tokens: tuple[int, ...]
+    answer: int | None  # None: the model's top prediction
+    foil: int | None
+    position: int
+
+
+def compute_attribution(inputs: AttributionInputs, token):
+    from core.experiments.attribution import direct_logit_attribution
+
+    token.check()
+    return direct_logit_attribution(inputs.model, list(inputs.tokens), inputs.answer, inputs.foil, inputs.position)
+
+
+def attribution_refusal(model) -> str:
+    """Why the exact split does not apply (config only: no torch work on the GUI thread)."""
+    config = model.config
+    if config.architecture != "decoder":
+        return (f"Direct logit attribution needs a decoder-only model; this one is {config.architecture}, "
+                "whose logits also depend on an encoder.")
+    if config.norm_placement != "pre":
+        return ("This model normalises after each sublayer (post-norm), so its logit is not a sum of per-part "
+                "terms: the exact split needs a pre-norm model.")
+    return ""
+
+
+class AttributionView(View):
+    name = "Attribution"
+    reads = frozenset({"model", "tokens", "tokenizer"})
+    compute_fn = staticmethod(compute_attribution)
+
+    def __init__(self, state, compute, controls: CausalControls, channel_prefix: str = "",
+                 parent: QWidget | None = None) -> None:
+        super().__init__(state, compute, channel_prefix, parent)
+        self.controls = controls
+        controls.changed.connect(self.inputs_changed)
+        column = QVBoxLayout(self.content)
+        column.setContentsMargins(0, 4, 0, 0)
+        row = FlowLayout()
+        self.position_spin = QSpinBox()
+        self.position_spin.setObjectName("attribution-position")
+        self.position_spin.setRange(LAST, 0)
+        self.position_spin.setSpecialValueText("last")
+        self.position_spin.setValue(LAST)
+        self.position_spin.setToolTip("The position whose next-token logit is split (last: the last token)")
+        self.position_spin.valueChanged.connect(self.inputs_changed)
+        labelled(row, "position", self.position_spin)
+        state.tokens_changed.connect(self._update_position_range)
+        self._update_position_range()
+        column.addLayout(row)
+        self.summary_label = plain_label(name="attribution-summary")
+        self.stale_labels.append(self.summary_label)
+        column.addWidget(self.summary_label)
+        self.key_label = plain_label("Bars per layer: its attention bias (upper, blue) and its FFN or experts (lower, "
+                                     "orange). The lens reads the stream before block 0 (emb) and after each block.",
+                                     name="attribution-key")
+        column.addWidget(self.key_label)
+        splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.heads_map = Heatmap("head", "layer", "Direct effect of each head")
+        splitter.addWidget(self.heads_map)
+        # One row per layer (its attention bias above, its FFN or experts below) keeps the labels few enough
+        # to read at projector scale; the command line lists every part on its own.
+        self.parts_plot = make_plot("Biases and FFNs", "share of the logit", "")
+        self.parts_plot.invertY(True)  # the first part on top, in the order they are written into the stream
+        self.parts_bars = {role: pg.BarGraphItem(x0=[], y=[], width=[], height=0.4)
+                           for role in ("single", "attn_bias", "ffn")}
+        for bars in self.parts_bars.values():
+            self.parts_plot.addItem(bars)
+        splitter.addWidget(self.parts_plot)
+        self.lens_plot = make_plot("Logit lens", "stream after block", "logit")
+        self.lens_plot.addLegend(offset=(10, 5))
+        self.lens_own = self.lens_plot.plot([], [], name="own scale", symbol="o")
+        self.lens_final = self.lens_plot.plot([], [], name="final scale = parts so far", symbol="s")
+        splitter.addWidget(self.lens_plot)
+        column.addWidget(splitter, 1)
+
+    def _update_position_range(self) -> None:
+        self.position_spin.setMaximum(max(0, len(self.state.tokens) - 1))
+
+    def inputs(self):
+        model = self.state.model
+        if model is None:
+            return None
+        problem = attribution_refusal(model)
+        if problem:
+            return Refusal(problem)
+        tokens = tuple(self.state.tokens)
+        if not tokens:
+            return Refusal("Type a text above: the attribution splits the logit of one of its positions.")
+        if len(tokens) > model.config.context_length:
+            return Refusal(f"The text has {len(tokens)} tokens, more than the model's context of "
+                           f"{model.config.context_length}; shorten it.")
+        answer, foil, problem = self.controls.answer_and_foil(self.state.tokenizer, model.config.vocab_size)
+        if problem:
+            return Refusal(problem[0].upper() + problem[1:] + ".")
+        position = self.position_spin.value()
+        position = len(tokens) - 1 if position == LAST else min(position, len(tokens) - 1)
+        return AttributionInputs(model, tokens, answer, foil, position)
+
+    def show_result(self, result) -> None:
+        inputs: AttributionInputs = self.shown_inputs
+        config = inputs.model.config
+        verdict = "agree" if result.agrees else "DO NOT agree"
+        metric = self.controls.metric_text(self.state.tokenizer, result.answer, result.foil)
+        top = " (the top prediction)" if inputs.answer is None else ""
+        if result.answer == result.foil:
+            top += ", the same token as the foil, so every part is 0 by construction"
+        self.summary_label.setText(
+            f"{metric}{top} at position {result.position}: the model's own {result.total:.6g}; "
+            f"the parts sum to {result.parts_sum:.6g}; difference {result.difference:.2g} "
+            f"(float32 rounding allows {result.tolerance:.1g}): they {verdict}. "
+            f"Final {result.norm} scale of this run: {result.final_scale:.4g}.")
+        grid = result.head_matrix(config.n_layers, config.n_heads)  # (L, H)
+        bound = float(np.abs(grid).max()) or 1.0
+        self.heads_map.set_data(grid, [f"L{layer}" for layer in range(config.n_layers)],
+                                [f"H{head}" for head in range(config.n_heads)], levels=(-bound, bound))
+        self._show_parts(result, config.n_layers)
+        streams = np.arange(len(result.lens))
+        self.lens_plot.getAxis("bottom").setTicks(
+            [[(0, "emb"), *((i, f"L{i - 1}") for i in range(1, len(result.lens)))]])
+        self.lens_own.setData(streams, result.lens, pen=theme.pen("primary"), symbolBrush=theme.brush("primary"))
+        self.lens_final.setData(streams, result.lens_final_scale, pen=theme.pen("secondary"),
+                                symbolBrush=theme.brush("secondary"))
+
+    def _show_parts(self, result, n_layers: int) -> None:
+        """Rows: embed, pos_embed (when the model adds one), each layer, the final norm's bias (when it has one)."""
+        rows: list[str] = []
+        single: dict[int, float] = {}
+        per_layer = {"attn_bias": np.zeros(n_layers), "ffn": np.zeros(n_layers)}
+        for part in result.components:
+            if part.kind in ("embed", "pos_embed", "norm_bias"):
+                single[len(rows)] = part.value
+                rows.append(part.name)
+            elif part.kind == "attn_bias":
+                per_layer["attn_bias"][part.layer] += part.value
+            elif part.kind in ("ffn", "expert"):
+                per_layer["ffn"][part.layer] += part.value
+        first_layer_row = sum(1 for name in rows if name != "final norm bias")
+        layer_rows = [f"L{layer}" for layer in range(n_layers)]
+        rows[first_layer_row:first_layer_row] = layer_rows
+        single = {(row if row < first_layer_row else row + n_layers): value for row, value in single.items()}
+        layer_y = np.arange(first_layer_row, first_layer_row + n_layers)
+        roles = {"single": (np.array(list(single)), np.array(list(single.values())), 0.0, "tertiary"),
+                 "attn_bias": (layer_y, per_layer["attn_bias"], -0.2, "primary"),
+                 "ffn": (layer_y, per_layer["ffn"], 0.2, "secondary")}
+        for role, (ys, widths, shift, colour) in roles.items():
+            self.parts_bars[role].setOpts(x0=np.zeros(len(ys)), y=ys + shift, width=widths, height=0.4,
+                                          brush=theme.brush(colour), pen=theme.pen(colour, width=1))
+        self.parts_plot.getAxis("left").setTicks([list(enumerate(rows))])
+
+    def on_stale(self) -> None:
+        for bars in self.parts_bars.values():
+            bars.setOpts(x0=[], y=[], width=[])
+        self.lens_own.setData([], [])
+        self.lens_final.setData([], [])
+
+    def export_targets(self):
+        return [("Attribution: heads (heatmap)", self.heads_map.plot.getPlotItem()),
+                ("Attribution: other parts (bars)", self.parts_plot.getPlotItem()),
+                ("Attribution: logit lens (plot)", self.lens_plot.getPlotItem())]
+

@@ -1,0 +1,195 @@
+"""Patching: the corrupted input run with one activation from the clean run, as a map over layers.
+
+Rows arrive as the worker finishes each layer and are drawn at once; the rows still to come stay
+blank. Beside the map, the two checks the experiment makes: every position of a layer's stream
+patched gives the clean logits, and nothing patched the corrupted ones (torch.equal).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from PySide6.QtWidgets import QComboBox, QVBoxLayout, QWidget
+
+from gui.panels.base import Refusal, View
+from gui.panels.causal_lab.common import CausalControls, labelled, plain_label, token_labels
+from gui.widgets.flow_layout import FlowLayout
+from gui.widgets.heatmap import Heatmap
+
+SITE_CHOICES = (
+    ("resid_pre", "stream entering each block (layer x position)"),
+    ("attn_out", "attention's write (layer x position)"),
+    ("mlp_out", "FFN's write (layer x position)"),
+    ("head", "one head at every position (layer x head)"),
+)
+
+
+@dataclass(frozen=True)
+class PatchingInputs:
+    model: Any
+    clean: tuple[int, ...]
+    corrupt: tuple[int, ...]
+    answer: int | None  # None: the model's top prediction
+    foil: int | None
+    site: str
+
+
+@dataclass(frozen=True)
+class PatchingRow:
+    layer: int
+    values: np.ndarray  # (columns,) raw metric
+    n_layers: int
+
+
+def compute_patching(inputs: PatchingInputs, token):
+    from core.experiments.patching import activation_patch
+
+    return activation_patch(
+        inputs.model, list(inputs.clean), list(inputs.corrupt), inputs.answer, inputs.foil, inputs.site,
+        progress=token.report,
+        on_row=lambda layer, values: token.partial(PatchingRow(layer, values, inputs.model.config.n_layers)),
+    )
+
+
+def patching_refusal(model, clean, corrupt, site: str) -> str:
+    if model.config.architecture == "encoder-decoder":
+        return "Patching runs one stack; an encoder-decoder model reads a second sequence through its encoder."
+    if not clean:
+        return "Type a clean text above, then edit tokens of it in the corrupted strip."
+    if len(clean) > model.config.context_length:
+        return f"The text has {len(clean)} tokens, more than the model's context of {model.config.context_length}."
+    if len(corrupt) != len(clean):
+        return (f"The clean input has {len(clean)} tokens and the corrupted one {len(corrupt)}: patching compares "
+                "activations position by position, so replace tokens without inserting or deleting any.")
+    from core.experiments.patching import cost_problem
+
+    problem = cost_problem(model.config, len(clean), site)
+    return problem[0].upper() + problem[1:] + "." if problem else ""
+
+
+class PatchingView(View):
+    name = "Patching"
+    reads = frozenset({"model", "tokens", "tokenizer"})
+    compute_fn = staticmethod(compute_patching)
+
+    def __init__(self, state, compute, controls: CausalControls, channel_prefix: str = "",
+                 parent: QWidget | None = None) -> None:
+        super().__init__(state, compute, channel_prefix, parent)
+        self.controls = controls
+        controls.changed.connect(self.inputs_changed)
+        self.partial_values: np.ndarray | None = None
+        self.partial_inputs: PatchingInputs | None = None
+        column = QVBoxLayout(self.content)
+        column.setContentsMargins(0, 4, 0, 0)
+        row = FlowLayout()
+        self.site_combo = QComboBox()
+        self.site_combo.setObjectName("patching-site")
+        for site, text in SITE_CHOICES:
+            self.site_combo.addItem(f"{site}: {text}", site)
+        self.site_combo.setToolTip("Which activation is taken from the clean run, one at a time")
+        self.site_combo.currentIndexChanged.connect(self.inputs_changed)
+        labelled(row, "patch", self.site_combo)
+        column.addLayout(row)
+        self.summary_label = plain_label(name="patching-summary")
+        self.checks_label = plain_label(name="patching-checks")
+        self.stale_labels += [self.summary_label, self.checks_label]
+        column.addWidget(self.summary_label)
+        self.patch_map = Heatmap("position", "layer", "Metric with one activation patched (0 = corrupted, 1 = clean)",
+                                 value_format="{:.3f}")
+        # Rows of cells a reader can tell apart at projector scale: the panel scrolls before the map is squeezed.
+        self.patch_map.setMinimumHeight(10 * self.fontMetrics().height())
+        column.addWidget(self.patch_map, 1)
+        column.addWidget(self.checks_label)
+
+    @property
+    def site(self) -> str:
+        return self.site_combo.currentData()
+
+    def inputs(self):
+        model = self.state.model
+        if model is None:
+            return None
+        clean, corrupt = tuple(self.state.tokens), tuple(self.controls.corrupt_ids)
+        problem = patching_refusal(model, clean, corrupt, self.site)
+        if problem:
+            return Refusal(problem)
+        answer, foil, problem = self.controls.answer_and_foil(self.state.tokenizer, model.config.vocab_size)
+        if problem:
+            return Refusal(problem[0].upper() + problem[1:] + ".")
+        return PatchingInputs(model, clean, corrupt, answer, foil, self.site)
+
+    def _labels(self, inputs: PatchingInputs, n_columns: int) -> tuple[list[str], list[str]]:
+        config = inputs.model.config
+        rows = [f"L{layer}" for layer in range(config.n_layers)]
+        if inputs.site == "head":
+            return rows, [f"H{head}" for head in range(n_columns)]
+        labels = token_labels(self.state.tokenizer, inputs.corrupt)
+        clean = token_labels(self.state.tokenizer, inputs.clean)
+        return rows, [f"{c}>{k}" if a != b else k for a, b, c, k in zip(inputs.clean, inputs.corrupt, clean, labels)]
+
+    def show_partial(self, partial: PatchingRow) -> None:
+        inputs = self._current_inputs()
+        if not isinstance(inputs, PatchingInputs):
+            return
+        if self.partial_inputs != inputs or self.partial_values is None:
+            self.partial_inputs = inputs
+            self.partial_values = np.full((partial.n_layers, len(partial.values)), np.nan)
+        self.partial_values[partial.layer] = partial.values
+        done = int(np.isfinite(self.partial_values).all(axis=1).sum())
+        rows, columns = self._labels(inputs, len(partial.values))
+        self.patch_map.plot.setLabel("bottom", "head" if inputs.site == "head" else "position")
+        self.patch_map.set_data(self.partial_values, rows, columns)  # raw until both metrics are known
+        self.summary_label.setText(f"Raw values: {done} of {partial.n_layers} layers computed...")
+        self.checks_label.setText("")
+        self.switch_to_content()
+
+    def switch_to_content(self) -> None:
+        """Partial rows describe the current inputs: shown undimmed, the rest of the map blank."""
+        self._stack.setCurrentWidget(self.content)
+        self._stale.set(False)
+        self._set_children_stale(False)
+
+    def show_result(self, result) -> None:
+        inputs: PatchingInputs = self.shown_inputs
+        self.partial_inputs = self.partial_values = None
+        rows, columns = self._labels(inputs, result.values.shape[1])
+        self.patch_map.plot.setLabel("bottom", "head" if inputs.site == "head" else "position")
+        normalised = result.normalised
+        if np.isnan(normalised).all():
+            self.patch_map.set_data(result.values, rows, columns)
+            scale = "raw values (the clean and corrupted metrics are equal, so there is nothing to normalise)"
+        else:
+            self.patch_map.set_data(normalised, rows, columns, levels=(min(0.0, float(np.nanmin(normalised))),
+                                                                     max(1.0, float(np.nanmax(normalised)))))
+            scale = "0 = corrupted, 1 = clean"
+        metric = self.controls.metric_text(self.state.tokenizer, result.answer, result.foil)
+        top = " (the clean run's top prediction)" if inputs.answer is None else ""
+        if result.answer == result.foil:
+            top += ", the same token as the foil: every value is 0 by construction"
+        if inputs.clean == inputs.corrupt:
+            scale += ". The corrupted input equals the clean one: replace a token in the corrupted strip"
+        self.summary_label.setText(f"{metric}{top} at the last position: clean {result.clean_metric:.5g}, corrupted "
+                                   f"{result.corrupt_metric:.5g}; map: {scale}.")
+        every = all(result.patch_all_equal)
+        self.checks_label.setText(
+            f"Checks: every position of a layer's stream patched gives the clean logits (torch.equal) in "
+            f"{sum(result.patch_all_equal)} of {len(result.patch_all_equal)} layers"
+            f"{'' if every else ' (NOT all)'}; nothing patched gives the corrupted logits: "
+            f"{'yes' if result.patch_none_equal else 'NO'}.")
+
+    def inputs_changed(self, *args) -> None:
+        # Partial rows of a first computation have no shown inputs to compare with: they go stale here.
+        if self.partial_inputs is not None and self._current_inputs() != self.partial_inputs:
+            self._mark_stale()
+        super().inputs_changed(*args)
+
+    def on_stale(self) -> None:
+        self.partial_inputs = self.partial_values = None
+
+    def shown_values(self) -> np.ndarray | None:
+        return None if self.result is None or self.is_stale else self.result.values
+
+    def export_targets(self):
+        return [("Patching map (heatmap)", self.patch_map.plot.getPlotItem())]

@@ -1,0 +1,126 @@
+"""The Causal lab panel: each view shows the figures of core's experiment for the inputs beside it, refuses
+what it cannot compute in words, computes only while on screen, and patching draws rows as they arrive."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from core.checkpoints import load_bundled
+from core.experiments.attribution import direct_logit_attribution
+from core.experiments.induction import induction
+from core.experiments.patching import activation_patch
+from gui.compute import ComputeController
+from gui.panels import PANEL_CLASSES
+from gui.panels.causal_lab import SUB_TABS, CausalLabPanel
+from gui.state import LabState
+from tests.gui.panel_labs import RESULT_TIMEOUT_MS, close_panel_lab
+
+TEXT = "ROMEO: to be or"
+
+
+@pytest.fixture(scope="module")
+def loaded():
+    return load_bundled("tiny-gpt")
+
+
+@pytest.fixture
+def lab(qtbot, loaded):
+    state = LabState()
+    compute = ComputeController(torch_threads=1)
+    panel = CausalLabPanel(state, compute)
+    panel.resize(1200, 800)
+    panel.show()
+    panel.answer_edit.setText(" ")
+    panel.foil_edit.setText("e")
+    with qtbot.waitSignal(panel.result_shown, timeout=RESULT_TIMEOUT_MS):
+        state.set_tokenizer(loaded.tokenizer)
+        state.set_model(loaded.model)
+        state.set_text(TEXT)
+        state.set_torch_ready(True)
+    yield state, panel
+    close_panel_lab(qtbot, compute, panel)
+
+
+def _show_tab(qtbot, panel, name):
+    view = panel.views[SUB_TABS.index(name)]
+    with qtbot.waitSignal(view.result_shown, timeout=RESULT_TIMEOUT_MS):
+        panel.tabs.setCurrentIndex(SUB_TABS.index(name))
+    return view
+
+
+def test_the_panel_is_registered():
+    assert CausalLabPanel in PANEL_CLASSES
+
+
+def test_attribution_shows_the_models_logit_and_the_parts_sum(lab, loaded):
+    state, panel = lab
+    view = panel.attribution_view
+    assert panel.current_view() is view and not view.is_stale
+    ids = loaded.tokenizer.encode(TEXT)
+    expected = direct_logit_attribution(loaded.model, ids, loaded.tokenizer.id_of(" "), loaded.tokenizer.id_of("e"))
+    text = view.summary_label.text()
+    assert f"the model's own {expected.total:.6g}" in text and f"sum to {expected.parts_sum:.6g}" in text
+    assert "they agree" in text
+    config = loaded.config
+    assert np.allclose(view.heads_map.matrix, expected.head_matrix(config.n_layers, config.n_heads), atol=1e-6)
+    assert panel.patching_view.computations == 0  # hidden views do no work
+
+
+def test_patching_says_an_unedited_input_changes_nothing_then_maps_a_replacement(qtbot, lab, loaded):
+    state, panel = lab
+    view = _show_tab(qtbot, panel, "Patching")
+    assert "equals the clean one" in view.summary_label.text()
+    rows = []
+    view.show_partial = (lambda original: lambda partial: (rows.append(partial.layer), original(partial)))(view.show_partial)
+    with qtbot.waitSignal(view.result_shown, timeout=RESULT_TIMEOUT_MS):
+        panel.corrupt_at(2, loaded.tokenizer.id_of("X"))
+    assert rows == list(range(loaded.config.n_layers))
+    clean = loaded.tokenizer.encode(TEXT)
+    corrupt = list(clean)
+    corrupt[2] = loaded.tokenizer.id_of("X")
+    expected = activation_patch(loaded.model, clean, corrupt, loaded.tokenizer.id_of(" "), loaded.tokenizer.id_of("e"))
+    assert np.allclose(view.shown_values(), expected.values, atol=1e-5)
+    assert f"{expected.clean_metric:.5g}" in view.summary_label.text()
+    assert "4 of 4 layers" in view.checks_label.text() and "corrupted logits: yes" in view.checks_label.text()
+    # A different length is refused in words, and no old number stays beside it.
+    panel.controls._insert(0, clean[0])
+    qtbot.waitUntil(lambda: view.showing_message and "without inserting or deleting" in view.message.text(),
+                    timeout=5000)
+
+
+def test_ablation_and_induction_match_core(qtbot, lab, loaded):
+    state, panel = lab
+    view = _show_tab(qtbot, panel, "Ablation")
+    assert "zero-ablating L0H0" in view.summary_label.text()
+    panel.ablation_view.heads_edit.setText("L9H0")
+    qtbot.waitUntil(lambda: view.showing_message and "There is no L9H0" in view.message.text(), timeout=5000)
+    view = _show_tab(qtbot, panel, "Induction")
+    expected = induction(loaded.model, 20, 0)
+    assert np.allclose(view.induction_map.matrix, expected.induction_score, atol=1e-6)
+    assert f"first repeat {expected.loss_first.mean():.3f}" in view.summary_label.text()
+
+
+def test_a_post_norm_model_is_refused_in_words_by_attribution(qtbot, lab):
+    import dataclasses
+
+    from core.model import Transformer
+
+    state, panel = lab
+    config = dataclasses.replace(state.model.config, norm_placement="post")
+    state.set_model(Transformer.from_seed(config, seed=0))
+    view = panel.attribution_view
+    qtbot.waitUntil(lambda: view.showing_message and "post-norm" in view.message.text(), timeout=5000)
+
+
+def test_an_empty_answer_measures_the_top_prediction(qtbot, lab, loaded):
+    state, panel = lab
+    view = panel.attribution_view
+    with qtbot.waitSignal(view.result_shown, timeout=RESULT_TIMEOUT_MS):
+        panel.answer_edit.setText("")
+    ids = loaded.tokenizer.encode(TEXT)
+    expected = direct_logit_attribution(loaded.model, ids, None, loaded.tokenizer.id_of("e"))
+    assert "(the top prediction)" in view.summary_label.text()
+    assert f"the model's own {expected.total:.6g}" in view.summary_label.text()
+    panel.answer_edit.setText("#999")
+    qtbot.waitUntil(lambda: view.showing_message and "outside the vocabulary" in view.message.text(), timeout=5000)
