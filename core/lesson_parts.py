@@ -124,6 +124,7 @@ TOKENS_SUB_TABS = ("Propagation", "Mask", "Attention", "Head split", "One head",
 POSITIONS_SUB_TABS = ("RoPE scrubber", "Score grids", "Encodings", "Permutation")
 PARAMETERS_SUB_TABS = ("Breakdown", "Compare two", "Width sweep", "Budgets")
 GENERATE_SUB_TABS = ("Sampling", "KV cache")
+CAUSAL_LAB_SUB_TABS = ("Attribution", "Patching", "Ablation", "Induction")
 
 PANEL_PARTS: dict[str, PanelParts] = {
     "Architecture": PanelParts(
@@ -166,8 +167,30 @@ PANEL_PARTS: dict[str, PanelParts] = {
     ),
     "Norms": PanelParts(
         {"": {**_results("caption", "forward_plot", "gradient_plot", "parameter_caption", "parameter_plot"),
-              **_controls("depth_spin", "norm_combo", "scaling_check", "log_check")}},
-        {"depth": _int(1, 96), "norm": _choice("layernorm", "rmsnorm"), "residual_scaling": BOOL, "log_scale": BOOL},
+              **_controls("depth_spin", "norm_combo", "scaling_check", "log_check", "init_combo", "width_spin",
+                          "heads_spin", "paper_button", "model_button")}},
+        {"depth": _int(1, 96), "norm": _choice("layernorm", "rmsnorm"), "residual_scaling": BOOL, "log_scale": BOOL,
+         "init": _choice("gpt2", "xavier"), "d_model": _int(8, 1024), "n_heads": _int(1, 64)},
+    ),
+    "Causal lab": PanelParts(
+        {"": _controls("clean_strip", "corrupt_strip", "answer_edit", "foil_edit", "reset_button"),
+         "Attribution": {**_results("attribution_summary", "heads_map", "attribution_bars", "attribution_lens"),
+                         **_controls("attribution_position")},
+         "Patching": {**_results("patch_map", "patching_summary", "patching_checks"), **_controls("patching_site")},
+         "Ablation": {**_results("ablation_summary", "ablation_top"),
+                      **_controls("ablation_heads", "ablation_ffns", "ablation_mode")},
+         "Induction": {**_results("induction_summary", "induction_map", "previous_map", "pattern_map"),
+                       **_controls("induction_period", "induction_seed")}},
+        {"tab": _choice(*CAUSAL_LAB_SUB_TABS), "answer": Setting("text"), "foil": Setting("text"),
+         "corrupt": Setting("int_list", high=100_000), "site": _choice("resid_pre", "attn_out", "mlp_out", "head"),
+         "heads": Setting("text"), "ffns": Setting("text"), "ablation": _choice("zero", "mean"),
+         "period": _int(2, 512), "seed": SEED},
+        paths={"attribution_bars": "attribution_view.parts_plot", "attribution_lens": "attribution_view.lens_plot",
+               "attribution_position": "attribution_view.position_spin", "ablation_top": "ablation_view.top_label",
+               "ablation_heads": "ablation_view.heads_edit", "ablation_ffns": "ablation_view.ffns_edit",
+               "ablation_mode": "ablation_view.mode_combo", "previous_map": "induction_view.previous_map",
+               "pattern_map": "induction_view.pattern_map", "induction_period": "induction_view.period_spin",
+               "induction_seed": "induction_view.seed_spin"},
     ),
     "Parameters": PanelParts(
         {"": _controls("model_combo", "tied_check"),

@@ -15,6 +15,7 @@ from gui.panels.base import Refusal, View
 from gui.panels.causal_lab.common import CausalControls, labelled, make_plot, plain_label
 from gui.widgets.flow_layout import FlowLayout
 from gui.widgets.heatmap import Heatmap
+from gui.widgets.legend import legend_below
 
 LAST = -1  # the position spin's special value: the last token
 
@@ -91,7 +92,7 @@ class AttributionView(View):
             self.parts_plot.addItem(bars)
         splitter.addWidget(self.parts_plot)
         self.lens_plot = make_plot("Logit lens", "stream after block", "logit")
-        self.lens_plot.addLegend(offset=(10, 5))
+        legend_below(self.lens_plot)
         self.lens_own = self.lens_plot.plot([], [], name="own scale", symbol="o")
         self.lens_final = self.lens_plot.plot([], [], name="final scale = parts so far", symbol="s")
         splitter.addWidget(self.lens_plot)
