@@ -160,7 +160,9 @@ def cut_number_cells(table: QAbstractItemView) -> list[Problem]:
             if rect.width() <= 0 or rect.left() >= viewport.right() or rect.right() <= viewport.left():
                 continue  # scrolled out of view entirely: the scroll bar says there is more
             name = f"{describe(table)} cell ({row}, {column}) {str(text)[:30]!r}"
-            if rect.right() > viewport.right() + 1:
+            bar = getattr(table, "horizontalScrollBar", lambda: None)()
+            scrolls = bar is not None and bar.isVisible() and bar.maximum() > 0
+            if rect.right() > viewport.right() + 1 and not scrolls:  # a scroll bar at least says there is more
                 problems.append(Problem("dropped", name, rect.width(), "is cut by the table's right edge"))
                 continue
             needed = table.sizeHintForIndex(index).width()  # one line, the delegate's margins and swatch included
