@@ -96,10 +96,10 @@ class StartPage(QDialog):
         lessons_grid = QGridLayout(lessons_box)
         for index, (path, title) in enumerate(bundled_lessons()):
             paths[path.stem] = path
-            button = QPushButton(title)
+            button = QPushButton(title.replace("&", "&&"))
             button.setToolTip(f"open the lesson {path.name}")
             button.clicked.connect(lambda _checked=False, chosen=path: self.open_lesson(chosen))
-            lessons_grid.addWidget(button, index // 2, index % 2)
+            lessons_grid.addWidget(button, index, 0)
             self.lesson_buttons[path.stem] = button
         column.addWidget(lessons_box)
         exercises_box = QGroupBox("Try it yourself: the reading's six exercises")
@@ -109,7 +109,8 @@ class StartPage(QDialog):
         self.exercise_lesson_buttons: dict[int, QPushButton] = {}
         for row, exercise in enumerate(EXERCISES):
             grid.addWidget(plain_label(f"{exercise.number}. {exercise.task}"), row, 0)
-            panel_button = QPushButton(f"Open {exercise.panel}")
+            panel_button = QPushButton(exercise.panel.replace("&", "&&"))  # a button's "&" marks its shortcut key
+            panel_button.setToolTip(f"show the {exercise.panel} panel")
             panel_button.clicked.connect(lambda _checked=False, title=exercise.panel: self.open_panel(title))
             grid.addWidget(panel_button, row, 1)
             self.panel_buttons[exercise.number] = panel_button
@@ -129,7 +130,7 @@ class StartPage(QDialog):
         layout.addWidget(buttons)
         screen = window.screen().availableGeometry() if window.screen() is not None else None
         if screen is not None:
-            self.resize(min(900, screen.width() * 9 // 10), min(760, screen.height() * 9 // 10))
+            self.resize(min(max(900, self.sizeHint().width()), screen.width() * 9 // 10), screen.height() * 9 // 10)
 
     def open_panel(self, title: str) -> None:
         self.window_.show_panel(title)

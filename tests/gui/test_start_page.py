@@ -53,7 +53,7 @@ def test_every_lesson_is_listed_by_its_title_and_every_exercise_opens_its_panel(
 
     page = show_start_page(window)
     titles = {path.stem: load_lesson(path).title for path in bundled_lesson_paths()}
-    assert {stem: button.text() for stem, button in page.lesson_buttons.items()} == titles
+    assert {stem: button.text().replace("&&", "&") for stem, button in page.lesson_buttons.items()} == titles
     assert [exercise.number for exercise in EXERCISES] == [1, 2, 3, 4, 5, 6]
     for exercise in EXERCISES:
         assert exercise.lesson in titles
