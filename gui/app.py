@@ -228,6 +228,10 @@ def main(argv: list[str] | None = None) -> int:
 
     if headless:
         window.remember_preferences = False  # a scripted run must not change the user's saved look
+    elif lesson is None:
+        from gui.start_page import show_on_first_launch
+
+        show_on_first_launch(window)  # a newcomer's first window says where to start
     try:
         if headless:
             code = _run_headless(app, window, args, reporter)

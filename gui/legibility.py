@@ -8,7 +8,9 @@ has a visible label inside the view, labels do not overlap, a table shows all it
 MIN_TABLE_ROWS of them with a scroll bar, an axis is as wide as its tick labels, a plot item (title, axes,
 colour bar) is no wider than its widget, which would cut its right side, a plot is no lower than
 MIN_PLOT_LINES lines of text, its title wraps between words, never inside one, and a wrapped label has
-the height of all its lines.
+the height of all its lines. A number is never cut: a table cell or a label whose digits do not fit is
+elided with "…" (its whole text in the tooltip), never wrapped into a row that hides the rest, clipped by
+its column or by the table's edge.
 `legibility_problems(window)` lists what breaks the rule among the widgets on screen.
 """
 
@@ -96,7 +98,7 @@ def legibility_problems(root: QWidget) -> list[Problem]:
         if isinstance(widget, TEXT_WIDGETS) and shows_text(widget) and text_px(widget.font()) < MIN_TEXT_PX:
             problems.append(Problem("text", describe(widget), text_px(widget.font())))
         if isinstance(widget, QLabel):
-            problems += clipped_label(widget)
+            problems += clipped_label(widget) + cut_number_label(widget)
         if isinstance(widget, CONTROLS) and control_px(widget) < MIN_CONTROL_PX:
             problems.append(Problem("control", describe(widget), control_px(widget)))
         if isinstance(widget, QGraphicsView) and widget.scene() is not None:
@@ -105,7 +107,7 @@ def legibility_problems(root: QWidget) -> list[Problem]:
         if isinstance(widget, pg.PlotWidget):
             problems += cut_plot(widget) + squashed_plot(widget) + broken_title(widget) + legend_over_data(widget)
         if isinstance(widget, QAbstractItemView) and not isinstance(widget.parentWidget(), QComboBox):
-            problems += hidden_rows(widget)
+            problems += hidden_rows(widget) + cut_number_cells(widget)
     return problems
 
 
@@ -122,6 +124,71 @@ def hidden_rows(table: QAbstractItemView) -> list[Problem]:
     if shown >= rows or (scrolls and shown >= MIN_TABLE_ROWS):
         return []
     return [Problem("dropped", describe(table), shown, f"shows {shown} of {rows} rows" + ("" if scrolls else " and cannot scroll"))]
+
+
+MAX_CELLS_CHECKED = 400  # the cells in view of a long table, at most: a rule run must stay quick
+
+
+def has_digit(text: str) -> bool:
+    return any(character.isdigit() for character in text)
+
+
+def cut_number_cells(table: QAbstractItemView) -> list[Problem]:
+    """Cells in view whose digits are cut without an ellipsis: wrapped into a row lower than their lines (the
+    rest of the number is hidden below), clipped with eliding off, or cut by the table's right edge."""
+    model = table.model()
+    if model is None or not hasattr(table, "rowAt") or model.rowCount() == 0:
+        return []
+    viewport = table.viewport().rect()
+    first = max(0, table.rowAt(0))
+    last = table.rowAt(viewport.height() - 1)
+    last = model.rowCount() - 1 if last < 0 else last
+    problems: list[Problem] = []
+    checked = 0
+    for row in range(first, last + 1):
+        for column in range(model.columnCount()):
+            if table.isColumnHidden(column) if hasattr(table, "isColumnHidden") else False:
+                continue
+            index = model.index(row, column)
+            text = index.data(Qt.ItemDataRole.DisplayRole)
+            if text is None or not has_digit(str(text)):
+                continue
+            checked += 1
+            if checked > MAX_CELLS_CHECKED:
+                return problems
+            rect = table.visualRect(index)
+            if rect.width() <= 0 or rect.left() >= viewport.right() or rect.right() <= viewport.left():
+                continue  # scrolled out of view entirely: the scroll bar says there is more
+            name = f"{describe(table)} cell ({row}, {column}) {str(text)[:30]!r}"
+            bar = getattr(table, "horizontalScrollBar", lambda: None)()
+            scrolls = bar is not None and bar.isVisible() and bar.maximum() > 0
+            if rect.right() > viewport.right() + 1 and not scrolls:  # a scroll bar at least says there is more
+                problems.append(Problem("dropped", name, rect.width(), "is cut by the table's right edge"))
+                continue
+            needed = table.sizeHintForIndex(index).width()  # one line, the delegate's margins and swatch included
+            if needed <= rect.width() + 1:
+                continue
+            wraps = getattr(table, "wordWrap", lambda: False)()
+            if wraps:
+                font = index.data(Qt.ItemDataRole.FontRole) or table.font()
+                lines = QFontMetrics(font).boundingRect(0, 0, max(1, rect.width()), 100_000,
+                                                         int(Qt.TextFlag.TextWrapAnywhere), str(text)).height()
+                if lines > rect.height():
+                    problems.append(Problem("dropped", name, rect.width(),
+                                            f"wrapped in a {rect.height()} px row that shows one line of {lines} px: digits are hidden"))
+            elif table.textElideMode() == Qt.TextElideMode.ElideNone:
+                problems.append(Problem("dropped", name, rect.width(), f"{needed} px of text clipped in {rect.width()} px without an ellipsis"))
+    return problems
+
+
+def cut_number_label(label: QLabel) -> list[Problem]:
+    """A one-line label narrower than its text with digits: a label never elides, so the number is cut."""
+    if label.wordWrap() or not has_digit(label.text()) or label.width() <= 0:
+        return []
+    needed = label.sizeHint().width()
+    if needed <= label.width() + 1:
+        return []
+    return [Problem("dropped", describe(label), label.width(), f"text {needed} px wide in {label.width()} px: its digits are cut")]
 
 
 def dropped_plot_labels(view: QGraphicsView) -> list[Problem]:
@@ -250,7 +317,7 @@ def plot_text_problems(view: QGraphicsView) -> list[Problem]:
     return problems
 
 
-__all__ = ["MIN_CONTROL_PX", "MIN_TABLE_ROWS", "MIN_TEXT_PX", "Problem", "broken_title", "clipped_label", "cut_plot", "dropped_plot_labels", "hidden_rows",
+__all__ = ["MIN_CONTROL_PX", "MIN_TABLE_ROWS", "MIN_TEXT_PX", "Problem", "broken_title", "clipped_label", "cut_number_cells", "cut_number_label", "cut_plot", "dropped_plot_labels", "hidden_rows",
            "legibility_problems", "squashed_plot"]
 
 

@@ -457,21 +457,25 @@ class MainWindow(SessionFiles, ModelFiles, QMainWindow):
         if dialog.exec() != QDialog.DialogCode.Accepted:
             return
         label, target = targets[dialog.target_combo.currentIndex()]
-        start = str(Path(self.settings_store.value("export/dir", str(Path.home()))) / f"{label}.png")
-        path, _ = QFileDialog.getSaveFileName(self, "Export", start, "PNG image (*.png);;SVG drawing (*.svg)")
+        from gui.widgets.export import remembered_export_path
+
+        start = remembered_export_path(self.settings_store, label)  # the last export's folder and format
+        formats = "PNG image (*.png);;SVG drawing (*.svg)"
+        chosen = "SVG drawing (*.svg)" if start.endswith(".svg") else "PNG image (*.png)"
+        path, _ = QFileDialog.getSaveFileName(self, "Export", start, formats, chosen)
         if not path:
             return
         self.export_target(target, path, dialog.width_spin.value(), dialog.height_spin.value())
 
     def export_target(self, target: Any, path: str | Path, width: int = 1920, height: int = 1080) -> Path | None:
-        from gui.widgets.export import ExportError, export
+        from gui.widgets.export import ExportError, export, remember_export
 
         try:
             written = export(target, path, width, height)
         except ExportError as error:
             self._show_message("Export failed", str(error))
             return None
-        self.settings_store.setValue("export/dir", str(Path(path).parent))
+        remember_export(self.settings_store, written)
         self.statusBar().showMessage(f"exported {written}", 5000)
         return written
     # ---- dialogs -------------------------------------------------------------------------------

@@ -127,6 +127,9 @@ def build_menus(window: MainWindow) -> None:
     add_user_guide_action(help_menu, self)
     self._action(help_menu, "&Keyboard shortcuts", lambda: show_shortcuts(self), QKeySequence.StandardKey.HelpContents)
     self._action(help_menu, "&About", self.show_about)
+    from gui.start_page import install_start_page
+
+    install_start_page(self, help_menu)
 
 
 __all__ = ["FONT_STEP", "ExportDialog", "build_menus", "keys"]

@@ -48,7 +48,7 @@ from gui.panels.base import Panel, Refusal, View
 from gui.panels.common import sequence_refusal
 from gui.widgets.block_diagram import BlockDiagramView, DiagramPicture
 from gui.widgets.plot_titles import wrap_title
-from gui.widgets.table_rows import keep_rows_in_view
+from gui.widgets.table_rows import keep_rows_in_view, never_cut_cells
 from gui.widgets.wrapping_label import WrappingLabel
 
 TOP_K = 5
@@ -126,6 +126,7 @@ class FollowTokenView(View):
         self.caption.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         top_layout.addWidget(self.caption)
         self.table = QTableWidget(0, len(COLUMNS))
+        never_cut_cells(self.table)
         self.table.setObjectName("architecture-follow-table")
         self.table.setHorizontalHeaderLabels(list(COLUMNS))
         for column, tip in enumerate(("after which sublayer the vector is read", "length of the token's vector after the stage",

@@ -12,6 +12,7 @@ from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QLabel, QTableWidg
 
 from core.choices import MASK_MODE_LABELS
 from gui import theme
+from gui.widgets.table_rows import fit_number_columns, never_cut_cells
 
 
 def format_change(value: float, exact: bool) -> str:
@@ -69,6 +70,7 @@ def table(columns: tuple[str, ...]) -> QTableWidget:
     widget.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
     widget.setAlternatingRowColors(True)
     widget.horizontalHeader().setStretchLastSection(True)
+    never_cut_cells(widget)
     return widget
 
 
@@ -87,12 +89,12 @@ def set_cell(widget: QTableWidget, row: int, column: int, text: str, right: bool
 
 
 def fit_table(widget: QTableWidget, whole_width: bool = False) -> None:
-    """Rows and columns sized to the theme's font; with whole_width, the table never needs a horizontal scroll."""
+    """Rows sized to the theme's font; the number columns as wide as their numbers, the first (the parts'
+    names) elided with "…" when squeezed; with whole_width, the names are never elided either."""
     widget.verticalHeader().setDefaultSectionSize(round(QFontMetrics(theme.font()).height() * 1.5))
     header = widget.horizontalHeader()
     header.setFont(theme.font(bold=True))
-    for column in range(widget.columnCount()):
-        widget.resizeColumnToContents(column)
+    fit_number_columns(widget, elided_column=0)
     if whole_width:
         columns = sum(max(widget.sizeHintForColumn(column), header.sectionSizeHint(column)) for column in range(widget.columnCount()))
         widget.setMinimumWidth(columns + 2 * widget.frameWidth() + widget.verticalScrollBar().sizeHint().width())

@@ -38,6 +38,7 @@ from gui.widgets.flow_layout import FlowLayout, control_group
 from gui.widgets.legend import legend_below
 from gui.widgets.log_axis import log_ready_axes
 from gui.widgets.plot_titles import wrap_title
+from gui.widgets.table_rows import never_cut_cells
 
 COLUMNS = ("step", "shape", "elements", "memory", "meaning")
 
@@ -175,6 +176,7 @@ class ShapesView(View):
 
         splitter = QSplitter(Qt.Orientation.Vertical)
         self.table = QTableWidget(0, len(COLUMNS))
+        never_cut_cells(self.table)
         self.table.setHorizontalHeaderLabels(list(COLUMNS))
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)

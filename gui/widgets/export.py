@@ -2,7 +2,9 @@
 
 What is exported is what the screen shows at that size: the widget (a plot's view, with its colour
 bar and legend) is laid out at the chosen size for the moment it is drawn into a QImage (PNG) or a
-QSvgGenerator (SVG, with scatter markers as vector shapes), then put back. A drawing with a natural
+QSvgGenerator (SVG, with scatter markers as vector shapes), then put back. The SVG is flattened
+(gui.widgets.svg_flatten) so librsvg, ImageMagick and browsers draw it as Qt does. A lesson's answer cover
+over the target is hidden while it is drawn unless `include_covers` asks for it. A drawing with a natural
 size of its own (the whole block diagram) is scaled to fit instead, centred on the theme background.
 """
 
@@ -20,6 +22,7 @@ from PySide6.QtSvg import QSvgGenerator
 from PySide6.QtWidgets import QApplication, QGraphicsView, QWidget
 
 from gui import theme
+from gui.widgets.svg_flatten import flatten_svg_file
 
 # The process umask, read once (os.umask can only be read by setting it).
 _UMASK = os.umask(0)
@@ -40,7 +43,8 @@ def export_format(path: str | Path) -> str:
     return suffix
 
 
-def export(target: QWidget | pg.PlotItem, path: str | Path, width: int = 1600, height: int = 900) -> Path:
+def export(target: QWidget | pg.PlotItem, path: str | Path, width: int = 1600, height: int = 900,
+           include_covers: bool = False) -> Path:
     """Write target to path (.png or .svg) at width x height pixels; returns the path written."""
     path = Path(path)
     kind = export_format(path)
@@ -55,7 +59,8 @@ def export(target: QWidget | pg.PlotItem, path: str | Path, width: int = 1600, h
         raise ExportError(f"cannot write in {path.parent}: {error.strerror or error}") from None
     os.close(handle)
     try:
-        _export_widget(target, temporary, kind, width, height)
+        with nullcontext() if include_covers else covers_hidden(shown_widget(target)):
+            _export_widget(target, temporary, kind, width, height)
         # mkstemp makes owner-only files; a saved file should get the usual permissions.
         os.chmod(temporary, 0o666 & ~_UMASK)
         os.replace(temporary, path)
@@ -114,6 +119,39 @@ def laid_out_at(widget: QWidget, width: int, height: int):
 
 
 @contextmanager
+def covers_hidden(widget: QWidget):
+    """A lesson's answer covers on or inside the widget hidden while it is drawn, then shown again."""
+    from gui.lessons import AnswerCover
+
+    window = widget.window()
+    covers = [cover for cover in window.findChildren(AnswerCover)
+              if cover.isVisibleTo(window) and (cover.parentWidget() is widget or widget.isAncestorOf(cover)
+                                                or cover.parentWidget().isAncestorOf(widget))]
+    for cover in covers:
+        cover.hide()
+    try:
+        yield
+    finally:
+        for cover in covers:
+            cover.show()
+            cover.raise_()
+
+
+def remembered_export_path(settings, label: str) -> str:
+    """Where the save dialog starts: the last export's folder and format, else the home folder and PNG."""
+    folder = Path(str(settings.value("export/dir", str(Path.home()))))
+    kind = str(settings.value("export/format", "png"))
+    return str(folder / f"{label}.{kind if kind in FORMATS else 'png'}")
+
+
+def remember_export(settings, path: str | Path) -> None:
+    """The folder and format of an export written, for the next one."""
+    path = Path(path)
+    settings.setValue("export/dir", str(path.parent))
+    settings.setValue("export/format", export_format(path))
+
+
+@contextmanager
 def drawn_as_shapes(widget: QWidget, painter: QPainter):
     """pyqtgraph items in export mode and views without their background cache: scatter markers and
     backgrounds as vector shapes, not a cached sprite sheet or a bitmap."""
@@ -166,6 +204,8 @@ def _export_widget(target: QWidget | pg.PlotItem, path: str, kind: str, width: i
         painter.end()
     if kind == "png" and not device.save(path, "PNG"):
         raise ExportError(f"could not write {path}")
+    if kind == "svg":
+        flatten_svg_file(path)
 
 
 def _paint_scaled(painter: QPainter, widget: QWidget, width: int, height: int) -> None:
@@ -181,4 +221,4 @@ def _paint_scaled(painter: QPainter, widget: QWidget, width: int, height: int) -
     QWidget.render(widget, painter, QPoint())
 
 
-__all__ = ["export", "export_format", "ExportError", "FORMATS", "laid_out_at", "shown_widget"]
+__all__ = ["covers_hidden", "export", "export_format", "ExportError", "FORMATS", "laid_out_at", "remember_export", "remembered_export_path", "shown_widget"]

@@ -413,3 +413,11 @@ def test_the_overview_is_small_at_any_length_and_keeps_every_peak():
     assert image.factor == 16 and max(image.image.shape) <= 12 * (MAX_TILE_PX + 6)
     row, col = 3 * image.pitch_q // image.factor + 999 // 16, 7 * image.pitch_k // image.factor + 2 // 16
     assert image.image[row, col] == 1.0 and np.nansum(image.image) == 1.0
+
+
+def test_the_first_probe_says_nothing_was_edited_and_an_insert_says_the_length_changed(qtbot, lab, tokenizer):
+    state, panel = lab
+    assert panel.propagation.note.text().startswith("Nothing has been edited yet")
+    with qtbot.waitSignal(panel.result_shown, timeout=RESULT_TIMEOUT_MS):
+        panel.insert_token(3, tokenizer.id_of("Z"))
+    assert panel.propagation.note.text().startswith("The sequence changed length or was retyped")

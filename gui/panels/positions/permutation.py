@@ -38,7 +38,7 @@ from gui.panels.positions.common import (
 )
 from gui.widgets.flow_layout import FlowLayout
 from gui.widgets.legend import legend_below
-from gui.widgets.table_rows import keep_rows_in_view
+from gui.widgets.table_rows import keep_rows_in_view, never_cut_cells
 
 ZERO_FLOOR_LOG10 = -17.0  # where an exactly-zero difference is drawn on the log axis
 DEFAULT_PERMUTATION_HINT = "e.g. 3 1 5 0 2 4"
@@ -138,6 +138,7 @@ class PermutationView(View):
         self.permutation_plot.getViewBox().sigResized.connect(self._place_decade_ticks)
         splitter.addWidget(self.permutation_plot)
         self.permutation_table = QTableWidget(len(PERMUTATION_ENCODINGS), 3)
+        never_cut_cells(self.permutation_table)
         self.permutation_table.setObjectName("positions-permutation-table")
         self.permutation_table.setHorizontalHeaderLabels(["encoding", "max |difference|", "what it means"])
         self.permutation_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)

@@ -68,6 +68,7 @@ class PropagationInputs:
     mask_mode: str
     n_blocks: int
     runs: ResidualRunCache = field(compare=False, repr=False)
+    edited_before: bool = True  # False: no edit of the sequence yet, the probe is the first computation
 
 
 def compute_propagation(inputs: PropagationInputs, token) -> Any:
@@ -212,7 +213,8 @@ class PropagationView(View):
                 new_token = tokens[position] + 1
             base, new_token, measured = tuple(tokens), new_token % vocab, False
         return PropagationInputs(model, self.state.tokenizer, tuple(base), position, int(new_token), measured,
-                                 self.controls.mask_mode, self.controls.n_blocks(model), self.runs)
+                                 self.controls.mask_mode, self.controls.n_blocks(model), self.runs,
+                                 edited_before=edit is not None)
 
     # ---- showing -------------------------------------------------------------------------------
     def show_result(self, diff) -> None:
@@ -288,7 +290,10 @@ class PropagationView(View):
             nan_text = f" <span style='color:{palette.warning}'>NaN in {count} cells (cross-hatched).</span>"
         self.verdict.setText(f"{edit}<span style='color:{colour}'><b>{verdict}</b></span>{nan_text}")
         probe_note = ""
-        if not inputs.measured_edit:
+        if not inputs.measured_edit and not inputs.edited_before:
+            probe_note = ("Nothing has been edited yet, so this compares the sequence with one token replaced. "
+                          "Replace a chip to measure your own edit. ")
+        elif not inputs.measured_edit:
             probe_note = ("The sequence changed length or was retyped, so this compares it with one token replaced. "
                           "Replace a chip to measure your own edit. ")
         self.note.setText(probe_note + diff.note + "  Hatched cells: exactly 0.0 (torch.equal).")
