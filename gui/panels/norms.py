@@ -48,6 +48,7 @@ from gui.panels.norms_captions import (
     fitted_change,
 )
 from gui.widgets.flow_layout import FlowLayout, control_group
+from gui.widgets.legend import legend_below
 from gui.widgets.log_axis import log_ready_axes
 from gui.widgets.plot_titles import wrap_title
 
@@ -342,8 +343,7 @@ class NormsView(View):
         plot.setLabel("bottom", x_label)
         plot.setLabel("left", y_label)
         plot.showGrid(x=True, y=True, alpha=0.25)
-        legend = plot.addLegend(offset=(10, 5))
-        legend.setColumnCount(2)  # one row at the top left, in the headroom _fit_y_ranges keeps free
+        legend_below(plot)
         plot.setMouseEnabled(x=False, y=False)
         plot.hideButtons()
         plot.getAxis("left").enableAutoSIPrefix(False)  # "(x0.001)" beside a norm reads as part of its name
@@ -414,12 +414,12 @@ class NormsView(View):
         self._place_root_d_line()
 
     def _fit_y_ranges(self) -> None:
-        """Fit the data with room above it for the legend row and the hover readout (both sit at the top)."""
+        """Fit the data with room above it for the hover readout (it sits at the top; the legend is below the plot)."""
         comparison = self.result
         if comparison is None:
             return
         log = self.controls.log_scale
-        headroom_px = 4.0 * QFontMetrics(theme.font()).height()
+        headroom_px = 2.0 * QFontMetrics(theme.font()).height()
         for plot, values in ((self.forward_plot, "forward_norms"), (self.gradient_plot, "gradient_norms"),
                              (self.parameter_plot, "ffn_out_gradient_norms")):
             data = np.concatenate([getattr(getattr(comparison, p), values) for p in PLACEMENTS])
@@ -498,16 +498,14 @@ class NormsView(View):
             line.setValue(layer)
             line.show()
             label.setText(text)
-            # In the headroom below the legend row, centred on the crosshair but kept inside the view.
+            # In the headroom at the top, centred on the crosshair but kept inside the view.
             view = plot.getViewBox()
             (x0, x1), (y0, y1) = view.viewRange()
             pixel_x, pixel_y = view.viewPixelSize()
-            legend = plot.getPlotItem().legend
-            below_legend = (legend.boundingRect().height() + 10) * pixel_y
             width = label.textItem.boundingRect().width() * pixel_x
             left = min(max(x0, layer - width / 2), x1 - width)
             label.setAnchor((0, 0))
-            label.setPos(left, y1 - below_legend)
+            label.setPos(left, y1 - 4 * pixel_y)
             label.show()
         return "\n".join(texts)
 
