@@ -17,6 +17,7 @@ and what is wrong with it. `resolve_checkpoint` also opens Hugging Face folders 
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import errno
 import json
 import math
@@ -424,7 +425,11 @@ def load_bundled(name: str, device: str | torch.device = "cpu") -> LoadedModel:
     names = bundled_model_names()
     if name not in names:
         raise CheckpointError(f"no bundled model named {name!r}; bundled models: {', '.join(names) or 'none'}")
-    return load_checkpoint(bundled_dir() / name, device=device, source=f"bundled {name}")
+    folder = bundled_dir() / name
+    header = read_json_file(folder / CONFIG_FILE, "the model config")
+    if isinstance(header, dict) and "model_type" in header:  # saved as a folder transformers opens too
+        return dataclasses.replace(load_hf_folder(folder, device=device), source=f"bundled {name}")
+    return load_checkpoint(folder, device=device, source=f"bundled {name}")
 
 
 def resolve_checkpoint(name_or_path: str | Path, device: str | torch.device = "cpu") -> LoadedModel:

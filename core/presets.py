@@ -8,6 +8,7 @@ normalisation, activation, positions, tying), so its parameter count is the real
 from __future__ import annotations
 
 from core.config import ModelConfig
+from core.repeated_corpus import LETTERS
 
 CHAR_VOCAB = 65  # distinct characters of the bundled Shakespeare corpus
 BPE_VOCAB = 1536  # the bundled subword model's byte-level BPE: 256 bytes and 1,280 merges
@@ -124,6 +125,19 @@ PRESETS: dict[str, ModelConfig] = {
             n_layers=4,
             d_ff=352,
             **_LLAMA,
+        ),
+        ModelConfig(  # two layers of attention, trained on repeated random letters: the bundled induction model
+            name="tiny-induction",
+            vocab_size=len(LETTERS) + 1,  # the letters and the space between sequences
+            context_length=64,
+            d_model=64,
+            n_heads=4,
+            n_layers=2,
+            d_ff=256,
+            norm="layernorm",
+            activation="gelu",
+            positional="learned",
+            tie_embeddings=True,
         ),
         ModelConfig(  # tiny-gpt over a 1,536-token byte-level BPE: the bundled subword model
             name="tiny-gpt-bpe",

@@ -33,7 +33,9 @@ from core.hf_import import FOLDER_KEYS
 from core.limits import MAX_TEXT_CHARS
 from core.model_saving import save_model
 from core.presets import get_preset
+from core.repeated_corpus import repeated_letters
 from core.training import (
+    BUNDLED_CORPORA,
     BUNDLED_RECIPES,
     DEFAULT_RECIPE,
     TRAIN_MASK_MODES,
@@ -48,6 +50,7 @@ from core.training import (
 from resources import resource_path
 
 DEFAULT_CORPUS = ("tinyshakespeare.txt",)  # under resources/
+REPEATED_LETTERS = "repeated-letters"  # --corpus's name for core.repeated_corpus's text
 # The bundled models were trained with one thread: bit-identical reruns need the same thread count
 # (reductions split differently), and on a shared 2-core machine one thread per run wastes no time
 # in barriers. Other runs take as many threads as torch picks.
@@ -73,7 +76,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     trainer.add_argument("--lr", type=real_number(1e-9, 10.0), help="peak learning rate")
     trainer.add_argument("--seed", type=seed(), help="seed of the weights and of the batch order")
     trainer.add_argument("--device", metavar="D", help="cpu, cuda, cuda:N or mps (default: the best present)")
-    trainer.add_argument("--corpus", metavar="FILE", help="a UTF-8 text file (default: the bundled Shakespeare)")
+    trainer.add_argument("--corpus", metavar="FILE", help="a UTF-8 text file, or repeated-letters: random letter sequences "
+                         "each written twice, made from the seed, for induction heads (default: the bundled Shakespeare; "
+                         "tiny-induction: repeated-letters)")
     trainer.add_argument(
         "--tokenizer",
         choices=("char", "bpe"),
@@ -232,8 +237,13 @@ def run_train(args: argparse.Namespace) -> int:
         threads = BUNDLED_THREADS if args.preset in BUNDLED_RECIPES else torch.get_num_threads()
     if threads < 1:
         raise CliError(f"--threads must be at least 1, got {threads}")
-    corpus_path = Path(args.corpus) if args.corpus else resource_path(*DEFAULT_CORPUS)
-    text = _read_text(str(corpus_path))
+    corpus = args.corpus or BUNDLED_CORPORA.get(args.preset)
+    if corpus == REPEATED_LETTERS:  # made, not read: the same seed makes the same text
+        corpus_path = Path(REPEATED_LETTERS)
+        text = repeated_letters(seed=int(recipe["seed"]))
+    else:
+        corpus_path = Path(corpus) if corpus else resource_path(*DEFAULT_CORPUS)
+        text = _read_text(str(corpus_path))
     out = Path(args.out)
     try:
         check_run(config, TrainSettings(**recipe))
