@@ -88,13 +88,13 @@ def set_cell(widget: QTableWidget, row: int, column: int, text: str, right: bool
     return item
 
 
-def fit_table(widget: QTableWidget, whole_width: bool = False) -> None:
+def fit_table(widget: QTableWidget, whole_width: bool = False, scrolls: bool = False) -> None:
     """Rows sized to the theme's font; the number columns as wide as their numbers, the first (the parts'
     names) elided with "…" when squeezed; with whole_width, the names are never elided either."""
     widget.verticalHeader().setDefaultSectionSize(round(QFontMetrics(theme.font()).height() * 1.5))
     header = widget.horizontalHeader()
     header.setFont(theme.font(bold=True))
-    fit_number_columns(widget, elided_column=0)
+    fit_number_columns(widget, elided_column=0, scrolls=scrolls)
     if whole_width:
         columns = sum(max(widget.sizeHintForColumn(column), header.sectionSizeHint(column)) for column in range(widget.columnCount()))
         widget.setMinimumWidth(columns + 2 * widget.frameWidth() + widget.verticalScrollBar().sizeHint().width())

@@ -54,9 +54,10 @@ def never_cut_cells(table: QAbstractItemView) -> None:
         table.setItemDelegate(WholeTextTipDelegate(table))
 
 
-def fit_number_columns(table: QTableView, elided_column: int = 0) -> None:
+def fit_number_columns(table: QTableView, elided_column: int = 0, scrolls: bool = False) -> None:
     """Every column but `elided_column` as wide as its widest text by its font's metrics; `elided_column` takes
-    the rest and elides; the table is never narrower than that, so no number needs a scroll to be read whole."""
+    the rest and elides; the table is never narrower than that, so no number needs a scroll to be read whole.
+    A table of many columns that `scrolls` keeps its sideways scroll bar instead of that least width."""
     never_cut_cells(table)
     header = table.horizontalHeader()
     header.setStretchLastSection(False)
@@ -71,5 +72,8 @@ def fit_number_columns(table: QTableView, elided_column: int = 0) -> None:
     if 0 <= elided_column < columns:
         least += min(max(table.sizeHintForColumn(elided_column), header.sectionSizeHint(elided_column)),
                      QFontMetrics(table.font()).horizontalAdvance("M" * ELIDED_COLUMN_CHARS))
+    if scrolls:
+        table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
+        return
     table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
     table.setMinimumWidth(least + 2 * table.frameWidth() + table.verticalScrollBar().sizeHint().width())

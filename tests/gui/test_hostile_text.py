@@ -154,7 +154,9 @@ def test_a_session_of_a_million_empty_lists_is_refused_at_once(qtbot, window, tm
     message = open_session(qtbot, window, path)
     assert message.startswith("lists.json cannot be a session file: it has 1,398,101 '[' and '{'")
     assert f"more than the {MAX_CONTAINERS:,} lists and objects" in message
-    assert parsed == []  # counted before the parse (parsing and walking them froze the window for 5 s)
+    # Counted before the parse (parsing and walking them froze the window for 5 s): the window's process parses
+    # at most the short reply of the child that read the file, never the 4 MiB of lists.
+    assert all(length < 1_000 for length in parsed), parsed
 
 
 def test_a_panel_setting_beyond_32_bits_is_refused_with_the_session(qtbot, window, tmp_path):

@@ -33,7 +33,7 @@ def narrow_table(qtbot) -> QTableWidget:
 def test_columns_sized_to_their_numbers_in_a_squeezed_table_are_cut_by_its_edge(qtbot):
     """The parameter tables as they were: each column as wide as its text, the table narrower than their sum,
     a horizontal scroll; the right-aligned number shows its first digits ("3,152") with no sign of the rest."""
-    from gui.panels.parameters.common import fit_table, set_cell, table
+    from gui.panels.common import fit_table, set_cell, table
 
     legend = table(("part", "parameters", "share"))
     legend.setRowCount(2)

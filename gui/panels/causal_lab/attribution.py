@@ -76,7 +76,8 @@ class AttributionView(View):
         self.stale_labels.append(self.summary_label)
         column.addWidget(self.summary_label)
         self.key_label = plain_label("Bars per layer: its attention bias (upper, blue) and its FFN or experts (lower, "
-                                     "orange). The lens reads the stream before block 0 (emb) and after each block.",
+                                     "orange). The lens reads the stream before block 0 (emb) and after each block, through the final norm "
+                                     "with its own scale, and with the final run's scale (the parts summed so far).",
                                      name="attribution-key")
         column.addWidget(self.key_label)
         splitter = QSplitter(Qt.Orientation.Horizontal)
@@ -94,7 +95,7 @@ class AttributionView(View):
         self.lens_plot = make_plot("Logit lens", "stream after block", "logit")
         legend_below(self.lens_plot)
         self.lens_own = self.lens_plot.plot([], [], name="own scale", symbol="o")
-        self.lens_final = self.lens_plot.plot([], [], name="final scale = parts so far", symbol="s")
+        self.lens_final = self.lens_plot.plot([], [], name="final scale", symbol="s")
         splitter.addWidget(self.lens_plot)
         column.addWidget(splitter, 1)
 

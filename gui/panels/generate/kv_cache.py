@@ -137,7 +137,7 @@ class KVCacheView(View):
             set_cell(self.steps_table, row, 6, format_bytes(whole), right=True)
             set_cell(self.steps_table, row, 7, "(the model's own forward)" if step is None
                      else format_change(step.max_difference, step.exact))
-        fit_table(self.steps_table)
+        fit_table(self.steps_table, scrolls=True)  # many columns: it scrolls sideways beside a lesson
         keep_rows_in_view(self.steps_table)
         last = proof.steps[-1].layers
         self.layers_table.setRowCount(len(last))
@@ -147,7 +147,7 @@ class KVCacheView(View):
             set_cell(self.layers_table, row, 2, _shape(layer.v_shape))
             set_cell(self.layers_table, row, 3, format_bytes(layer.k_bytes), right=True)
             set_cell(self.layers_table, row, 4, format_bytes(layer.v_bytes), right=True)
-        fit_table(self.layers_table)
+        fit_table(self.layers_table, scrolls=True)  # many columns: it scrolls sideways beside a lesson
         keep_rows_in_view(self.layers_table)
         self.variants_table.setRowCount(len(proof.variants))
         for row, variant in enumerate(proof.variants):
@@ -160,7 +160,7 @@ class KVCacheView(View):
             set_cell(self.variants_table, row, 4, budget, right=True)
             set_cell(self.variants_table, row, 5, format_bytes(variant.measured_bytes_per_token * proof.context_length),
                      right=True)
-        fit_table(self.variants_table)
+        fit_table(self.variants_table, scrolls=True)  # many columns: it scrolls sideways beside a lesson
         keep_rows_in_view(self.variants_table)
         verdict = "0 (exact)" if proof.exact else format_change(proof.max_difference, False)
         self.proof_label.setText(
