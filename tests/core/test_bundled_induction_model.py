@@ -25,6 +25,18 @@ def test_a_second_layer_head_copies_from_the_previous_occurrence_at_every_traine
     assert np.mean(result.loss_second) <= 0.5 * np.mean(result.loss_first)
 
 
+def test_the_head_lesson_13_switches_off_is_the_strongest_and_its_neighbour_is_not(model):
+    """resources/lessons/13-induction-heads.json ablates L1H0, then L1H1 for contrast."""
+    from core.experiments.ablation import ablate
+
+    assert induction(model, period=20, seed=0).best_head() == (1, 0)
+    sequence = "JmXqzRbTwKcLpVnYhDgA"
+    ids = load_bundled("tiny-induction").tokenizer.encode(sequence + sequence[:-1])
+    strongest, neighbour = ablate(model, ids, heads=[(1, 0)]), ablate(model, ids, heads=[(1, 1)])
+    assert strongest.loss_after > 2 * strongest.loss_before
+    assert neighbour.loss_after - neighbour.loss_before < 0.25 * (strongest.loss_after - strongest.loss_before)
+
+
 def test_the_corpus_is_made_from_its_seed_with_lengths_in_range():
     text = repeated_letters(seed=0, blocks=200)
     assert text == repeated_letters(seed=0, blocks=200) and text != repeated_letters(seed=1, blocks=200)
