@@ -51,6 +51,14 @@ def bundled_corpus() -> Corpus:
     return read_corpus(resource_path(BUNDLED_CORPUS))
 
 
+def repeated_letters_corpus(seed: int = 0) -> Corpus:
+    """Random letter sequences written twice (core.repeated_corpus), made from `seed`: the text induction heads
+    form on (the bundled tiny-induction was trained on seed 0's)."""
+    from core.repeated_corpus import LETTERS, NAME, repeated_letters
+
+    return Corpus(f"{NAME} (seed {seed})", repeated_letters(seed=seed), len(LETTERS) + 1)
+
+
 def vocabulary_problem(config: ModelConfig, corpus: Corpus | None) -> str:
     """Why `config` cannot be trained on `corpus` as a next-character model, or ""."""
     if config.architecture != "decoder" or not config.self_attention_causal:

@@ -408,3 +408,17 @@ def test_fine_tuning_starts_from_the_loaded_model_and_says_so(qtbot, settings):
     assert max(float((after[name] - before[name]).abs().max()) for name in before) < 1e-3
     assert trained.tokenizer is tokenizer  # fine-tuning keeps the model's own tokenizer
     win.close()
+
+
+def test_the_repeated_letters_corpus_trains_the_induction_preset(qtbot, panel):
+    from core.presets import get_preset
+    from core.repeated_corpus import LETTERS, repeated_letters
+
+    panel.state.set_config(get_preset("tiny-induction"))
+    panel.corpus_combo.setCurrentIndex(panel.corpus_combo.findData("repeated"))
+    panel.seed_spin.setValue(4)
+    assert panel.vocabulary_problem() == ""  # the letters and the space: the preset's 53 tokens
+    panel.steps_spin.setValue(3)
+    train_to_end(qtbot, panel)
+    assert panel.corpus.text == repeated_letters(seed=4) and "seed 4" in panel.corpus.name
+    assert panel.outcome.loaded.tokenizer.vocab_size == len(LETTERS) + 1
