@@ -1,7 +1,7 @@
 """Every bundled lesson on a real X server, at a laptop's size and a projector's: screenshots and a fit check.
 
     python tools/lesson_screens.py [--out /tmp/lesson_shots] [--lesson NAME ...] [--size light-1366x768 ...]
-                                   [--mode window|presentation ...] [--revealed]
+                                   [--mode window|presentation ...] [--revealed] [--page-down]
 
 For each screen (1920x1080 in the projector theme at text 160%, 1366x768 in the light theme at 100%) an Xvfb
 of that size is started, and each lesson is opened as an instructor would, `python main.py --lesson NAME
@@ -9,6 +9,8 @@ of that size is started, and each lesson is opened as an instructor would, `pyth
 left to settle (its model built, its panels computed, its outline drawn) and the screen is saved as
 `<lesson>-step<N>-<W>x<H>[-presentation][-revealed].png`. At each step the window, its minimum size and the
 lesson's Next button must lie within the screen, and at projector scale the legibility rule must hold.
+With --page-down the lesson is driven by the Page Down key alone, as a presentation clicker sends it: each
+press must reveal a step's answer first (saved as -revealed) and only then go on to the next step.
 A line per step is printed, the lot is written to report.json, and the exit status is 1 if any check failed.
 Needs Xvfb (apt-get install xvfb).
 """
@@ -38,7 +40,7 @@ STEP_TIMEOUT_S = 120.0
 
 # ---- the driver: runs inside the app's own process ------------------------------------------------
 
-def drive(lesson: str, screen: str, presentation: bool, out: Path, revealed: bool) -> int:
+def drive(lesson: str, screen: str, presentation: bool, out: Path, revealed: bool, page_down: bool = False) -> int:
     """Start the app as `main.py --lesson` does and page through the lesson from inside its event loop."""
     sys.path.insert(0, str(ROOT))
     from PySide6.QtCore import QTimer
@@ -49,7 +51,7 @@ def drive(lesson: str, screen: str, presentation: bool, out: Path, revealed: boo
     width, height, theme_name, scale = SCREENS[screen]
     app = QApplication([APP_ID, "-style", "Fusion"])  # as gui.app makes it
     results: list[dict] = []
-    steps = _Steps(app, lesson, f"{width}x{height}", presentation, out, revealed, results)
+    steps = _Steps(app, lesson, f"{width}x{height}", presentation, out, revealed or page_down, results, page_down)
     timer = QTimer()
     timer.setInterval(50)
     timer.timeout.connect(steps.poll)
@@ -69,8 +71,9 @@ def drive(lesson: str, screen: str, presentation: bool, out: Path, revealed: boo
 class _Steps:
     """A small state machine polled by a timer: wait for a step to settle, check and save it, go on."""
 
-    def __init__(self, app, lesson, size, presentation, out, revealed, results) -> None:
+    def __init__(self, app, lesson, size, presentation, out, revealed, results, page_down: bool = False) -> None:
         self.app, self.lesson_name, self.size, self.presentation = app, lesson, size, presentation
+        self.page_down = page_down
         self.out, self.revealed_too, self.results = out, revealed, results
         self.window = None
         self.index = -1
@@ -102,20 +105,39 @@ class _Steps:
             self._shoot(controller, revealed=False)
             step = controller.lesson.steps[self.index]
             if self.revealed_too and step.reveal:
-                controller.dock.reveal()
+                if self.page_down:
+                    self._press_page_down()  # a clicker's first press on a step with a prediction reveals it
+                else:
+                    controller.dock.reveal()
                 self.phase = "revealed"
                 self.idle_since = None
                 return
         elif self.phase == "revealed":
+            if not controller.dock.revealed or controller.index != self.index:
+                self.failure = f"step {self.index + 1}: Page Down did not reveal the answer in place"
+                self.app.quit()
+                return
             self._shoot(controller, revealed=True)
         if self.index >= len(controller.lesson.steps) - 1:
             self.app.quit()
             return
-        controller.dock.next_button.click()  # Next, as the instructor pages
+        if self.page_down:
+            self._press_page_down()  # the next press goes on
+        else:
+            controller.dock.next_button.click()  # Next, as the instructor pages
         self.index += 1
         self.phase = "settle"
         self.idle_since = None
         self.since = time.monotonic()
+
+    def _press_page_down(self) -> None:
+        """Page Down to whatever has the keyboard, through the application as a real key press travels."""
+        from PySide6.QtCore import QEvent, Qt
+        from PySide6.QtGui import QKeyEvent
+
+        target = self.app.focusWidget() or self.window
+        for kind in (QEvent.Type.KeyPress, QEvent.Type.KeyRelease):
+            self.app.sendEvent(target, QKeyEvent(kind, Qt.Key.Key_PageDown, Qt.KeyboardModifier.NoModifier))
 
     def _settled(self, controller) -> bool:
         window = self.window
@@ -205,6 +227,7 @@ def conduct(args) -> int:
                                    XDG_CONFIG_HOME=str(Path(home) / "config"))
                         command = [sys.executable, __file__, "--drive", lesson, "--screen", screen, "--out", str(out)]
                         command += (["--presentation"] if mode == "presentation" else []) + (["--revealed"] if args.revealed else [])
+                        command += ["--page-down"] if args.page_down else []
                         run = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True,
                                              timeout=STEP_TIMEOUT_S * 20)
                     shots = [json.loads(line[5:]) for line in run.stdout.splitlines() if line.startswith("SHOT ")]
@@ -232,12 +255,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", action="append", choices=list(SCREENS), help="a screen (repeatable; default: both)")
     parser.add_argument("--mode", action="append", choices=MODES, help="window or presentation (default: both)")
     parser.add_argument("--revealed", action="store_true", help="also save each step after Reveal")
+    parser.add_argument("--page-down", action="store_true", help="drive the lesson with the Page Down key alone")
     parser.add_argument("--drive", metavar="LESSON", help=argparse.SUPPRESS)
     parser.add_argument("--screen", choices=list(SCREENS), help=argparse.SUPPRESS)
     parser.add_argument("--presentation", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.drive:
-        return drive(args.drive, args.screen, args.presentation, Path(args.out), args.revealed)
+        return drive(args.drive, args.screen, args.presentation, Path(args.out), args.revealed, args.page_down)
     return conduct(args)
 
 

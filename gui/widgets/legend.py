@@ -12,6 +12,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QObject, Qt
 
 LEGEND_ROW = 4  # the plot item's layout: 0 title, 1 top axis, 2 view box, 3 bottom axis
+LEGEND_PLOT_LINES = 7  # a plot's least height with its legend below: title, ticks, axis label, legend, curves
 ENTRY_GAP_PX = 25  # between a column's widest entry and the next column
 
 
@@ -63,4 +64,4 @@ def legend_below(plot: pg.PlotWidget) -> FlowingLegend:
     return legend
 
 
-__all__ = ["FlowingLegend", "legend_below"]
+__all__ = ["LEGEND_PLOT_LINES", "FlowingLegend", "legend_below"]

@@ -76,8 +76,7 @@ class AttributionView(View):
         self.stale_labels.append(self.summary_label)
         column.addWidget(self.summary_label)
         self.key_label = plain_label("Bars per layer: its attention bias (upper, blue) and its FFN or experts (lower, "
-                                     "orange). The lens reads the stream before block 0 (emb) and after each block, through the final norm "
-                                     "with its own scale, and with the final run's scale (the parts summed so far).",
+                                     "orange). The lens reads the stream before block 0 (emb) and after each block.",
                                      name="attribution-key")
         column.addWidget(self.key_label)
         splitter = QSplitter(Qt.Orientation.Horizontal)
@@ -94,6 +93,8 @@ class AttributionView(View):
         splitter.addWidget(self.parts_plot)
         self.lens_plot = make_plot("Logit lens", "stream after block", "logit")
         legend_below(self.lens_plot)
+        self.lens_plot.setToolTip("own scale: the stream read through the final norm with its own scale (the classic "
+                                  "logit lens); final scale: with the final run's scale, i.e. the parts summed so far")
         self.lens_own = self.lens_plot.plot([], [], name="own scale", symbol="o")
         self.lens_final = self.lens_plot.plot([], [], name="final scale", symbol="s")
         splitter.addWidget(self.lens_plot)

@@ -9,7 +9,7 @@ from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtWidgets import QLabel, QLineEdit, QWidget
 
 from gui.widgets.flow_layout import FlowLayout, control_group
-from gui.widgets.plot_titles import wrap_title
+from gui.widgets.plot_titles import MIN_PLOT_LINES, wrap_title
 from gui.widgets.token_strip import TokenStrip
 
 MAX_TOKEN_CHARS = 200  # an answer or foil: one token's text
@@ -32,7 +32,7 @@ def labelled(row: FlowLayout, text: str, widget: QWidget) -> QLabel:
     return caption
 
 
-def make_plot(title: str, bottom: str, left: str) -> pg.PlotWidget:
+def make_plot(title: str, bottom: str, left: str, min_lines: int = MIN_PLOT_LINES) -> pg.PlotWidget:
     plot = pg.PlotWidget()
     plot.setMenuEnabled(False)
     plot.hideButtons()
@@ -40,7 +40,7 @@ def make_plot(title: str, bottom: str, left: str) -> pg.PlotWidget:
     plot.setLabel("bottom", bottom)
     plot.setLabel("left", left)
     plot.showGrid(x=True, y=True, alpha=0.25)
-    return wrap_title(plot)
+    return wrap_title(plot, min_lines)
 
 
 def token_label(tokenizer, token_id: int) -> str:
