@@ -91,8 +91,14 @@ class ChipRow(QWidget):
         self._ids, self._labels = list(ids), list(labels)
         if self._selected >= len(self._labels):
             self._selected = len(self._labels) - 1
+        same_width = self._layout_width == self.width()
         self._layout_width = self.width()
-        geometry = self._compute_geometry(max(60, self.width()))
+        if same_width and len(old_labels) == len(self._labels) and len(old_rects) == len(self._labels) and all(
+                self._chip_width(old) == self._chip_width(new)
+                for old, new in zip(old_labels, self._labels) if old != new):
+            geometry = self._geometry  # a replacement of the same width at the same strip width: nothing moves
+        else:
+            geometry = self._compute_geometry(max(60, self.width()))
         if geometry.rects == old_rects and len(old_labels) == len(self._labels):
             # A replacement of the same width: repaint only the chips whose text changed.
             self._geometry = geometry
@@ -161,6 +167,14 @@ class ChipRow(QWidget):
         """The height of one row of chips (index line, chip, gaps) at the current font."""
         chip_metrics, index_metrics = (QFontMetrics(font) for font in self._fonts())
         return index_metrics.height() + chip_metrics.height() + max(4, chip_metrics.height() // 3) + self.GAP * 2
+
+    def _chip_width(self, label: str) -> int:
+        """A chip's width as _compute_geometry lays it out."""
+        chip_font, index_font = self._fonts()
+        chip_metrics, index_metrics = QFontMetrics(chip_font), QFontMetrics(index_font)
+        pad = max(4, chip_metrics.height() // 3)
+        return max(chip_metrics.horizontalAdvance(label) + 2 * pad, index_metrics.horizontalAdvance("000") + 4,
+                   chip_metrics.height() + pad)
 
     def _compute_geometry(self, width: int) -> _ChipGeometry:
         chip_font, index_font = self._fonts()
@@ -531,7 +545,9 @@ class TokenStrip(QWidget):
             return f"<{token_id}>"
 
     def _show_chips(self) -> None:
-        labels = [self._label(i) for i in self._ids] if self._tokenizer is not None else [str(i) for i in self._ids]
+        known = self._vocab_labels  # every id's label, made once per tokenizer
+        labels = ([known[i] if 0 <= i < len(known) else self._label(i) for i in self._ids] if self._tokenizer is not None
+                  else [str(i) for i in self._ids])
         self.chips.set_chips(self._ids, labels)
         self._fit_scroll()
         self._update_controls()
