@@ -12,7 +12,6 @@ import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QObject, Qt
 
 LEGEND_ROW = 4  # the plot item's layout: 0 title, 1 top axis, 2 view box, 3 bottom axis
-LEGEND_PLOT_LINES = 7  # a plot's least height with its legend below: title, ticks, axis label, legend, curves
 ENTRY_GAP_PX = 25  # between a column's widest entry and the next column
 
 
@@ -23,6 +22,16 @@ class FlowingLegend(pg.LegendItem):
         super().__init__(offset=None)
         self._plot = plot
         self._watcher = _ResizeWatcher(plot, self)
+        title = getattr(plot, "_wrapping_title", None)  # gui.widgets.plot_titles: it keeps the plot's least height
+        self._base_lines = title.min_lines if title is not None else None
+
+    def sizeHint(self, which, constraint=None):  # noqa: N802 (Qt's name)
+        """No least width of its own: a long entry must not widen the plot past its widget (its title would
+        break inside words and its right side be cut); the entries flow onto rows instead."""
+        hint = super().sizeHint(which, constraint) if constraint is not None else super().sizeHint(which)
+        if which == Qt.SizeHint.MinimumSize:
+            hint.setWidth(0)
+        return hint
 
     def addItem(self, item, name) -> None:  # noqa: N802 (pyqtgraph's name)
         super().addItem(item, name)
@@ -40,6 +49,13 @@ class FlowingLegend(pg.LegendItem):
         columns = int(max(1, min(len(self.items), room // max(widest, 1.0))))
         if columns != self.columnCount:
             self.setColumnCount(columns)
+        title = getattr(self._plot, "_wrapping_title", None)
+        if title is not None and self._base_lines is not None:
+            # The legend's rows come out of the plot's least height, not out of the curves' view.
+            rows = -(-len(self.items) // columns)
+            if title.min_lines != self._base_lines + rows:
+                title.min_lines = self._base_lines + rows
+                title.fit()
 
 
 class _ResizeWatcher(QObject):
@@ -64,4 +80,4 @@ def legend_below(plot: pg.PlotWidget) -> FlowingLegend:
     return legend
 
 
-__all__ = ["LEGEND_PLOT_LINES", "FlowingLegend", "legend_below"]
+__all__ = ["FlowingLegend", "legend_below"]

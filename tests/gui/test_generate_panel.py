@@ -100,7 +100,7 @@ def test_adding_up_the_bars_as_drawn_lands_on_the_drawn_token(qtbot, lab, model)
         if rank < len(widths):
             assert int(result.order[rank]) == result.sampling.token
             assert total[rank] > u - 1e-6 and (rank == 0 or total[rank - 1] <= u + 1e-6)
-            assert f"first passes u at rank {rank + 1}" in panel.draw_label.text()
+            assert f"(rank {rank + 1}, " in panel.draw_label.text() and "first passes u at its bar" in panel.draw_label.text()
         else:  # an untrained model's flat distribution: the total passes u further down
             assert total[-1] <= u + 1e-6 and "below the" in panel.draw_label.text()
         assert np.allclose(view.running_total_curve.xData, total, atol=1e-6)

@@ -15,7 +15,7 @@ from gui import theme
 from gui.panels.base import Refusal, View
 from gui.panels.causal_lab.common import labelled, make_plot, plain_label, token_label
 from gui.widgets.flow_layout import FlowLayout
-from gui.widgets.legend import LEGEND_PLOT_LINES, legend_below
+from gui.widgets.legend import legend_below
 
 MAX_PARTS_CHARS = 2000
 HEAD_PATTERN = re.compile(r"L(\d{1,6})H(\d{1,6})", re.IGNORECASE)
@@ -94,7 +94,7 @@ class AblationView(View):
         self.stale_labels.append(self.summary_label)
         column.addWidget(self.summary_label)
         splitter = QSplitter(Qt.Orientation.Horizontal)
-        self.loss_plot = make_plot("Loss at each position", "position (predicting the next token)", "loss", min_lines=LEGEND_PLOT_LINES)
+        self.loss_plot = make_plot("Loss at each position", "position (predicting the next token)", "loss")
         legend_below(self.loss_plot)
         self.loss_before = self.loss_plot.plot([], [], name="intact")
         self.loss_after = self.loss_plot.plot([], [], name="ablated")

@@ -15,7 +15,7 @@ from gui.panels.base import Refusal, View
 from gui.panels.causal_lab.common import labelled, make_plot, plain_label, token_labels
 from gui.widgets.flow_layout import FlowLayout
 from gui.widgets.heatmap import Heatmap
-from gui.widgets.legend import LEGEND_PLOT_LINES, legend_below
+from gui.widgets.legend import legend_below
 
 MAX_PERIOD = 512  # a pattern of (2N)^2 cells per head stays drawable
 MAX_SEED = 2**31 - 1
@@ -71,7 +71,7 @@ class InductionView(View):
         top.addWidget(self.induction_map)
         top.addWidget(self.previous_map)
         bottom = QSplitter(Qt.Orientation.Horizontal)
-        self.loss_plot = make_plot("Loss: first repeat against second", "offset in the repeat", "loss", min_lines=LEGEND_PLOT_LINES)
+        self.loss_plot = make_plot("Loss: first repeat against second", "offset in the repeat", "loss")
         legend_below(self.loss_plot)
         self.loss_first = self.loss_plot.plot([], [], name="first repeat")
         self.loss_second = self.loss_plot.plot([], [], name="second repeat")

@@ -180,10 +180,9 @@ class SamplingView(View):
             self.plot.addItem(item)
             item.hide()
         layout.addWidget(self.plot, 1)
-        self.legend_label = caption("Outline: softmax(logits / T) before the cut-offs. Filled: the renormalised "
-                                    "distribution the draw uses, the drawn token in the highlight colour. Dashed: the top-k and "
-                                    "top-p cut-offs. Dotted: the running total of the filled bars, top down; the draw "
-                                    "takes the first bar where it passes u (the vertical line).")
+        self.legend_label = caption("Outline: softmax(logits / T). Filled: what the draw uses, the drawn token "
+                                    "highlighted. Dashed: the top-k and top-p cut-offs. Dotted: the running total, top "
+                                    "down; the draw takes the first bar where it passes u (the vertical line).")
         layout.addWidget(self.legend_label)
         self.entropy_label = caption("")
         self.entropy_label.setObjectName("generate-entropy")
@@ -265,8 +264,8 @@ class SamplingView(View):
         else:
             self.drawn_text.hide()
         greedy = " (greedy: T = 0)" if inputs.temperature == 0 else f" (T = {inputs.temperature:g})"
-        passed = (f"the running total of the bars, top down, first passes u at rank {result.drawn_rank + 1}"
-                  if result.drawn_rank < n else f"the running total passes u below the {n} bars shown")
+        passed = ("the running total first passes u at its bar" if result.drawn_rank < n
+                  else f"the running total passes u below the {n} bars shown")
         set_title(self.plot, f"Next token after position {s.position}{greedy}")
         vocab = len(s.kept)
         self.entropy_label.setText(
