@@ -51,10 +51,11 @@ class FlowingLegend(pg.LegendItem):
             self.setColumnCount(columns)
         title = getattr(self._plot, "_wrapping_title", None)
         if title is not None and self._base_lines is not None:
-            # The legend's rows come out of the plot's least height, not out of the curves' view.
-            rows = -(-len(self.items) // columns)
-            if title.min_lines != self._base_lines + rows:
-                title.min_lines = self._base_lines + rows
+            # The legend's rows, and a line of the gap they need, come out of the plot's least height, not out
+            # of the curves' view (which keeps room for a tick label or two).
+            lines = self._base_lines + -(-len(self.items) // columns) + 1
+            if title.min_lines != lines:
+                title.min_lines = lines
                 title.fit()
 
 

@@ -24,9 +24,10 @@ from PySide6.QtWidgets import QDoubleSpinBox, QLabel, QPushButton, QSpinBox, QVB
 from core.limits import MAX_SEED
 from gui import theme
 from gui.panels.base import Refusal, View
-from gui.panels.generate.common import SetTokensCommand
 from gui.panels.common import caption, sequence_refusal, set_title
+from gui.panels.generate.common import SetTokensCommand
 from gui.widgets.flow_layout import FlowLayout, control_group
+from gui.widgets.plot_titles import min_plot_height
 
 BARS_SHOWN = 10  # most likely tokens drawn as bars (each label legible at projector scale beside a lesson)
 CONTEXT_SHOWN = 48  # tokens of context quoted above the bars
@@ -235,6 +236,8 @@ class SamplingView(View):
                                   brushes=[theme.brush("highlight" if d else "primary") for d in drawn],
                                   pens=[theme.pen("highlight" if d else "primary", width=1) for d in drawn])
         # Quoted: a lone ',' or '.' is a speck on the axis; in quotes it reads as a token at any text size.
+        # A line of height for each bar's label, and the title, the axis and its label: no label is left out.
+        self.plot.setMinimumHeight(min_plot_height(n + 4))
         self.plot.getAxis("left").setTicks([[(row, f"'{label}'") for row, label in enumerate(result.labels)]])
         # The axis reaches u and the running total where it passes u, so the crossing is always in view.
         top = float(max(tempered.max(initial=0.0), renormalised.max(initial=0.0), s.uniform))
