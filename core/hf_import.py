@@ -58,11 +58,12 @@ def load_hf_folder(path: str | Path, device: str | torch.device = "cpu") -> Load
         raise CheckpointError(f"{folder / CONFIG_FILE} must hold a JSON object")
     model_type = hf_config.get("model_type")
     family = family_of(model_type, str(folder / CONFIG_FILE))
-    config = hf_to_model_config(hf_config, name=_model_name(folder, model_type), where=str(folder / CONFIG_FILE))
+    lab_record = _lab_record(folder)
+    config = hf_to_model_config(hf_config, name=_model_name(lab_record, folder, model_type), where=str(folder / CONFIG_FILE))
     tensors = read_hf_weights(folder)
     state = family.import_tensors(tensors, config, hf_config, str(folder))
     model = model_from_tensors(config, state, f"{folder} ({model_type} import)", device)
-    tokenizer = _lab_tokenizer(folder)  # a folder the lab saved: its own character or word tokenizer
+    tokenizer = _lab_tokenizer(lab_record, folder)  # a folder the lab saved: its own character or word tokenizer
     if tokenizer is None and family.text_input:  # else the family's tokenizer files are of a kind this app does not read
         try:
             tokenizer = load_pretrained_tokenizer(folder)
@@ -73,7 +74,7 @@ def load_hf_folder(path: str | Path, device: str | torch.device = "cpu") -> Load
             f"{folder}: the tokenizer has {tokenizer.vocab_size:,} tokens but the model's vocabulary holds {config.vocab_size:,}"
         )
     raw_generation = raw_generation_config(folder)
-    metadata = {"hf_model_type": model_type, "generation": read_generation_config(folder),
+    metadata = {"hf_model_type": model_type, "generation": generation_settings(raw_generation, folder / GENERATION_CONFIG_FILE),
                 "generation_config": raw_generation, "generation_not_applied": not_applied_generation(raw_generation)}
     if (folder / METADATA_FILE).is_file():  # the training record of a model this app saved
         record = read_json_file(folder / METADATA_FILE, "the training record")
@@ -83,12 +84,15 @@ def load_hf_folder(path: str | Path, device: str | torch.device = "cpu") -> Load
     return LoadedModel(config, model, tokenizer, f"{folder} (Hugging Face {model_type})", metadata)
 
 
-def _lab_tokenizer(folder: Path):
+def _lab_record(folder: Path) -> Any:
+    """The lab's record of a model it saved (transformer_explorer.json), or None for anyone else's folder."""
+    path = folder / LAB_RECORD_FILE
+    return read_json_file(path, "the lab's record of the model") if path.is_file() else None
+
+
+def _lab_tokenizer(record: Any, folder: Path):
     """The tokenizer the lab's record keeps (a character or word tokenizer it saved), or None."""
     path = folder / LAB_RECORD_FILE
-    if not path.is_file():
-        return None
-    record = read_json_file(path, "the lab's record of the model")
     data = record.get("tokenizer") if isinstance(record, dict) else None
     if data is None:
         return None
@@ -100,14 +104,11 @@ def _lab_tokenizer(folder: Path):
         raise CheckpointError(f"{path}: {error}") from None
 
 
-def _model_name(folder: Path, model_type: str) -> str:
+def _model_name(record: Any, folder: Path, model_type: str) -> str:
     """The name the lab gave a model it saved (its record), else the folder's name."""
-    path = folder / LAB_RECORD_FILE
-    if path.is_file():
-        record = read_json_file(path, "the lab's record of the model")
-        name = record.get("config", {}).get("name") if isinstance(record, dict) and isinstance(record.get("config"), dict) else None
-        if isinstance(name, str) and 0 < len(name) <= 200:
-            return name
+    name = record.get("config", {}).get("name") if isinstance(record, dict) and isinstance(record.get("config"), dict) else None
+    if isinstance(name, str) and 0 < len(name) <= 200:
+        return name
     return folder.name or model_type
 
 
@@ -144,12 +145,11 @@ def not_applied_generation(raw: dict[str, Any]) -> dict[str, Any]:
 
 def read_generation_config(folder: Path) -> dict[str, Any]:
     """The keys of generation_config.json that generation uses ({} when the file is absent)."""
-    path = folder / GENERATION_CONFIG_FILE
-    if not path.is_file():
-        return {}
-    data = read_json_file(path, "the generation config")
-    if not isinstance(data, dict):
-        raise CheckpointError(f"{path} must hold a JSON object")
+    return generation_settings(raw_generation_config(folder), folder / GENERATION_CONFIG_FILE)
+
+
+def generation_settings(data: dict[str, Any], path: Path) -> dict[str, Any]:
+    """The keys of a generation config (read from `path`) that generation uses, each checked."""
     found = {}
     for key, kinds in GENERATION_KEYS.items():
         value = data.get(key)

@@ -118,7 +118,6 @@ class StaleMark:
         if stale == self.stale:
             return
         self.stale = stale
-        self._fade_titles(STALE_TITLE_OPACITY if stale else 1.0)
         if stale:
             self._timer.start()
             return
@@ -129,12 +128,6 @@ class StaleMark:
     @property
     def dimmed(self) -> bool:
         return self._target.graphicsEffect() is not None
-
-    def _fade_titles(self, opacity: float) -> None:
-        """At once, not after the grace: a title ("T = 1", "offset 2") must not read as current beside new
-        inputs. An item's opacity re-lays out nothing, so a fast result costs no extra layout pass."""
-        for plot in self._target.findChildren(pg.PlotWidget):
-            plot.getPlotItem().titleLabel.setOpacity(opacity)
 
     def titles_faded(self) -> bool:
         return any(plot.getPlotItem().titleLabel.opacity() < 1 for plot in self._target.findChildren(pg.PlotWidget))
@@ -343,11 +336,15 @@ class View(QWidget):
                 label.setProperty(OWN_MINIMUM_HEIGHT, None)
 
     def _set_children_stale(self, stale: bool) -> None:
-        # Widgets with readouts of their own (gui.widgets.heatmap.Heatmap) stop reading out old data.
         for child in self.content.findChildren(QWidget):
+            # Widgets with readouts of their own (gui.widgets.heatmap.Heatmap) stop reading out old data.
             setter = getattr(child, "set_stale", None)
             if callable(setter):
                 setter(stale)
+            # At once, not after the grace: a title ("T = 1", "offset 2") must not read as current beside new
+            # inputs. An item's opacity re-lays out nothing, so a fast result costs no extra layout pass.
+            if isinstance(child, pg.PlotWidget):
+                child.getPlotItem().titleLabel.setOpacity(STALE_TITLE_OPACITY if stale else 1.0)
 
     def _show_message(self, text: str) -> None:
         self.shown_inputs = self.result = None

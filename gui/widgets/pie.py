@@ -17,6 +17,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QRectF, QTimer, Signal
 from PySide6.QtGui import QColor, QFontMetrics, QPainter, QPainterPath, QPolygonF
 
+from core.display import short_count
 from gui import theme
 
 INNER_RADIUS = 1.0  # the inner ring is a full pie of this radius
@@ -96,10 +97,7 @@ def readable_text_color(background: QColor) -> QColor:
 
 def format_count(n: float) -> str:
     """124,439,808 -> '124.4M'; small counts are written out."""
-    for divisor, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k")):
-        if abs(n) >= divisor:
-            return f"{n / divisor:.1f}{suffix}"
-    return f"{n:,.0f}"
+    return short_count(n)
 
 
 def format_share(share: float) -> str:

@@ -93,9 +93,9 @@ class ChipRow(QWidget):
             self._selected = len(self._labels) - 1
         same_width = self._layout_width == self.width()
         self._layout_width = self.width()
-        if same_width and len(old_labels) == len(self._labels) and len(old_rects) == len(self._labels) and all(
-                self._chip_width(old) == self._chip_width(new)
-                for old, new in zip(old_labels, self._labels) if old != new):
+        changed = [(old, new) for old, new in zip(old_labels, self._labels) if old != new]
+        if (same_width and len(old_labels) == len(self._labels) == len(old_rects)
+                and self._chip_widths([old for old, _ in changed]) == self._chip_widths([new for _, new in changed])):
             geometry = self._geometry  # a replacement of the same width at the same strip width: nothing moves
         else:
             geometry = self._compute_geometry(max(60, self.width()))
@@ -168,13 +168,13 @@ class ChipRow(QWidget):
         chip_metrics, index_metrics = (QFontMetrics(font) for font in self._fonts())
         return index_metrics.height() + chip_metrics.height() + max(4, chip_metrics.height() // 3) + self.GAP * 2
 
-    def _chip_width(self, label: str) -> int:
-        """A chip's width as _compute_geometry lays it out."""
+    def _chip_widths(self, labels: Sequence[str]) -> list[int]:
+        """Each label's chip width: its text, padded, at least its index's and its own height."""
         chip_font, index_font = self._fonts()
         chip_metrics, index_metrics = QFontMetrics(chip_font), QFontMetrics(index_font)
         pad = max(4, chip_metrics.height() // 3)
-        return max(chip_metrics.horizontalAdvance(label) + 2 * pad, index_metrics.horizontalAdvance("000") + 4,
-                   chip_metrics.height() + pad)
+        least = max(index_metrics.horizontalAdvance("000") + 4, chip_metrics.height() + pad)
+        return [max(chip_metrics.horizontalAdvance(label) + 2 * pad, least) for label in labels]
 
     def _compute_geometry(self, width: int) -> _ChipGeometry:
         chip_font, index_font = self._fonts()
@@ -183,11 +183,9 @@ class ChipRow(QWidget):
         chip_height = chip_metrics.height() + pad
         index_height = index_metrics.height()
         row_height = index_height + chip_height + self.GAP * 2
-        index_width = index_metrics.horizontalAdvance("000") + 4
         rects: list[QRect] = []
         x, y = self.GAP, self.GAP
-        for label in self._labels:
-            w = max(chip_metrics.horizontalAdvance(label) + 2 * pad, index_width, chip_height)
+        for w in self._chip_widths(self._labels):
             if x + w > width - self.GAP and x > self.GAP:
                 x, y = self.GAP, y + row_height
             rects.append(QRect(x, y + index_height, w, chip_height))

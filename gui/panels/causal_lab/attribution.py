@@ -12,7 +12,7 @@ from PySide6.QtWidgets import QSpinBox, QSplitter, QVBoxLayout, QWidget
 
 from gui import theme
 from gui.panels.base import Refusal, View
-from gui.panels.causal_lab.common import CausalControls, labelled, make_plot, plain_label
+from gui.panels.causal_lab.common import CausalControls, as_sentence, labelled, make_plot, plain_label
 from gui.widgets.flow_layout import FlowLayout
 from gui.widgets.heatmap import Heatmap
 from gui.widgets.legend import legend_below
@@ -34,18 +34,6 @@ def compute_attribution(inputs: AttributionInputs, token):
 
     token.check()
     return direct_logit_attribution(inputs.model, list(inputs.tokens), inputs.answer, inputs.foil, inputs.position)
-
-
-def attribution_refusal(model) -> str:
-    """Why the exact split does not apply (config only: no torch work on the GUI thread)."""
-    config = model.config
-    if config.architecture != "decoder":
-        return (f"Direct logit attribution needs a decoder-only model; this one is {config.architecture}, "
-                "whose logits also depend on an encoder.")
-    if config.norm_placement != "pre":
-        return ("This model normalises after each sublayer (post-norm), so its logit is not a sum of per-part "
-                "terms: the exact split needs a pre-norm model.")
-    return ""
 
 
 class AttributionView(View):
@@ -107,9 +95,11 @@ class AttributionView(View):
         model = self.state.model
         if model is None:
             return None
-        problem = attribution_refusal(model)
+        from core.experiments.attribution import refusal  # torch is loaded: a model is
+
+        problem = refusal(model)
         if problem:
-            return Refusal(problem)
+            return Refusal(as_sentence(problem))
         tokens = tuple(self.state.tokens)
         if not tokens:
             return Refusal("Type a text above: the attribution splits the logit of one of its positions.")

@@ -43,6 +43,11 @@ def make_plot(title: str, bottom: str, left: str, min_lines: int = MIN_PLOT_LINE
     return wrap_title(plot, min_lines)
 
 
+def as_sentence(problem: str) -> str:
+    """A core refusal (a clause, as the command line prints it) as a sentence for the view."""
+    return problem[:1].upper() + problem[1:] + ("" if problem.endswith(".") else ".")
+
+
 def token_label(tokenizer, token_id: int) -> str:
     from core.display import display_token
 

@@ -12,7 +12,7 @@ from PySide6.QtWidgets import QSpinBox, QSplitter, QVBoxLayout, QWidget
 
 from gui import theme
 from gui.panels.base import Refusal, View
-from gui.panels.causal_lab.common import labelled, make_plot, plain_label, token_labels
+from gui.panels.causal_lab.common import as_sentence, labelled, make_plot, plain_label, token_labels
 from gui.widgets.flow_layout import FlowLayout
 from gui.widgets.heatmap import Heatmap
 from gui.widgets.legend import legend_below
@@ -87,13 +87,12 @@ class InductionView(View):
         model = self.state.model
         if model is None:
             return None
-        config = model.config
+        from core.experiments.induction import period_problem  # torch is loaded: a model is
+
         period = self.period_spin.value()
-        if config.architecture != "decoder":
-            return Refusal("Induction needs a decoder-only model: its attention looks back and its loss is next-token.")
-        if 2 * period > config.context_length:
-            return Refusal(f"Two repeats of {period} tokens exceed the model's context of {config.context_length}; "
-                           f"choose N of at most {config.context_length // 2}.")
+        problem = period_problem(model, period)
+        if problem:
+            return Refusal(as_sentence(problem))
         return InductionInputs(model, period, self.seed_spin.value())
 
     def _choose_head(self, layer: int, head: int) -> None:
