@@ -192,10 +192,11 @@ class MixtureOfExperts(nn.Module):
         self.top_k = config.top_k
         self.router = Linear(config.d_model, config.n_experts, bias=False)
         self.experts = nn.ModuleList(FeedForward(config) for _ in range(config.n_experts))
+        self.hook_router_logits = HookPoint()  # what the load-balancing loss and the router view read
         self.hook_routing = HookPoint()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        logits = self.router(x)  # (B, T, E)
+        logits = self.hook_router_logits(self.router(x))  # (B, T, E)
         top_logits, top_index = logits.topk(self.top_k, dim=-1)  # (B, T, k) each
         top_weights = F.softmax(top_logits, dim=-1)  # (B, T, k)
         routing = torch.zeros_like(logits).scatter(-1, top_index, top_weights)  # (B, T, E)

@@ -17,6 +17,7 @@ import torch.nn.functional as F
 SELECT_P = 0.15  # share of positions the loss is taken on
 MASK_P = 0.8  # of those, replaced by the mask token
 RANDOM_P = 0.1  # of those, replaced by a random token (the rest, 0.1, keep their token)
+MASK_CHAR = "_"  # the blank of a character model: absent from the bundled Shakespeare, and typed with one key
 IGNORED = -100  # the label of a position that is not scored (torch's and transformers' ignore_index)
 
 
@@ -68,4 +69,4 @@ def masked_lm_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=IGNORED)  # ()
 
 
-__all__ = ["IGNORED", "MASK_P", "MaskedBatch", "MaskingError", "RANDOM_P", "SELECT_P", "mask_tokens", "masked_lm_loss"]
+__all__ = ["IGNORED", "MASK_CHAR", "MASK_P", "MaskedBatch", "MaskingError", "RANDOM_P", "SELECT_P", "mask_tokens", "masked_lm_loss"]
