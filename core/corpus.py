@@ -59,14 +59,40 @@ def repeated_letters_corpus(seed: int = 0) -> Corpus:
     return Corpus(f"{NAME} (seed {seed})", repeated_letters(seed=seed), len(LETTERS) + 1)
 
 
+def dates_corpus(seed: int = 0) -> Corpus:
+    """Dates in words and their ISO form, one tab-separated pair a line (core.date_corpus), made from `seed`: the
+    task the bundled tiny-encoder-decoder was trained on (seed 0's)."""
+    from core.date_corpus import NAME, date_pairs
+
+    text = date_pairs(seed=seed)
+    return Corpus(f"{NAME} (seed {seed})", text, len(set(text)))
+
+
 def vocabulary_problem(config: ModelConfig, corpus: Corpus | None) -> str:
-    """Why `config` cannot be trained on `corpus` as a next-character model, or ""."""
-    if config.architecture != "decoder" or not config.self_attention_causal:
-        return (f"{config.name} is not a causal decoder; the trainer makes next-character models. "
-                "Pick a decoder preset (tiny-gpt, tiny-llama) in the Model sidebar.")
-    if corpus is not None and config.vocab_size != corpus.vocab_size:
+    """Why `config` cannot be trained on `corpus` by its objective (core.training.objective_of), or ""."""
+    from core.objectives.masked_lm import MASK_CHAR
+    from core.objectives.seq2seq import START
+    from core.training import TrainingError, objective_of
+
+    try:
+        objective = objective_of(config)
+    except TrainingError as error:
+        return f"{config.name}: {error}."
+    if corpus is None:
+        return ""
+    needed = corpus.vocab_size
+    if objective == "masked-lm":
+        if MASK_CHAR in corpus.text:
+            return (f"{corpus.name} contains {MASK_CHAR!r}, the blank a masked model fills; an encoder cannot train on "
+                    "it. Pick another corpus.")
+        needed += 1  # the blank
+    if objective == "seq2seq" and START not in corpus.text:
+        return (f"{config.name} is an encoder-decoder: it trains on pairs, one source<TAB>target a line, and "
+                f"{corpus.name} has no tab. Pick the dates corpus or a file of pairs.")
+    if config.vocab_size != needed:
+        what = {"masked-lm": " and the blank", "seq2seq": ""}.get(objective, "")
         return (f"The config's vocab_size is {config.vocab_size:,} but {corpus.name} has {corpus.vocab_size} distinct "
-                f"characters: set vocab_size to {corpus.vocab_size} in the Model sidebar to train on it.")
+                f"characters{what}: set vocab_size to {needed} in the Model sidebar to train on it.")
     return ""
 
 
@@ -86,6 +112,7 @@ __all__ = [
     "Corpus",
     "CorpusError",
     "bundled_corpus",
+    "dates_corpus",
     "read_corpus",
     "vocabulary_problem",
     "window_problem",

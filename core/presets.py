@@ -188,6 +188,17 @@ PRESETS: dict[str, ModelConfig] = {
             top_k=2,
             **_LLAMA,
         ),
+        ModelConfig(  # tiny-moe with one dense FFN as wide as its two active experts: the same active size
+            name="tiny-moe-dense",
+            vocab_size=CHAR_VOCAB,
+            context_length=128,
+            d_model=64,
+            n_heads=4,
+            n_kv_heads=2,
+            n_layers=2,
+            d_ff=256,
+            **_LLAMA,
+        ),
     ]
 }
 

@@ -33,6 +33,10 @@ from core.choices import MASK_MODES, TRAIN_MASK_MODES
 from core.config import ModelConfig
 from core.device import choose_device
 from core.model import Transformer
+from core.hooks import capture
+from core.objectives.batch import Batch, scored_loss
+from core.objectives.load_balance import expert_load, load_balancing_loss
+from core.objectives.run import FinalScore, ObjectiveError, ObjectiveRun
 from core.tokenizers import CharTokenizer, Tokenizer, train_byte_level_bpe
 
 VALIDATION_FRACTION = 0.1  # the last tenth of the corpus is held out
@@ -51,10 +55,27 @@ BUNDLED_RECIPES: dict[str, dict[str, float | int | bool]] = {
                      "tokenizer": "bpe", "bpe_vocab": 1536},
     # On core.repeated_corpus's text: its induction heads form within these steps (about 90 s on one thread).
     "tiny-induction": {"steps": 4000, "batch_size": 32, "seq_len": 64, "lr": 3e-3, "seed": 0, "warmup_steps": 50},
+    # A masked LM on the Shakespeare (core.objectives.masked_lm): only 15% of positions are scored, so it sees
+    # more windows than a next-token model of its size needs.
+    "tiny-encoder": {"steps": 3000, "batch_size": 32, "seq_len": 128, "lr": 3e-3, "seed": 0},
+    # On core.date_corpus's pairs; the pairs set their own lengths (seq_len only sizes the throughput figure).
+    "tiny-encoder-decoder": {"steps": 3000, "batch_size": 64, "seq_len": 24, "lr": 3e-3, "seed": 0},
+    # Top-2 of 4 experts, and the dense model of the same active size trained alike (its yardstick).
+    "tiny-moe": {"steps": 3000, "batch_size": 32, "seq_len": 128, "lr": 3e-3, "seed": 0},
+    "tiny-moe-dense": {"steps": 3000, "batch_size": 32, "seq_len": 128, "lr": 3e-3, "seed": 0},
 }
 # The corpus a bundled recipe trains on when none is given: the bundled Shakespeare unless named here.
-BUNDLED_CORPORA: dict[str, str] = {"tiny-induction": "repeated-letters"}
+BUNDLED_CORPORA: dict[str, str] = {"tiny-induction": "repeated-letters", "tiny-encoder-decoder": "dates"}
 DEFAULT_RECIPE: dict[str, float | int | bool] = {"steps": 1000, "batch_size": 16, "seq_len": 128, "lr": 1e-3, "seed": 0}
+
+VAL_LOSS_METHODS = {
+    "next-token": "mean next-character loss over the whole validation split (last 10% of the corpus), "
+                  "non-overlapping windows of the context length",
+    "masked-lm": "mean loss per chosen character over the held-out tenth of the corpus, cut into windows of the "
+                 "run's length and masked by the BERT recipe from a fixed seed (core.objectives.masked_lm)",
+    "seq2seq": "mean teacher-forced loss per target character (the end token included) over the held-out tenth "
+               "of the pairs (core.objectives.seq2seq)",
+}
 
 MAX_GRAD_NORM_RECORDS = 512  # per-block gradient norms kept per run; beyond it every other record is dropped
 
@@ -88,6 +109,7 @@ class TrainSettings:
     bpe_vocab: int = 1536  # tokens of the BPE (256 bytes + merges); unused for "char"
     mask_mode: str = "causal"  # the self-attention mask of the training forward (TRAIN_MASK_MODES)
     grad_norm_every: int = 0  # steps between per-block gradient-norm records (0: none)
+    balance_coef: float = 0.01  # mixture of experts: weight of the router's load-balancing loss (Switch's 0.01)
 
     def validated(self) -> TrainSettings:
         for name in ("steps", "batch_size", "seq_len"):
@@ -109,6 +131,9 @@ class TrainSettings:
         if self.mask_mode not in TRAIN_MASK_MODES:
             why = " (it hides token 0 from every key: its attention is 0/0, NaN)" if self.mask_mode == "off-by-one" else ""
             raise TrainingError(f"a run trains with the mask {', '.join(TRAIN_MASK_MODES)}, not {self.mask_mode!r}{why}")
+        if not (isinstance(self.balance_coef, (int, float)) and math.isfinite(self.balance_coef)
+                and 0 <= self.balance_coef <= 10):
+            raise TrainingError(f"balance_coef must lie between 0 and 10, got {self.balance_coef!r}")
         if isinstance(self.grad_norm_every, bool) or not isinstance(self.grad_norm_every, int) or self.grad_norm_every < 0:
             raise TrainingError(f"grad_norm_every must be a whole number >= 0, got {self.grad_norm_every!r}")
         return self
@@ -138,6 +163,10 @@ class TrainResult:
     tokens_per_s: float = 0.0
     stopped: bool = False  # should_stop ended the run early
     start: str = "fresh"  # "fresh": seeded random weights; "fine-tune": a copy of a loaded model
+    objective: str = "next-token"  # what the run minimised (objective_of)
+    quality: dict[str, Any] = field(default_factory=dict)  # the objective's held-out figures (masked-lm, seq2seq)
+    # mixture of experts: (step, per layer the share of routing assignments each expert received since the last record)
+    expert_load: list[tuple[int, list[list[float]]]] = field(default_factory=list)
 
     def metadata(self) -> dict[str, Any]:
         """A JSON-ready record of how the model was made and how well it does."""
@@ -150,10 +179,12 @@ class TrainResult:
             "tokens_per_s": round(self.tokens_per_s),
             "final_train_loss": self.loss_history[-1][1] if self.loss_history else None,
             "val_loss_nats_per_char": self.final_val_loss,
-            "val_loss_method": "mean next-character loss over the whole validation split (last 10% of the "
-            "corpus), non-overlapping windows of the context length"
+            "objective": self.objective,
+            "val_loss_method": VAL_LOSS_METHODS[self.objective]
             + ("" if self.settings.tokenizer == "char" else "; for BPE the nats of all predicted tokens over the "
                "characters they spell"),
+            **({"quality": self.quality} if self.quality else {}),
+            **({"expert_load": [[step, shares] for step, shares in self.expert_load]} if self.expert_load else {}),
             "val_history": [[step, loss] for step, loss in self.val_history],
             "val_loss_mask": "causal",  # whatever mask_mode trained the model
             "check_loss": {"predictions": CHECK_PREDICTIONS, "loss": self.check_loss},
@@ -206,10 +237,25 @@ def _optimizer(model: Transformer, settings: TrainSettings) -> torch.optim.AdamW
 def check_run(config: ModelConfig, settings: TrainSettings) -> None:
     """Raise TrainingError for settings or a model the trainer cannot use, before any work starts."""
     settings.validated()
-    if config.architecture != "decoder" or not config.self_attention_causal:
-        raise TrainingError("the trainer makes next-character models: use a causal decoder config")
+    objective = objective_of(config)
+    if objective != "next-token" and settings.mask_mode != "causal":
+        raise TrainingError(f"the mask pitfalls train decoders; a {config.architecture} trains with its own masks")
+    if objective != "next-token" and settings.tokenizer != "char":
+        raise TrainingError(f"a {objective} run learns a character vocabulary; the BPE is for next-token models")
     if settings.seq_len > config.context_length:
         raise TrainingError(f"seq_len {settings.seq_len} exceeds the model's context length {config.context_length}")
+
+
+def objective_of(config: ModelConfig) -> str:
+    """What a run of this architecture minimises: a decoder predicts the next token, an encoder fills
+    blanks (masked-lm), an encoder-decoder writes a target for a source (seq2seq)."""
+    if config.architecture == "encoder":
+        return "masked-lm"
+    if config.architecture == "encoder-decoder":
+        return "seq2seq"
+    if not config.self_attention_causal:
+        raise TrainingError("a decoder without its causal mask sees the token it predicts; set attention to causal")
+    return "next-token"
 
 
 def train(
@@ -227,9 +273,10 @@ def train(
     on_sample: SampleCallback | None = None,
     on_grad_norms: GradNormCallback | None = None,
     start_from: tuple[Transformer, Tokenizer] | None = None,
+    on_expert_load: Callable[[int, list[list[float]]], None] | None = None,
     **options: Any,
 ) -> TrainResult:
-    """Train a character-level decoder on `text` and return the model with its history.
+    """Train a model of `config` on `text` and return it with its history.
 
     on_progress(step, loss, tokens_per_s, eta_s, val_loss) is called after every step (step counts
     from 1); val_loss is an estimate on `eval_windows` validation windows every `eval_every`
@@ -242,47 +289,31 @@ def train(
     start_from=(model, tokenizer) fine-tunes a copy of that model with its own tokenizer instead of
     starting from seeded random weights; the corpus must be written in the tokenizer's vocabulary. The
     seed then orders the batches only.
+
+    The objective follows the architecture (objective_of): an encoder trains as a masked LM on the text, an
+    encoder-decoder on its tab-separated pairs. A mixture of experts adds balance_coef times the router's
+    load-balancing loss; the reported losses are the objective's alone, and on_expert_load(step, shares)
+    receives at each validation estimate every layer's share of routing assignments per expert since the last.
     """
     settings = TrainSettings(steps=steps, batch_size=batch_size, seq_len=seq_len, lr=lr, seed=seed, **options)
     check_run(config, settings)
-    val_text = ""
-    if start_from is not None:
-        tokenizer = start_from[1]
-        # The loaded model's own tokenizer: per-character losses need the split by characters unless it is one.
-        settings = replace(settings, tokenizer="char" if tokenizer.kind == "char" else "bpe")
-        split = int(len(text) * (1 - VALIDATION_FRACTION))
-        try:
-            if tokenizer.kind == "char":
-                ids = torch.tensor(tokenizer.encode(text), dtype=torch.long)  # (N,)
-                train_ids, val_ids = split_corpus(ids)
-            else:
-                val_text = text[split:]
-                train_ids = torch.tensor(tokenizer.encode(text[:split]), dtype=torch.long)  # (N_train,)
-                val_ids = torch.tensor(tokenizer.encode(val_text), dtype=torch.long)  # (N_val,)
-                ids = torch.cat([train_ids, val_ids])  # (N,)
-        except Exception as error:  # each tokenizer has its own unknown-token error
-            raise TrainingError(f"the corpus is not written in the loaded model's vocabulary ({error}); "
-                                "fine-tuning keeps the model's tokenizer, so train from fresh weights instead") from None
-    elif settings.tokenizer == "bpe":
-        split = int(len(text) * (1 - VALIDATION_FRACTION))  # by characters: the split a character model holds out
-        train_text, val_text = text[:split], text[split:]
-        tokenizer: Tokenizer = train_byte_level_bpe(train_text, settings.bpe_vocab)
-        train_ids = torch.tensor(tokenizer.encode(train_text), dtype=torch.long)  # (N_train,)
-        val_ids = torch.tensor(tokenizer.encode(val_text), dtype=torch.long)  # (N_val,)
-        ids = torch.cat([train_ids, val_ids])  # (N,)
+    objective = objective_of(config)
+    if objective == "next-token":
+        data: _NextToken | ObjectiveRun = _NextToken(text, settings, start_from)
+        settings = data.settings
     else:
-        tokenizer = CharTokenizer.from_text(text)
-        ids = torch.tensor(tokenizer.encode(text), dtype=torch.long)  # (N,)
-        train_ids, val_ids = split_corpus(ids)
+        try:
+            data = ObjectiveRun.for_text(objective, text, start_from[1] if start_from else None)
+        except ObjectiveError as error:
+            raise TrainingError(str(error)) from None
+        problem = data.check(settings.seq_len if objective == "masked-lm" else config.context_length)
+        if problem:
+            raise TrainingError(problem)
+    tokenizer = data.tokenizer
     if start_from is not None and start_from[0].config != config:
         raise TrainingError("fine-tuning continues the loaded model: its config must be the run's config")
     if tokenizer.vocab_size != config.vocab_size:
         config = config.replace(vocab_size=tokenizer.vocab_size)
-    if len(train_ids) <= settings.seq_len + 1 or len(val_ids) < 2:
-        raise TrainingError(
-            f"the corpus has {len(ids):,} characters; it needs more than {int((settings.seq_len + 2) / 0.9):,} "
-            f"for windows of {settings.seq_len} and a validation split"
-        )
 
     target = choose_device(device).device if not isinstance(device, torch.device) else device
     model = Transformer.from_seed(config, seed=settings.seed, device=target).train()
@@ -290,14 +321,16 @@ def train(
         model.load_state_dict(start_from[0].state_dict())  # a copy: the loaded model stays as it was
     optimizer = _optimizer(model, settings)
     generator = torch.Generator().manual_seed(settings.seed)
-    eval_windows = _fixed_windows(val_ids, min(settings.seq_len, len(val_ids) - 1), settings.eval_windows)
+    mask_mode = settings.mask_mode if objective == "next-token" else None  # the others keep their own masks
+    routers = ["blocks.*.ffn.hook_router_logits"] if config.is_moe else []
 
     result = TrainResult(model=model, tokenizer=tokenizer, config=config, settings=settings,
-                         start="fresh" if start_from is None else "fine-tune")
+                         start="fresh" if start_from is None else "fine-tune", objective=objective)
     tokens_per_step = settings.batch_size * settings.seq_len
     started = time.perf_counter()
     train_time = 0.0  # excludes evaluation and sampling, so tokens/s measures the training itself
     norm_stride = settings.grad_norm_every  # doubles each time the record is thinned
+    load_counts = torch.zeros(config.n_layers, max(config.n_experts, 1))  # (L, E) assignments since the last record
     for step in range(settings.steps):
         if should_stop is not None and should_stop():
             result.stopped = True
@@ -305,12 +338,18 @@ def train(
         step_started = time.perf_counter()
         for group in optimizer.param_groups:
             group["lr"] = learning_rate(step, settings)
-        inputs, targets = random_windows(train_ids, settings.batch_size, settings.seq_len, generator)  # (B, T) each
+        batch = data.batch(settings.batch_size, settings.seq_len, generator).to(target)
         with torch.autocast(target.type, dtype=torch.bfloat16, enabled=settings.bf16_autocast):
-            logits = model(inputs.to(target), mask_mode=settings.mask_mode)  # (B, T, V)
-        loss = F.cross_entropy(logits.float().flatten(0, 1), targets.to(target).flatten())  # scalar
+            with capture(model, routers, keep_graph=True) as seen:
+                logits = model(batch.tokens, source=batch.source, mask_mode=mask_mode)  # (B, T, V)
+        loss = scored_loss(logits, batch.labels)  # scalar
+        total = loss
+        if routers:
+            router_logits = [seen[name].flatten(0, 1) for name in sorted(seen, key=_layer_of)]  # L x (B*T, E)
+            total = loss + settings.balance_coef * load_balancing_loss(router_logits, config.top_k)
+            load_counts += expert_load([r.detach() for r in router_logits], config.top_k).assignments.cpu()
         optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        total.backward()
         done = step + 1
         block_norms = None
         if norm_stride and (step == 0 or done % norm_stride == 0):
@@ -328,12 +367,16 @@ def train(
         result.steps_done = done
         val_estimate = None
         if settings.eval_every and done % settings.eval_every == 0 and done < settings.steps:
-            val_estimate = _windows_loss(model, eval_windows)
+            val_estimate = data.estimate(model, settings)
             result.val_history.append((done, val_estimate))
+            if routers:
+                shares = _shares(load_counts)
+                result.expert_load.append((done, shares))
+                load_counts.zero_()
+                if on_expert_load is not None:
+                    on_expert_load(done, shares)
         if sample_every and on_sample is not None and done % sample_every == 0:
-            prompt = ids[:1]  # the corpus's first character: a fixed, always-valid prompt
-            sample_ids = generate(model, prompt.tolist(), max_new=200, temperature=0.8, top_k=None, seed=settings.seed)
-            on_sample(done, tokenizer.decode(sample_ids))
+            on_sample(done, data.sample(model, settings))
             model.train()
         tokens_per_s = done * tokens_per_step / max(train_time, 1e-9)
         if on_progress is not None:
@@ -344,15 +387,85 @@ def train(
     result.wall_time_s = time.perf_counter() - started
     result.tokens_per_s = result.steps_done * tokens_per_step / max(train_time, 1e-9)
     model.eval()
-    result.val_loss_per_token = evaluate_loss(model, val_ids)
-    result.final_val_loss = result.val_loss_per_token
-    if settings.tokenizer == "bpe":  # the first token is never predicted: its characters do not count
-        predicted_characters = len(val_text) - len(tokenizer.decode(val_ids[:1].tolist()))
-        result.val_characters_per_token = predicted_characters / (len(val_ids) - 1)
-        result.final_val_loss = result.val_loss_per_token / result.val_characters_per_token
-    result.check_loss = evaluate_loss(model, val_ids[: CHECK_PREDICTIONS + 1])
+    if routers and load_counts.sum() > 0:
+        result.expert_load.append((result.steps_done, _shares(load_counts)))
+    final = data.finish(model, settings)
+    result.final_val_loss, result.val_loss_per_token, result.check_loss = final.loss, final.loss_per_token, final.check_loss
+    result.val_characters_per_token, result.quality = final.characters_per_token, final.quality
     result.val_history.append((result.steps_done, result.final_val_loss))
     return result
+
+
+def _layer_of(hook_name: str) -> int:
+    return int(hook_name.split(".")[1])  # blocks.{layer}.ffn.hook_router_logits
+
+
+def _shares(counts: torch.Tensor) -> list[list[float]]:
+    """Per layer, each expert's share of the routing assignments counted (the shares of a layer sum to 1)."""
+    return (counts / counts.sum(dim=1, keepdim=True).clamp(min=1)).tolist()
+
+
+class _NextToken:
+    """A next-token run's vocabulary, splits, batches and evaluation (character or BPE, fresh or fine-tuned)."""
+
+    def __init__(self, text: str, settings: TrainSettings, start_from: tuple[Transformer, Tokenizer] | None) -> None:
+        self.val_text = ""
+        if start_from is not None:
+            tokenizer = start_from[1]
+            # The loaded model's own tokenizer: per-character losses need the split by characters unless it is one.
+            settings = replace(settings, tokenizer="char" if tokenizer.kind == "char" else "bpe")
+            split = int(len(text) * (1 - VALIDATION_FRACTION))
+            try:
+                if tokenizer.kind == "char":
+                    ids = torch.tensor(tokenizer.encode(text), dtype=torch.long)  # (N,)
+                    train_ids, val_ids = split_corpus(ids)
+                else:
+                    self.val_text = text[split:]
+                    train_ids = torch.tensor(tokenizer.encode(text[:split]), dtype=torch.long)  # (N_train,)
+                    val_ids = torch.tensor(tokenizer.encode(self.val_text), dtype=torch.long)  # (N_val,)
+                    ids = torch.cat([train_ids, val_ids])  # (N,)
+            except Exception as error:  # each tokenizer has its own unknown-token error
+                raise TrainingError(f"the corpus is not written in the loaded model's vocabulary ({error}); "
+                                    "fine-tuning keeps the model's tokenizer, so train from fresh weights instead") from None
+        elif settings.tokenizer == "bpe":
+            split = int(len(text) * (1 - VALIDATION_FRACTION))  # by characters: the split a character model holds out
+            train_text, self.val_text = text[:split], text[split:]
+            tokenizer = train_byte_level_bpe(train_text, settings.bpe_vocab)
+            train_ids = torch.tensor(tokenizer.encode(train_text), dtype=torch.long)  # (N_train,)
+            val_ids = torch.tensor(tokenizer.encode(self.val_text), dtype=torch.long)  # (N_val,)
+            ids = torch.cat([train_ids, val_ids])  # (N,)
+        else:
+            tokenizer = CharTokenizer.from_text(text)
+            ids = torch.tensor(tokenizer.encode(text), dtype=torch.long)  # (N,)
+            train_ids, val_ids = split_corpus(ids)
+        if len(train_ids) <= settings.seq_len + 1 or len(val_ids) < 2:
+            raise TrainingError(
+                f"the corpus has {len(ids):,} characters; it needs more than {int((settings.seq_len + 2) / 0.9):,} "
+                f"for windows of {settings.seq_len} and a validation split"
+            )
+        self.settings, self.tokenizer, self.ids = settings, tokenizer, ids
+        self.train_ids, self.val_ids = train_ids, val_ids
+        self.eval_windows = _fixed_windows(val_ids, min(settings.seq_len, len(val_ids) - 1), settings.eval_windows)
+
+    def batch(self, batch_size: int, seq_len: int, generator: torch.Generator) -> Batch:
+        return Batch(*random_windows(self.train_ids, batch_size, seq_len, generator))  # (B, T) each
+
+    def estimate(self, model: Transformer, settings: TrainSettings) -> float:
+        return _windows_loss(model, self.eval_windows)
+
+    def sample(self, model: Transformer, settings: TrainSettings) -> str:
+        prompt = self.ids[:1]  # the corpus's first character: a fixed, always-valid prompt
+        sample_ids = generate(model, prompt.tolist(), max_new=200, temperature=0.8, top_k=None, seed=settings.seed)
+        return self.tokenizer.decode(sample_ids)
+
+    def finish(self, model: Transformer, settings: TrainSettings) -> FinalScore:
+        per_token = evaluate_loss(model, self.val_ids)
+        characters_per_token = 1.0
+        if settings.tokenizer == "bpe":  # the first token is never predicted: its characters do not count
+            predicted_characters = len(self.val_text) - len(self.tokenizer.decode(self.val_ids[:1].tolist()))
+            characters_per_token = predicted_characters / (len(self.val_ids) - 1)
+        check = evaluate_loss(model, self.val_ids[: CHECK_PREDICTIONS + 1])
+        return FinalScore(per_token / characters_per_token, per_token, check, characters_per_token)
 
 
 def block_gradient_norms(model: Transformer) -> tuple[float, ...]:

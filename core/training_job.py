@@ -72,6 +72,8 @@ class TrainingProgress:
     tokens_per_s: float
     eta_s: float  # of the training alone: time paused or spent on other panels' requests is left out
     sample: tuple[int, str] | None = None  # (step, text) of a sample made in this batch
+    # mixture of experts: (step, per layer each expert's share of the routing assignments since the last record)
+    expert_load: tuple[int, list[list[float]]] | None = None
 
 
 class TrainingControl:
@@ -90,6 +92,7 @@ class _ProgressBatcher:
         self._losses: list[tuple[int, float]] = []
         self._validation: list[tuple[int, float]] = []
         self._sample: tuple[int, str] | None = None
+        self._expert_load: tuple[int, list[list[float]]] | None = None
         self._speed = (0.0, math.inf)  # tokens/s, ETA of the newest step
         self._sent = time.perf_counter()
 
@@ -102,13 +105,17 @@ class _ProgressBatcher:
     def add_sample(self, step: int, text: str) -> None:
         self._sample = (step, text)
 
+    def add_expert_load(self, step: int, shares: list[list[float]]) -> None:
+        self._expert_load = (step, shares)
+
     def send(self, force: bool = False) -> None:
         """Send what has gathered: at once when forced (pause, the last step), else once the interval has passed."""
         now = time.perf_counter()
         if not self._losses or (not force and now - self._sent < PARTIAL_INTERVAL_S):
             return
-        record = TrainingProgress(tuple(self._losses), tuple(self._validation), *self._speed, sample=self._sample)
-        self._losses, self._validation, self._sample = [], [], None
+        record = TrainingProgress(tuple(self._losses), tuple(self._validation), *self._speed, sample=self._sample,
+                                  expert_load=self._expert_load)
+        self._losses, self._validation, self._sample, self._expert_load = [], [], None, None
         self._sent = now
         self._token.partial(record)
 
@@ -157,7 +164,7 @@ def run_training(request: TrainRequest, control: TrainingControl, token: JobToke
         seq_len=request.seq_len, lr=request.lr, seed=request.seed, device=device, on_progress=on_progress,
         should_stop=should_stop, sample_every=max(1, request.steps // SAMPLE_EVERY_RUNS), on_sample=on_sample,
         warmup_steps=min(100, max(1, request.steps // 10)), eval_every=max(1, request.steps // 20),
-        mask_mode=request.mask_mode, start_from=request.start_from,
+        mask_mode=request.mask_mode, start_from=request.start_from, on_expert_load=batcher.add_expert_load,
     )
     metadata = result.metadata()
     metadata["corpus"] = request.corpus.name

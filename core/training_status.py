@@ -20,14 +20,31 @@ def progress_line(request: TrainRequest, progress: TrainingProgress | None, last
         held_out = len(request.corpus.text) // 10
         at = f" at step {progress.losses[-1][0]:,} of {request.steps:,}" if progress is not None else ""
         then = "then the run is discarded" if discarding else "then the trained model replaces the one the other panels use"
-        return (f"Stopping{at}: scoring the whole held-out split (about {held_out:,} characters) with the causal mask; "
+        how = {"masked-lm": "filling its blanks", "seq2seq": "rewriting every held-out source"}.get(
+            objective_name(request.config), "with the causal mask")
+        return (f"Stopping{at}: scoring the whole held-out split (about {held_out:,} characters) {how}; "
                 f"{then}. The buttons come back when it is done.")
     if progress is None:
         return "Paused before the first step; the other panels keep computing." if paused else None
     step, loss = progress.losses[-1]
     val = f", validation {last_validation:.3f}" if last_validation is not None else ""
     eta = "paused; the other panels keep computing" if paused else f"ETA {format_duration(progress.eta_s)}"
-    return f"Step {step:,} of {request.steps:,}: loss {loss:.3f}{val}. {progress.tokens_per_s:,.0f} tokens/s, {eta}."
+    load = ""
+    if progress.expert_load is not None:
+        at, shares = progress.expert_load
+        load = " Expert load to step {:,}: {}.".format(at, "; ".join(
+            f"layer {layer} " + " ".join(f"{share:.0%}" for share in row) for layer, row in enumerate(shares)))
+    return f"Step {step:,} of {request.steps:,}: loss {loss:.3f}{val}. {progress.tokens_per_s:,.0f} tokens/s, {eta}.{load}"
+
+
+def objective_name(config) -> str:
+    """The run's objective, or "" for a config the trainer refuses (the refusal is said elsewhere)."""
+    from core.training import TrainingError, objective_of
+
+    try:
+        return objective_of(config)
+    except TrainingError:
+        return ""
 
 
 def outcome_headline(outcome: TrainOutcome, installed: bool, config_applied_after: bool) -> str:
@@ -44,8 +61,22 @@ def outcome_headline(outcome: TrainOutcome, installed: bool, config_applied_afte
     else:
         where = "The other panels now use this model"
     vocab = outcome.loaded.config.vocab_size
-    return (f"<b>{how} after {outcome.steps_done:,} steps</b>: validation loss {outcome.final_val_loss:.3f} nats/char "
-            f"on the whole held-out split, scored with the causal mask (uniform guess {math.log(vocab):.3f}), "
+    quality = outcome.metadata.get("quality") or {}
+    if "accuracy" in quality:
+        scored = (f"held-out blanks: loss {outcome.final_val_loss:.3f} nats a blank (unigram guess "
+                  f"{quality['unigram_loss']:.3f}), {quality['accuracy']:.1%} filled right (unigram "
+                  f"{quality['unigram_accuracy']:.1%})")
+    elif "exact_match" in quality:
+        scored = (f"held-out pairs: loss {outcome.final_val_loss:.3f} nats a target character (uniform guess "
+                  f"{math.log(vocab):.3f}), {quality['exact_match']:.1%} of {quality['pairs']:,} rewritten exactly")
+    else:
+        scored = (f"validation loss {outcome.final_val_loss:.3f} nats/char on the whole held-out split, scored with "
+                  f"the causal mask (uniform guess {math.log(vocab):.3f})")
+    load = outcome.metadata.get("expert_load")
+    if load:
+        scored += "; expert load at the end: " + "; ".join(
+            f"layer {layer} " + " ".join(f"{share:.0%}" for share in row) for layer, row in enumerate(load[-1][1]))
+    return (f"<b>{how} after {outcome.steps_done:,} steps</b>: {scored}, "
             f"{outcome.tokens_per_s:,.0f} tokens/s. {where}; Save model... writes it.")
 
 

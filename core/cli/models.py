@@ -33,6 +33,7 @@ from core.hf_import import FOLDER_KEYS
 from core.limits import MAX_TEXT_CHARS
 from core.model_saving import save_model
 from core.presets import get_preset
+from core.date_corpus import date_pairs
 from core.repeated_corpus import repeated_letters
 from core.training import (
     BUNDLED_CORPORA,
@@ -51,6 +52,7 @@ from resources import resource_path
 
 DEFAULT_CORPUS = ("tinyshakespeare.txt",)  # under resources/
 REPEATED_LETTERS = "repeated-letters"  # --corpus's name for core.repeated_corpus's text
+DATES = "dates"  # --corpus's name for core.date_corpus's pairs
 # The bundled models were trained with one thread: bit-identical reruns need the same thread count
 # (reductions split differently), and on a shared 2-core machine one thread per run wastes no time
 # in barriers. Other runs take as many threads as torch picks.
@@ -61,7 +63,8 @@ DEFAULT_TEMPERATURE = 0.8
 def register(subparsers: argparse._SubParsersAction) -> None:
     trainer = subparsers.add_parser(
         "train",
-        help="train a character-level model on a text corpus and save it as a checkpoint folder",
+        help="train a character-level model on a text corpus and save it as a checkpoint folder (a decoder predicts "
+        "the next character, an encoder fills blanks, an encoder-decoder rewrites sources as targets)",
         description="Train a preset as a character-level model (AdamW, warm-up then cosine learning rate, "
         "gradient clipping; validation = the last 10% of the corpus). Without the optional settings, "
         f"{' and '.join(BUNDLED_RECIPES)} use the recipe of the bundled models, so the run reproduces them "
@@ -76,9 +79,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     trainer.add_argument("--lr", type=real_number(1e-9, 10.0), help="peak learning rate")
     trainer.add_argument("--seed", type=seed(), help="seed of the weights and of the batch order")
     trainer.add_argument("--device", metavar="D", help="cpu, cuda, cuda:N or mps (default: the best present)")
-    trainer.add_argument("--corpus", metavar="FILE", help="a UTF-8 text file, or repeated-letters: random letter sequences "
-                         "each written twice, made from the seed, for induction heads (default: the bundled Shakespeare; "
-                         "tiny-induction: repeated-letters)")
+    trainer.add_argument("--corpus", metavar="FILE", help="a UTF-8 text file (for an encoder-decoder: one source<TAB>target "
+                         "pair per line), repeated-letters: random letter sequences each written twice, made from the seed, "
+                         "for induction heads, or dates: dates in words and their ISO form, made from the seed (default: "
+                         "the bundled Shakespeare; tiny-induction: repeated-letters; tiny-encoder-decoder: dates)")
     trainer.add_argument(
         "--tokenizer",
         choices=("char", "bpe"),
@@ -241,6 +245,9 @@ def run_train(args: argparse.Namespace) -> int:
     if corpus == REPEATED_LETTERS:  # made, not read: the same seed makes the same text
         corpus_path = Path(REPEATED_LETTERS)
         text = repeated_letters(seed=int(recipe["seed"]))
+    elif corpus == DATES:
+        corpus_path = Path(DATES)
+        text = date_pairs(seed=int(recipe["seed"]))
     else:
         corpus_path = Path(corpus) if corpus else resource_path(*DEFAULT_CORPUS)
         text = _read_text(str(corpus_path))
@@ -343,10 +350,29 @@ def _train_and_save(
         f"{args.preset}: {result.steps_done} steps in {_duration(result.wall_time_s)} "
         f"({result.tokens_per_s:,.0f} tok/s); validation loss {result.final_val_loss:.4f} nats/char; saved to {out}"
     )
+    for line in quality_lines(result.quality, result.expert_load):
+        print(line)
     if result.settings.mask_mode != "causal" and result.loss_history:
         print(f"trained with the {result.settings.mask_mode} mask (recorded in training.json); the validation loss is "
               f"scored with the causal mask, last training loss {result.loss_history[-1][1]:.4f}")
     return 0
+
+
+def quality_lines(quality: dict, expert_load: list) -> list[str]:
+    """The objective's held-out figures and the experts' last load, as the end of a run prints them."""
+    lines = []
+    if "accuracy" in quality:
+        lines.append(f"held-out blanks ({quality['scored']:,}): {quality['accuracy']:.1%} filled right "
+                     f"(unigram baseline {quality['unigram_accuracy']:.1%}); loss {quality['loss']:.4f} nats "
+                     f"(unigram {quality['unigram_loss']:.4f})")
+    if "exact_match" in quality:
+        lines.append(f"held-out pairs ({quality['pairs']:,}): {quality['exact_match']:.1%} exact match (greedy)")
+    if expert_load:
+        step, shares = expert_load[-1]
+        for layer, layer_shares in enumerate(shares):
+            lines.append(f"expert load, layer {layer} (steps to {step:,}): "
+                         + " ".join(f"{share:.0%}" for share in layer_shares))
+    return lines
 
 
 # ---- logits, generate, evaluate -----------------------------------------------------------------

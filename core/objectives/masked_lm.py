@@ -8,17 +8,20 @@ sides of it. This is what `transformers`' DataCollatorForLanguageModeling does w
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 
+from core.objectives.batch import IGNORED, Batch, scored_loss
+from core.tokenizers import CharTokenizer, UnknownTokenError
+
 SELECT_P = 0.15  # share of positions the loss is taken on
 MASK_P = 0.8  # of those, replaced by the mask token
 RANDOM_P = 0.1  # of those, replaced by a random token (the rest, 0.1, keep their token)
 MASK_CHAR = "_"  # the blank of a character model: absent from the bundled Shakespeare, and typed with one key
-IGNORED = -100  # the label of a position that is not scored (torch's and transformers' ignore_index)
 
 
 class MaskingError(ValueError):
@@ -68,5 +71,111 @@ def masked_lm_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         return logits.sum() * 0.0  # nothing chosen in this batch: no signal, and no NaN from an empty mean
     return F.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=IGNORED)  # ()
 
+# ---- a character masked LM's training data and held-out score -------------------------------------
 
-__all__ = ["IGNORED", "MASK_CHAR", "MASK_P", "MaskedBatch", "MaskingError", "RANDOM_P", "SELECT_P", "mask_tokens", "masked_lm_loss"]
+HELD_OUT_SEED = 2019  # the held-out windows are masked the same way at every evaluation, for every model
+HELD_OUT_FRACTION = 0.1  # the last tenth of the corpus, as the next-token trainer holds out
+
+
+@dataclass(frozen=True)
+class MaskedLmScore:
+    """A masked LM on held-out text, against the unigram baseline that ignores both sides of the blank."""
+
+    loss: float  # nats per scored character
+    accuracy: float  # share of scored characters whose most likely prediction is the original
+    unigram_loss: float  # nats per scored character of the training split's character frequencies
+    unigram_accuracy: float  # share of scored characters equal to the training split's commonest one
+    scored: int  # characters scored
+
+    def to_dict(self) -> dict[str, float | int]:
+        return {"loss": self.loss, "accuracy": self.accuracy, "unigram_loss": self.unigram_loss,
+                "unigram_accuracy": self.unigram_accuracy, "scored": self.scored}
+
+
+class MaskedLmTask:
+    """A corpus cut into windows and masked by the recipe; the last tenth held out and masked from a fixed seed."""
+
+    objective = "masked-lm"
+
+    def __init__(self, text: str, tokenizer: CharTokenizer | None = None) -> None:
+        if MASK_CHAR in text:
+            raise MaskingError(f"the corpus contains {MASK_CHAR!r}, the blank a masked model reads; "
+                               "remove it from the text or train a decoder")
+        tokenizer = tokenizer or CharTokenizer.from_text(text + MASK_CHAR)
+        try:
+            self.mask_id = tokenizer.id_of(MASK_CHAR)
+            ids = torch.tensor(tokenizer.encode(text), dtype=torch.long)  # (N,)
+        except UnknownTokenError as error:
+            raise MaskingError(f"the corpus is not written in the model's vocabulary ({error})") from None
+        self.tokenizer = tokenizer
+        split = int(len(ids) * (1 - HELD_OUT_FRACTION))
+        self.train_ids, self.val_ids = ids[:split], ids[split:]  # (N_train,), (N_val,)
+
+    def check(self, seq_len: int) -> str:
+        """Why windows of seq_len cannot be cut from both splits, or ""."""
+        if len(self.train_ids) < seq_len or len(self.val_ids) < seq_len:
+            return (f"the corpus has {len(self.train_ids) + len(self.val_ids):,} characters; windows of {seq_len} "
+                    f"need at least {math.ceil(seq_len / HELD_OUT_FRACTION):,}")
+        return ""
+
+    def batch(self, batch_size: int, seq_len: int, generator: torch.Generator) -> Batch:
+        starts = torch.randint(0, len(self.train_ids) - seq_len + 1, (batch_size,), generator=generator)  # (B,)
+        windows = self.train_ids[starts.unsqueeze(1) + torch.arange(seq_len)]  # (B, T)
+        masked = mask_tokens(windows, self.mask_id, self.tokenizer.vocab_size, generator, special_ids=(self.mask_id,))
+        return Batch(masked.inputs, masked.labels)
+
+    def held_out(self, seq_len: int, max_windows: int | None = None) -> Batch:
+        """Non-overlapping windows of the held-out split, masked from HELD_OUT_SEED."""
+        count = len(self.val_ids) // seq_len
+        if max_windows is not None:
+            count = min(count, max_windows)
+        windows = self.val_ids[: count * seq_len].view(count, seq_len)  # (W, T)
+        generator = torch.Generator().manual_seed(HELD_OUT_SEED)
+        masked = mask_tokens(windows, self.mask_id, self.tokenizer.vocab_size, generator, special_ids=(self.mask_id,))
+        return Batch(masked.inputs, masked.labels)
+
+    @torch.no_grad()
+    def score(self, model: torch.nn.Module, seq_len: int, batch_size: int = 32,
+              max_windows: int | None = None) -> MaskedLmScore:
+        held_out = self.held_out(seq_len, max_windows)
+        device = next(model.parameters()).device
+        was_training = model.training
+        model.eval()
+        total, correct = 0.0, 0
+        for first in range(0, len(held_out.tokens), batch_size):
+            tokens = held_out.tokens[first : first + batch_size].to(device)  # (b, T)
+            labels = held_out.labels[first : first + batch_size].to(device)  # (b, T)
+            logits = model(tokens)  # (b, T, V)
+            total += float(scored_loss(logits, labels, reduction="sum"))
+            scored = labels != IGNORED  # (b, T)
+            correct += int((logits.argmax(-1)[scored] == labels[scored]).sum())
+        model.train(was_training)
+        labels = held_out.labels[held_out.labels != IGNORED]  # (n,)
+        counts = torch.bincount(self.train_ids, minlength=self.tokenizer.vocab_size).double() + 1  # (V,) add-one
+        log_unigram = (counts / counts.sum()).log()  # (V,)
+        return MaskedLmScore(
+            loss=total / len(labels),
+            accuracy=correct / len(labels),
+            unigram_loss=float(-log_unigram[labels].mean()),
+            unigram_accuracy=float((labels == int(counts.argmax())).double().mean()),
+            scored=len(labels),
+        )
+
+    @torch.no_grad()
+    def sample(self, model: torch.nn.Module, length: int = 80) -> str:
+        """The held-out split's first characters with every blank the recipe drew, then the model's fill."""
+        held_out = self.held_out(min(length, len(self.val_ids)), max_windows=1)
+        tokens, labels = held_out.tokens, held_out.labels  # (1, T) each
+        blanks = labels != IGNORED  # (1, T)
+        shown = torch.where(blanks, torch.full_like(tokens, self.mask_id), tokens)  # (1, T) every chosen one blank
+        was_training = model.training
+        model.eval()
+        device = next(model.parameters()).device
+        guess = model(shown.to(device)).argmax(-1).cpu()  # (1, T)
+        model.train(was_training)
+        filled = torch.where(blanks, guess, tokens)  # (1, T)
+        return f"{self.tokenizer.decode(shown[0].tolist())}\n{self.tokenizer.decode(filled[0].tolist())}"
+
+
+__all__ = ["HELD_OUT_SEED", "IGNORED", "MASK_CHAR", "MASK_P", "MaskedBatch", "MaskedLmScore", "MaskedLmTask",
+           "MaskingError", "RANDOM_P", "SELECT_P", "mask_tokens", "masked_lm_loss"]

@@ -38,7 +38,8 @@ from PySide6.QtWidgets import (
 
 from core.choices import MASK_MODE_DESCRIPTIONS, MASK_MODE_LABELS, TRAIN_MASK_MODES
 from core.comparison_job import ComparisonProgress, run_pitfall_job
-from core.corpus import Corpus, bundled_corpus, read_corpus, repeated_letters_corpus, vocabulary_problem, window_problem
+from core.corpus import (Corpus, bundled_corpus, dates_corpus, read_corpus, repeated_letters_corpus, vocabulary_problem,
+                         window_problem)
 from core.experiments.pitfall_setups import EXPERIMENTS
 from core.text_generation import GeneratedText, run_generation
 from core.training_job import (
@@ -96,6 +97,7 @@ class TrainPanel(Panel):
         self.corpus_combo.addItem("Tiny Shakespeare (bundled)", "bundled")
         # Made from the run's seed; with the tiny-induction preset its induction heads form in a minute or two.
         self.corpus_combo.addItem("Repeated random letters (induction heads)", "repeated")
+        self.corpus_combo.addItem("Dates in words to ISO (encoder-decoder pairs)", "dates")
         self.corpus_combo.setToolTip("the text to train on; the last 10% is held out for validation")
         self.corpus_button = QPushButton("Text file...")
         self.corpus_button.setToolTip("train on a UTF-8 text file of your own")
@@ -251,6 +253,9 @@ class TrainPanel(Panel):
         elif data == "repeated":
             self.corpus = repeated_letters_corpus(self.seed_spin.value())
             self._describe_corpus()
+        elif data == "dates":
+            self.corpus = dates_corpus(self.seed_spin.value())
+            self._describe_corpus()
         elif isinstance(data, str):
             self.load_corpus_file(data)
 
@@ -312,6 +317,8 @@ class TrainPanel(Panel):
             return False
         if self.corpus_combo.currentData() == "repeated":  # made from the run's seed, as it is now
             self.corpus = repeated_letters_corpus(self.seed_spin.value())
+        elif self.corpus_combo.currentData() == "dates":
+            self.corpus = dates_corpus(self.seed_spin.value())
         problem = self.vocabulary_problem()
         if problem:
             self.show_error(problem)

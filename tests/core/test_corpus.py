@@ -54,11 +54,20 @@ def test_a_missing_file_or_a_folder_is_refused_with_a_corpus_error(tmp_path):
             read_corpus(path)
 
 
-def test_only_a_causal_decoder_with_the_corpus_vocabulary_can_train():
+def test_each_objective_needs_the_vocabulary_of_its_corpus():
     corpus = Corpus("four.txt", "abcd" * 300, 4)
     assert vocabulary_problem(TINY.replace(vocab_size=4), corpus) == ""
     assert "set vocab_size to 4" in vocabulary_problem(TINY, corpus)
-    assert "is not a causal decoder" in vocabulary_problem(TINY.replace(architecture="encoder", attention="bidirectional", vocab_size=4), corpus)
+    encoder = TINY.replace(architecture="encoder", attention="bidirectional")
+    # A masked LM reads the blank too: one token more than the corpus's characters.
+    assert vocabulary_problem(encoder.replace(vocab_size=5), corpus) == ""
+    assert "set vocab_size to 5" in vocabulary_problem(encoder.replace(vocab_size=4), corpus)
+    assert "contains '_'" in vocabulary_problem(encoder.replace(vocab_size=5), Corpus("b.txt", "ab_c" * 300, 4))
+    pairs = Corpus("pairs.txt", "ab\tba\n" * 200, 4)
+    encoder_decoder = TINY.replace(architecture="encoder-decoder", vocab_size=4)
+    assert vocabulary_problem(encoder_decoder, pairs) == ""
+    assert "has no tab" in vocabulary_problem(encoder_decoder, corpus)
+    assert "causal" in vocabulary_problem(TINY.replace(attention="bidirectional", vocab_size=4), corpus)
     assert vocabulary_problem(TINY, None) == ""  # no corpus yet: only the architecture is checked
 
 
