@@ -71,7 +71,7 @@ def dates_corpus(seed: int = 0) -> Corpus:
 def vocabulary_problem(config: ModelConfig, corpus: Corpus | None) -> str:
     """Why `config` cannot be trained on `corpus` by its objective (core.training.objective_of), or ""."""
     from core.objectives.masked_lm import MASK_CHAR
-    from core.objectives.seq2seq import START
+    from core.objectives.pairs import START
     from core.training import TrainingError, objective_of
 
     try:

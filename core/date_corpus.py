@@ -16,7 +16,7 @@ from __future__ import annotations
 import datetime
 import random
 
-from core.objectives.seq2seq import END, START
+from core.objectives.pairs import END, START
 
 NAME = "dates in words to ISO"
 MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
@@ -25,6 +25,8 @@ WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", 
 FIRST_DAY = datetime.date(1900, 1, 1)
 LAST_DAY = datetime.date(2099, 12, 31)
 DEFAULT_PAIRS = 40_000
+# Every character a pair can hold: a model of the task has one token for each.
+CHARACTERS = "".join(sorted(set("".join(MONTHS) + "".join(WEEKDAYS) + "0123456789 ,-" + START + END)))
 
 
 def spell(date: datetime.date, style: int) -> str:
@@ -51,4 +53,4 @@ def date_pairs(seed: int = 0, count: int = DEFAULT_PAIRS) -> str:
     return "".join(lines)
 
 
-__all__ = ["DEFAULT_PAIRS", "MONTHS", "NAME", "WEEKDAYS", "date_pairs", "spell"]
+__all__ = ["CHARACTERS", "DEFAULT_PAIRS", "MONTHS", "NAME", "WEEKDAYS", "date_pairs", "spell"]

@@ -8,6 +8,7 @@ normalisation, activation, positions, tying), so its parameter count is the real
 from __future__ import annotations
 
 from core.config import ModelConfig
+from core.date_corpus import CHARACTERS as DATE_CHARACTERS
 from core.repeated_corpus import LETTERS
 
 CHAR_VOCAB = 65  # distinct characters of the bundled Shakespeare corpus
@@ -152,9 +153,9 @@ PRESETS: dict[str, ModelConfig] = {
             positional="learned",
             tie_embeddings=True,
         ),
-        ModelConfig(
+        ModelConfig(  # a masked LM of the Shakespeare characters and the blank: the bundled encoder
             name="tiny-encoder",
-            vocab_size=CHAR_VOCAB,
+            vocab_size=CHAR_VOCAB + 1,
             context_length=128,
             d_model=64,
             n_heads=4,
@@ -164,15 +165,21 @@ PRESETS: dict[str, ModelConfig] = {
             attention="bidirectional",
             architecture="encoder",
         ),
+        # Dates in words to ISO: the bundled encoder-decoder. RoPE rotates queries and keys within each tower,
+        # so cross-attention matches content alone; with sinusoids added to the embeddings this size learned the
+        # months but not to copy digits (0.69 nats a target character after 3,000 steps; RoPE: 0.0004 after
+        # 1,000). One encoder layer keeps each source position about its own characters, so cross-attention
+        # lands on the word it copies (mean share on the right word, best head: 0.86 with one layer, 0.34 with two).
         ModelConfig(
             name="tiny-encoder-decoder",
-            vocab_size=CHAR_VOCAB,
-            context_length=128,
+            vocab_size=len(DATE_CHARACTERS),
+            context_length=64,
             d_model=64,
             n_heads=4,
             n_layers=2,
+            n_encoder_layers=1,
             d_ff=256,
-            positional="sinusoidal",
+            positional="rope",
             architecture="encoder-decoder",
         ),
         ModelConfig(

@@ -59,7 +59,7 @@ BUNDLED_RECIPES: dict[str, dict[str, float | int | bool]] = {
     # more windows than a next-token model of its size needs.
     "tiny-encoder": {"steps": 3000, "batch_size": 32, "seq_len": 128, "lr": 3e-3, "seed": 0},
     # On core.date_corpus's pairs; the pairs set their own lengths (seq_len only sizes the throughput figure).
-    "tiny-encoder-decoder": {"steps": 3000, "batch_size": 64, "seq_len": 24, "lr": 3e-3, "seed": 0},
+    "tiny-encoder-decoder": {"steps": 2000, "batch_size": 64, "seq_len": 24, "lr": 3e-3, "seed": 0},
     # Top-2 of 4 experts, and the dense model of the same active size trained alike (its yardstick).
     "tiny-moe": {"steps": 3000, "batch_size": 32, "seq_len": 128, "lr": 3e-3, "seed": 0},
     "tiny-moe-dense": {"steps": 3000, "batch_size": 32, "seq_len": 128, "lr": 3e-3, "seed": 0},
