@@ -36,7 +36,7 @@ from core.model import Transformer
 from core.hooks import capture
 from core.objectives.batch import Batch, scored_loss
 from core.objectives.load_balance import expert_load, load_balancing_loss
-from core.objectives.run import FinalScore, ObjectiveError, ObjectiveRun
+from core.objectives.run import CHECK_PAIRS, CHECK_WINDOWS, FinalScore, ObjectiveError, ObjectiveRun
 from core.tokenizers import CharTokenizer, Tokenizer, train_byte_level_bpe
 
 VALIDATION_FRACTION = 0.1  # the last tenth of the corpus is held out
@@ -68,6 +68,9 @@ BUNDLED_RECIPES: dict[str, dict[str, float | int | bool]] = {
 BUNDLED_CORPORA: dict[str, str] = {"tiny-induction": "repeated-letters", "tiny-encoder-decoder": "dates"}
 DEFAULT_RECIPE: dict[str, float | int | bool] = {"steps": 1000, "batch_size": 16, "seq_len": 128, "lr": 1e-3, "seed": 0}
 
+# What each objective's check_loss re-scores: the held-out split's first predictions, windows or pairs.
+CHECK_SIZES = {"next-token": ("predictions", CHECK_PREDICTIONS), "masked-lm": ("windows", CHECK_WINDOWS),
+               "seq2seq": ("pairs", CHECK_PAIRS)}
 VAL_LOSS_METHODS = {
     "next-token": "mean next-character loss over the whole validation split (last 10% of the corpus), "
                   "non-overlapping windows of the context length",
@@ -186,8 +189,8 @@ class TrainResult:
             **({"quality": self.quality} if self.quality else {}),
             **({"expert_load": [[step, shares] for step, shares in self.expert_load]} if self.expert_load else {}),
             "val_history": [[step, loss] for step, loss in self.val_history],
-            "val_loss_mask": "causal",  # whatever mask_mode trained the model
-            "check_loss": {"predictions": CHECK_PREDICTIONS, "loss": self.check_loss},
+            **({"val_loss_mask": "causal"} if self.objective == "next-token" else {}),  # whatever mask_mode trained it
+            "check_loss": {CHECK_SIZES[self.objective][0]: CHECK_SIZES[self.objective][1], "loss": self.check_loss},
             **({} if self.settings.tokenizer == "char" else {
                 "val_loss_nats_per_token": self.val_loss_per_token,
                 "val_characters_per_token": self.val_characters_per_token,

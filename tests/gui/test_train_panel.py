@@ -422,3 +422,45 @@ def test_the_repeated_letters_corpus_trains_the_induction_preset(qtbot, panel):
     train_to_end(qtbot, panel)
     assert panel.corpus.text == repeated_letters(seed=4) and "seed 4" in panel.corpus.name
     assert panel.outcome.loaded.tokenizer.vocab_size == len(LETTERS) + 1
+
+
+def test_an_encoder_trains_as_a_masked_lm_and_its_headline_counts_blanks(qtbot, panel):
+    from core.presets import get_preset
+
+    encoder = get_preset("tiny-encoder")
+    panel.state.set_config(encoder.replace(vocab_size=65))
+    assert "set vocab_size to 66" in panel.vocabulary_problem()  # the Shakespeare's 65 characters and the blank
+    panel.state.set_config(encoder)
+    assert panel.vocabulary_problem() == ""
+    panel.steps_spin.setValue(4)
+    train_to_end(qtbot, panel)
+    quality = panel.outcome.metadata["quality"]
+    headline = panel.status_label.text()
+    assert panel.outcome.metadata["objective"] == "masked-lm"
+    assert f"{quality['accuracy']:.1%} filled right" in headline and "held-out blanks" in headline
+    assert "causal mask" not in headline  # an encoder is scored with both sides, as it was trained
+
+
+def test_an_encoder_decoder_trains_on_the_dates_and_refuses_plain_text(qtbot, panel):
+    from core.presets import get_preset
+
+    panel.state.set_config(get_preset("tiny-encoder-decoder"))
+    assert "has no tab" in panel.vocabulary_problem()  # the bundled Shakespeare is not a list of pairs
+    panel.corpus_combo.setCurrentIndex(panel.corpus_combo.findData("dates"))
+    assert panel.vocabulary_problem() == ""
+    panel.steps_spin.setValue(3)
+    train_to_end(qtbot, panel)
+    quality = panel.outcome.metadata["quality"]
+    assert panel.outcome.metadata["objective"] == "seq2seq" and quality["pairs"] == 4000
+    assert f"{quality['exact_match']:.1%} of 4,000 rewritten exactly" in panel.status_label.text()
+
+
+def test_a_mixture_of_experts_run_shows_its_expert_load(qtbot, panel):
+    from core.presets import get_preset
+
+    panel.state.set_config(get_preset("tiny-moe"))
+    panel.steps_spin.setValue(20)
+    train_to_end(qtbot, panel)
+    load = panel.outcome.metadata["expert_load"]
+    assert load and all(sum(row) == pytest.approx(1.0) for row in load[-1][1])
+    assert "expert load at the end: layer 0 " in panel.status_label.text()
