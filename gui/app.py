@@ -338,13 +338,15 @@ def _show_lesson_step(window, wait_until) -> None:
 
 
 def _shows_current_results(panel) -> bool:
-    """A panel of views whose views on screen already show the results of the current inputs.
+    """A panel of views whose views on screen already show the results of the current inputs (or offer a model).
 
     Such a panel computed before the self-test asked (the first tab, at start-up), and computes
     nothing again for the same inputs.
     """
     on_screen = [view for view in panel.views if view.isVisible()]
-    return bool(on_screen) and all(view.result is not None and not view.is_stale for view in on_screen)
+    # A view that offers the model of its family (the lab holds another) shows what it is meant to show.
+    return bool(on_screen) and all((view.result is not None and not view.is_stale) or view.offering_model
+                                   for view in on_screen)
 
 
 def _installation_problems(app) -> dict[str, str]:

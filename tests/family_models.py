@@ -38,17 +38,17 @@ def date_tokenizer() -> CharTokenizer:
 
 
 def encoder(seed: int = 0, **changes) -> Transformer:
-    config = get_preset("tiny-encoder").replace(vocab_size=encoder_tokenizer().vocab_size, **changes)
+    config = get_preset("tiny-encoder").replace(**{"vocab_size": encoder_tokenizer().vocab_size, **changes})
     return Transformer.from_seed(config, seed)
 
 
 def encoder_decoder(seed: int = 0, **changes) -> Transformer:
-    config = get_preset("tiny-encoder-decoder").replace(vocab_size=date_tokenizer().vocab_size, **changes)
+    config = get_preset("tiny-encoder-decoder").replace(**{"vocab_size": date_tokenizer().vocab_size, **changes})
     return Transformer.from_seed(config, seed)
 
 
 def moe(seed: int = 0, **changes) -> Transformer:
-    config = get_preset("tiny-moe").replace(vocab_size=shakespeare_tokenizer().vocab_size, **changes)
+    config = get_preset("tiny-moe").replace(**{"vocab_size": shakespeare_tokenizer().vocab_size, **changes})
     return Transformer.from_seed(config, seed)
 
 

@@ -164,5 +164,13 @@ def greedy_decode(model: Transformer, source, start_id: int, end_id: int, max_ne
     )
 
 
-__all__ = ["CROSS_PATTERN", "DecodeError", "GreedyDecode", "MAX_NEW_TOKENS", "MAX_TOP_K", "greedy_decode",
-           "seq2seq_problem", "special_ids"]
+__all__ = [
+    "CROSS_PATTERN",
+    "MAX_NEW_TOKENS",
+    "MAX_TOP_K",
+    "DecodeError",
+    "GreedyDecode",
+    "greedy_decode",
+    "seq2seq_problem",
+    "special_ids",
+]

@@ -49,12 +49,15 @@ def mask_id_of(tokenizer) -> int | None:
     """The id of the tokenizer's mask token (the lab's '_', [MASK] or <mask>), or None when it has none."""
     if tokenizer is None:
         return None
-    for name in MASK_TOKENS:
-        try:
-            return int(tokenizer.id_of(name))
-        except Exception:  # noqa: BLE001 (each tokenizer raises its own unknown-token error)
-            continue
-    return None
+    return next((token_id for token_id in (_id_or_none(tokenizer, name) for name in MASK_TOKENS)
+                 if token_id is not None), None)
+
+
+def _id_or_none(tokenizer, token: str) -> int | None:
+    try:
+        return int(tokenizer.id_of(token))
+    except Exception:  # noqa: BLE001 (each tokenizer raises its own unknown-token error)
+        return None
 
 
 def blank_positions(ids: Sequence[int], mask_id: int) -> tuple[int, ...]:
@@ -130,6 +133,7 @@ class BlankReading(ReadOnlyArrays):
     top_ids: np.ndarray  # (K,) int64
     top_probabilities: np.ndarray  # (K,) float64
     top_labels: tuple[str, ...]
+    probabilities: np.ndarray  # (V,) float64 softmax of the logits there: any token's probability, top-k or not
 
 
 @dataclass(frozen=True)
@@ -153,7 +157,8 @@ def blank_reading(model: Transformer, tokens, position: int, top_k: int = 5, tok
 
 def _reading(logits: torch.Tensor, position: int, top_k: int, tokenizer) -> BlankReading:
     top_ids, top_probabilities = _top(logits, top_k)  # (K,) each
-    return BlankReading(position, top_ids, top_probabilities, token_labels(top_ids.tolist(), tokenizer))
+    return BlankReading(position, top_ids, top_probabilities, token_labels(top_ids.tolist(), tokenizer),
+                        F.softmax(logits.double(), dim=-1).cpu().numpy())
 
 
 def compare_at(model: Transformer, before, after, position: int, top_k: int = 5, tokenizer=None) -> BlankChange:
