@@ -175,7 +175,7 @@ def run_route(args: argparse.Namespace) -> int:
         load = ", ".join(f"E{e} {n}" for e, n in enumerate(result.load[layer]))
         print(f"load: {load} (balanced: {result.balanced_load:g} each)")
     agrees = "the same as" if result.instantiated_parameters == result.total_parameters else "but"
-    print(f"parameters: {result.total_parameters:,} in all by formula ({agrees} {result.instantiated_parameters:,} counted on the "
-          f"model); one token uses {result.active_parameters:,} ({result.active_share:.1%}): {result.top_k} of "
+    print(f"parameters: {result.total_parameters:,} in all by formula ({agrees} {result.instantiated_parameters:,} "
+          f"counted on the model); one token uses {result.active_parameters:,} ({result.active_share:.1%}): {result.top_k} of "
           f"{result.n_experts} experts of {result.expert_parameters:,} each per layer")
     return 0

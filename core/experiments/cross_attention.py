@@ -40,7 +40,7 @@ def seq2seq_problem(config: ModelConfig) -> str:
     if config.architecture == "encoder-decoder":
         return ""
     kind = {"decoder": "a decoder only", "encoder": "an encoder only"}[config.architecture]
-    return (f"{config.name} is {kind}: it has no cross-attention from a decoder to an encoder; "
+    return (f"the loaded model, {config.name}, is {kind}: it has no cross-attention from a decoder to an encoder; "
             "load an encoder-decoder (tiny-encoder-decoder)")
 
 

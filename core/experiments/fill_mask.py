@@ -42,7 +42,8 @@ def encoder_problem(config: ModelConfig) -> str:
         return ""
     kind = {"decoder": "a decoder: it reads left to right only", "encoder-decoder":
             "an encoder-decoder: its output stack is a decoder"}[config.architecture]
-    return f"{config.name} is {kind}, so it cannot fill a blank from both sides; load an encoder (tiny-encoder)"
+    return (f"the loaded model, {config.name}, is {kind}, so it cannot fill a blank from both sides; "
+            "load an encoder (tiny-encoder)")
 
 
 def mask_id_of(tokenizer) -> int | None:
@@ -114,7 +115,8 @@ def fill_mask(model: Transformer, tokens, mask_id: int, top_k: int = 5, tokenize
         raise FillMaskError(f"the mask token id {mask_id} is outside the vocabulary (0..{model.config.vocab_size - 1})")
     blanks = blank_positions(ids, mask_id)
     if not blanks:
-        raise FillMaskError(f"the text has no blank: put the mask token (id {mask_id}) where a token should be filled in")
+        raise FillMaskError(f"the text has no blank: put the mask token (id {mask_id}) where a token should be "
+                            "filled in")
     logits = _logits(model, ids)[list(blanks)]  # (N, V)
     top_ids, top_probabilities = _top(logits, top_k)  # (N, K) each
     return FillMaskResult(
@@ -226,8 +228,8 @@ class BlankEditResult:
             return {"position": c.after.position, "max_change": c.max_change, "exactly_unchanged": c.exactly_unchanged,
                     "before_top": [int(i) for i in c.before.top_ids], "after_top": [int(i) for i in c.after.top_ids]}
 
-        return {"before": list(self.before), "after": list(self.after), "blank": self.blank, "edited": list(self.edited),
-                "side": self.side, "encoder": change(self.encoder), "decoder": change(self.decoder),
+        return {"before": list(self.before), "after": list(self.after), "blank": self.blank,
+                "edited": list(self.edited), "side": self.side, "encoder": change(self.encoder), "decoder": change(self.decoder),
                 "decoder_note": self.decoder_note, "verdict": self.verdict}
 
 

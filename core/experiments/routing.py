@@ -33,11 +33,11 @@ class RoutingError(ValueError):
 def moe_problem(config: ModelConfig) -> str:
     """Why a model has no router to show ("" when it has one in its token stack)."""
     if not config.is_moe:
-        return (f"{config.name} has a dense feed-forward network in every block: there is no router; "
-                "load a mixture of experts (tiny-moe)")
+        return (f"the loaded model, {config.name}, has a dense feed-forward network in every block: there is no "
+                "router; load a mixture of experts (tiny-moe)")
     if config.architecture == "encoder-decoder":
-        return (f"{config.name} has experts in two towers; the router view reads one stack of blocks "
-                "(a decoder-only or encoder-only mixture of experts)")
+        return (f"the loaded model, {config.name}, has experts in two towers; the router view reads one stack of "
+                "blocks (a decoder-only or encoder-only mixture of experts)")
     return ""
 
 

@@ -67,7 +67,7 @@ def test_fill_in_the_blank_shows_the_encoder_s_predictions(lab):
 
 
 def test_an_edit_after_the_blank_moves_the_encoder_only_and_one_before_moves_both(qtbot, lab):
-    state, panel = lab
+    _state, panel = lab
     view = panel.fill_view
     _replace(qtbot, panel, view, BLANK + 15, "X")
     verdict = panel.fill_verdict.text()
@@ -184,7 +184,7 @@ def test_router_shows_core_s_routing_and_the_active_share(qtbot, lab):
 
 
 def test_settings_round_trip(qtbot, lab):
-    state, panel = lab
+    _state, panel = lab
     settings = panel.settings()
     assert settings["tab"] == SUB_TABS[0] and settings["steps"] == 0
     panel.restore_settings({**settings, "tab": "Router", "source": "June 2, 2020", "steps": 3, "top_k": 7,

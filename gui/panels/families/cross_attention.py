@@ -16,6 +16,7 @@ from gui.panels.base import Refusal, View
 from gui.panels.common import as_sentence, fit_table, labelled, plain_label, set_cell, table
 from gui.widgets.flow_layout import FlowLayout, control_group
 from gui.widgets.heatmap import Heatmap
+from gui.widgets.table_rows import fit_number_columns
 
 MAX_SOURCE_CHARS = 64  # a date in words is under 30; the map keeps a readable column per character
 MAX_STEPS = 64  # Run to END stops here if no END comes; a date's ISO form takes 11 steps
@@ -99,14 +100,15 @@ class CrossAttentionView(View):
         self.stale_labels.append(self.output_label)
         column.addWidget(self.output_label)
         splitter = QSplitter(Qt.Orientation.Horizontal)
-        self.map = Heatmap("source position", "decoder position: reads → produces", "Cross-attention",
+        self.map = Heatmap("source position (what the encoder read)", "decoder position: reads → produces",
+                           "Cross-attention",
                            value_format="{:.3f}")
         self.map.setObjectName("cross-map")
         splitter.addWidget(self.map)
         self.steps_table = table(("step", "reads", "produces", "top predictions"))
         self.steps_table.setObjectName("cross-steps")
         splitter.addWidget(self.steps_table)
-        splitter.setSizes([650, 350])
+        splitter.setSizes([600, 400])  # the table's predictions elide where the map needs the room
         column.addWidget(splitter, 1)
         state.model_changed.connect(self._follow_model)
         self._follow_model()
@@ -196,7 +198,8 @@ class CrossAttentionView(View):
         elif result.steps >= self.max_steps():
             state = f"Output after {result.steps} steps, with no END within {self.max_steps()}: {output}"
         else:
-            state = f"Output after {result.steps} step{'s' if result.steps != 1 else ''}: {output}  (Step on, or Run to END)"
+            steps = f"{result.steps} step{'s' if result.steps != 1 else ''}"
+            state = f"Output after {steps}: {output}  (Step on, or Run to END)"
         self.output_label.setText(f"Source: {source_text}  ({len(result.source)} tokens)\n{state}")
         self.step_button.setEnabled(not result.finished and result.steps < self.max_steps())
         self._draw_map(result)
@@ -219,8 +222,7 @@ class CrossAttentionView(View):
         if not result.steps:
             rows, labels = np.full((1, len(result.source)), np.nan), ["START→?"]
         who = "mean of heads" if head == MEAN else f"head {head}"
-        self.map.plot.setTitle(f"Cross-attention of layer {layer}, {who}: each decoder position's weights over the "
-                               "source")
+        self.map.plot.setTitle(f"Cross-attention of layer {layer}, {who}")
         self.map.set_data(rows, labels, list(result.source_labels), levels=(0.0, 1.0))
 
     def _show_steps(self, result) -> None:
@@ -235,6 +237,7 @@ class CrossAttentionView(View):
                             zip(result.top_ids[n], result.top_labels[n], result.top_probabilities[n]))
             set_cell(self.steps_table, n, 3, top).setFont(fixed)
         fit_table(self.steps_table)
+        fit_number_columns(self.steps_table, elided_column=3)  # the predictions give way to the map, not the step
         if result.steps:
             self.steps_table.scrollToBottom()
 

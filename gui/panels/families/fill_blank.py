@@ -15,9 +15,19 @@ from PySide6.QtWidgets import QSpinBox, QSplitter, QVBoxLayout, QWidget
 
 from gui import theme
 from gui.panels.base import Refusal, View
-from gui.panels.common import as_sentence, fit_table, labelled, make_plot, plain_label, sequence_refusal, set_cell, table
+from gui.panels.common import (
+    as_sentence,
+    fit_table,
+    labelled,
+    make_plot,
+    plain_label,
+    sequence_refusal,
+    set_cell,
+    table,
+)
 from gui.panels.families.common import EditHistory
 from gui.widgets.flow_layout import FlowLayout
+from gui.widgets.table_rows import fit_number_columns
 
 MAX_TOP = 20  # predictions listed per model
 EXAMPLE = "To be, or n_t to be, that is the question:"
@@ -215,11 +225,14 @@ class FillBlankView(View):
             return outcome.comparison.verdict
         if outcome.comparison_note:
             return f"No comparison of before and after: {outcome.comparison_note}."
-        reading = (f"{decoder} reads each blank as a space and predicts the blank at position {outcome.blank - 1}, "
-                   "from the left only." if outcome.decoder_now is not None else f"No decoder half: {outcome.decoder_note}.")
-        return (f"No edit around this blank yet. Replace one token after it (click its chip, pick another above): the encoder's "
-                f"prediction here moves, {decoder}'s stays bitwise the same. Then replace one before it: both move. "
-                + reading)
+        if outcome.decoder_now is not None:
+            reading = (f"{decoder} reads each blank as a space and predicts the blank at position {outcome.blank - 1}, "
+                       "from the left only.")
+        else:
+            reading = f"No decoder half: {outcome.decoder_note}."
+        return (f"No edit around this blank yet. Replace one token after it (click its chip, pick another above): the "
+                f"encoder's prediction here moves, {decoder}'s stays bitwise the same. Then replace one before it: both "
+                f"move. {reading}")
 
     def _show_bars(self, outcome: FillOutcome, inputs: FillInputs) -> None:
         fill = outcome.fill
@@ -268,6 +281,7 @@ class FillBlankView(View):
                 text = f"{labels[rank]:<4} {probabilities[rank]:.4f}" if rank < len(labels) else ""
                 set_cell(self.table, rank, column, text).setFont(fixed)
         fit_table(self.table)
+        fit_number_columns(self.table, elided_column=self.table.columnCount() - 1)  # not the narrow rank column
 
     def on_stale(self) -> None:
         self.after_bars.setOpts(x0=[], y=[], width=[])
