@@ -77,7 +77,7 @@ def test_an_edit_after_the_blank_moves_the_encoder_only_and_one_before_moves_bot
     assert before.startswith("Before:") and "that ⟨i⟩s" in before
     assert after.startswith("After:") and "that ⟨X⟩s" in after and "n⟦_⟧t" in after
     headers = [panel.fill_table.horizontalHeaderItem(c).text() for c in range(panel.fill_table.columnCount())]
-    assert headers == ["rank", "encoder, before", "encoder, after", "tiny-gpt, before", "tiny-gpt, after"]
+    assert headers == ["rank", "encoder\nbefore", "encoder\nafter", "tiny-gpt\nbefore", "tiny-gpt\nafter"]
     _replace(qtbot, panel, view, 1, "a")
     verdict = panel.fill_verdict.text()
     assert f"before the blank at {BLANK}" in verdict and verdict.count("moved: max |delta logit|") == 2

@@ -259,15 +259,16 @@ class FillBlankView(View):
         comparison = outcome.comparison
         decoder = outcome.decoder_name
         if comparison is not None:
-            columns = [("encoder, before", comparison.encoder.before), ("encoder, after", comparison.encoder.after)]
+            # Two-line headers: four columns of a token and its probability fit beside the bars at projector scale.
+            columns = [("encoder\nbefore", comparison.encoder.before), ("encoder\nafter", comparison.encoder.after)]
             if comparison.decoder is not None:
-                columns += [(f"{decoder}, before", comparison.decoder.before),
-                            (f"{decoder}, after", comparison.decoder.after)]
+                columns += [(f"{decoder}\nbefore", comparison.decoder.before),
+                            (f"{decoder}\nafter", comparison.decoder.after)]
         else:
             index = outcome.fill.blanks.index(outcome.blank)
             columns = [("encoder", (outcome.fill.top_labels[index], outcome.fill.top_probabilities[index]))]
             if outcome.decoder_now is not None:
-                columns.append((f"{decoder}, left only", outcome.decoder_now))
+                columns.append((f"{decoder}\nleft only", outcome.decoder_now))
         self.table.setColumnCount(1 + len(columns))
         self.table.setHorizontalHeaderLabels(["rank", *(title for title, _ in columns)])
         readings = [(r.top_labels, r.top_probabilities) if not isinstance(r, tuple) else r for _, r in columns]
