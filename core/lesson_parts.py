@@ -125,6 +125,7 @@ POSITIONS_SUB_TABS = ("RoPE scrubber", "Score grids", "Encodings", "Permutation"
 PARAMETERS_SUB_TABS = ("Breakdown", "Compare two", "Width sweep", "Budgets")
 GENERATE_SUB_TABS = ("Sampling", "KV cache")
 CAUSAL_LAB_SUB_TABS = ("Attribution", "Patching", "Ablation", "Induction")
+FAMILIES_SUB_TABS = ("Fill in the blank", "Cross-attention", "Router")
 
 PANEL_PARTS: dict[str, PanelParts] = {
     "Architecture": PanelParts(
@@ -194,6 +195,19 @@ PANEL_PARTS: dict[str, PanelParts] = {
                "ablation_mode": "ablation_view.mode_combo", "previous_map": "induction_view.previous_map",
                "pattern_map": "induction_view.pattern_map", "induction_period": "induction_view.period_spin",
                "induction_seed": "induction_view.seed_spin"},
+    ),
+    "Families": PanelParts(
+        {"": _controls("strip"),
+         "Fill in the blank": {**_results("fill_texts", "fill_verdict", "fill_table", "fill_plot"),
+                               **_controls("blank_spin", "fill_top_spin")},
+         "Cross-attention": {**_results("cross_output", "cross_map", "cross_steps"),
+                             **_controls("source_edit", "step_button", "run_button", "reset_button", "cross_layer_spin",
+                                         "cross_head_combo")},
+         "Router": {**_results("active_label", "load_summary", "router_map", "load_plot"),
+                    **_controls("router_layer_spin")}},
+        {"tab": _choice(*FAMILIES_SUB_TABS), "blank": _int(1, MAX_TEXT_CHARS), "top_k": _int(1, 20),
+         "source": Setting("text"), "steps": _int(0, 64), "cross_layer": _int(0, 1023), "cross_head": _int(-1, 1023),
+         "router_layer": _int(0, 1023)},
     ),
     "Parameters": PanelParts(
         {"": _controls("model_combo", "tied_check"),
@@ -270,6 +284,7 @@ __all__ = [
     "parts_markdown",
     "describe_setting",
     "CONTROL",
+    "FAMILIES_SUB_TABS",
     "GENERATE_SUB_TABS",
     "PANEL_PARTS",
     "PARAMETERS_SUB_TABS",

@@ -3,6 +3,7 @@
     python main.py [gui] [--device NAME] [--kernels auto|default|onednn] [--precision fp32|bf16|fp16]
                          [--session FILE] [--theme NAME] [--font-scale X] [--size WxH]
                          [--lesson NAME|FILE [--step N] [--presentation]] [--self-test] [--screenshot FILE]
+                         [--panel TITLE[/TAB]]
 
 Importing this module (and everything the window needs) does not import torch; the compute worker
 imports it as its first job, and the panels fill in when it is ready.
@@ -50,6 +51,9 @@ def window_options_parser(add_help: bool = True) -> argparse.ArgumentParser:
                         help="open the window, wait for torch and the model, run every panel once, exit 0 if all worked")
     window.add_argument("--screenshot", metavar="FILE", help="once every panel has shown a result, save the window as PNG and exit")
     window.add_argument("--size", metavar="WxH", help="window size in pixels for this run, e.g. 1920x1080")
+    window.add_argument("--panel", metavar="TITLE[/TAB]",
+                        help="open on this panel, and on one of its sub-tabs after a slash (e.g. Families/Router); "
+                        "with --screenshot, the panel the PNG shows")
     window.add_argument("--lesson", metavar="NAME|FILE",
                         help="open straight into a lesson: a bundled one by name (e.g. causal-mask) or a lesson file")
     window.add_argument("--step", type=whole_number(1, MAX_LESSON_STEPS), metavar="N",
@@ -156,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
         except SessionError as error:  # refused here, with exit code 2, not in a box
             print(f"transformer-explorer: --session: {error}", file=sys.stderr)
             return 2
-    problem = _file_option_problem(args)
+    problem = _file_option_problem(args) or _panel_option_problem(args)
     if problem:
         print(f"transformer-explorer: {problem}", file=sys.stderr)
         return 2
@@ -218,6 +222,8 @@ def main(argv: list[str] | None = None) -> int:
     window.torch_loaded.connect(lambda: _timing("torch_ready"))
     window.model_loaded.connect(lambda: _timing("model_ready"))
     QTimer.singleShot(0, window.start_loading)
+    if args.panel is not None and not headless:
+        QTimer.singleShot(0, lambda: _report_panel_problem(show_panel_option(window, args.panel)))
     if session is not None:
         # Applied once torch is ready so that its device choice can be checked against the machine; it was
         # read before the window opened, so nothing is read on the GUI thread and the lesson comes after it.
@@ -259,6 +265,43 @@ def _file_option_problem(args) -> str:
         if not os.access(folder, os.W_OK):
             return f"--screenshot: there is no permission to write in {folder}"
     return ""
+
+
+def _panel_option_problem(args) -> str:
+    """Why --panel names no panel, checked before the window opens ("" when it names one); sub-tabs exist once it has."""
+    if args.panel is None:
+        return ""
+    from gui.panels import PANEL_CLASSES
+
+    titles = [panel.title for panel in PANEL_CLASSES]
+    title = args.panel.partition("/")[0]
+    if title not in titles:
+        return f"--panel: there is no panel {title[:80]!r}; the panels are {', '.join(titles)}"
+    return ""
+
+
+def show_panel_option(window, spec: str) -> str:
+    """Bring the panel `TITLE` or `TITLE/TAB` of --panel to the front; why not, or ""."""
+    from PySide6.QtWidgets import QTabWidget
+
+    title, _, tab = spec.partition("/")
+    if not window.show_panel(title):
+        return f"--panel: there is no panel {title[:80]!r}"
+    if not tab:
+        return ""
+    tab_sets = window.panel(title).findChildren(QTabWidget)
+    for tabs in tab_sets:
+        for index in range(tabs.count()):
+            if tabs.tabText(index).replace("&", "") == tab:
+                tabs.setCurrentIndex(index)
+                return ""
+    names = [tabs.tabText(index) for tabs in tab_sets for index in range(tabs.count())]
+    return f"--panel: {title} has no sub-tab {tab[:80]!r}; its sub-tabs are {', '.join(names) or 'none'}"
+
+
+def _report_panel_problem(problem: str) -> None:
+    if problem:
+        print(f"transformer-explorer: {problem}", file=sys.stderr)
 
 
 def _run_headless(app, window, args, reporter) -> int:
@@ -305,6 +348,12 @@ def _run_headless(app, window, args, reporter) -> int:
         return 1
     if args.screenshot and args.lesson is not None and not lesson_ended[0]:
         _show_lesson_step(window, wait_until)
+    elif args.screenshot and args.panel is not None:
+        problem = show_panel_option(window, args.panel)
+        if problem:
+            failures["--panel"] = problem
+        panel = window.current_panel()
+        wait_until(lambda: not window.compute.busy and (not getattr(panel, "views", None) or _shows_current_results(panel)))
     elif args.screenshot:
         window.tabs.setCurrentIndex(0)
     if args.screenshot:
@@ -338,13 +387,15 @@ def _show_lesson_step(window, wait_until) -> None:
 
 
 def _shows_current_results(panel) -> bool:
-    """A panel of views whose views on screen already show the results of the current inputs.
+    """A panel of views whose views on screen already show the results of the current inputs (or offer a model).
 
     Such a panel computed before the self-test asked (the first tab, at start-up), and computes
     nothing again for the same inputs.
     """
     on_screen = [view for view in panel.views if view.isVisible()]
-    return bool(on_screen) and all(view.result is not None and not view.is_stale for view in on_screen)
+    # A view that offers the model of its family (the lab holds another) shows what it is meant to show.
+    return bool(on_screen) and all((view.result is not None and not view.is_stale) or view.offering_model
+                                   for view in on_screen)
 
 
 def _installation_problems(app) -> dict[str, str]:

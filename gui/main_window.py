@@ -283,9 +283,21 @@ class MainWindow(SessionFiles, ModelFiles, QMainWindow):
         loaded = self.loaded
         if not force and loaded is not None and (loaded.config, loaded.seed, loaded.device) == (config, seed, device):
             return
-        self.compute.submit("model", lambda: load_model(config, seed, device), self._on_model_loaded,
+        self.compute.submit("model", lambda: load_model(config, seed, device),
+                            lambda built: self._on_model_built(built, (config, seed, device)),
                             f"building {config.name}", cancellable=False,
                             on_error=lambda message: self._on_model_failed(message, (config, seed, device)))
+
+    def _on_model_built(self, built: LoadedModel, requested: tuple) -> None:
+        """A requested model arrives: adopted only if the sidebar still asks for it.
+
+        The sidebar may have gone back to the loaded model's config while this one built (an undo): then no
+        newer request was made, and adopting this one would put a model beside a config it is not.
+        """
+        if requested != (self.state.config, self.state.seed, self.state.device):
+            self.compute.dispose(built)
+            return
+        self._on_model_loaded(built)
 
     def _on_model_loaded(self, loaded: LoadedModel) -> None:
         previous = (self.loaded, self.state.model)

@@ -47,6 +47,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "patch": ("core.cli.causal_lab", "activation patching: which layer and position (or head) carries what the corrupted token changed"),
     "attribute": ("core.cli.causal_lab", "direct logit attribution: the logit split into what each embedding, head, bias and FFN wrote"),
     "induction": ("core.cli.causal_lab", "induction and previous-token scores of every head on a repeated random sequence"),
+    "fill-mask": ("core.cli.families", "an encoder's top tokens and their probabilities at every blank of a text"),
+    "translate": ("core.cli.families", "greedy decoding of an encoder-decoder model, with each step's cross-attention"),
+    "route": (
+        "core.cli.families",
+        "a mixture of experts' routing: chosen experts, router probabilities, load, active parameters",
+    ),
     "models": ("core.cli.download", "list the bundled models, the Hugging Face cache and the downloadable catalogue"),
     "download": (
         "core.cli.download",

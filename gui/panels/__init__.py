@@ -3,6 +3,7 @@
 from gui.panels.architecture import ArchitecturePanel
 from gui.panels.base import Panel
 from gui.panels.causal_lab import CausalLabPanel
+from gui.panels.families import FamiliesPanel
 from gui.panels.generate import GeneratePanel
 from gui.panels.norms import NormsPanel
 from gui.panels.parameters import ParametersPanel
@@ -21,6 +22,7 @@ PANEL_CLASSES: list[type[Panel]] = [
     TrainPanel,
     GeneratePanel,
     CausalLabPanel,
+    FamiliesPanel,
 ]
 
 __all__ = ["PANEL_CLASSES", "Panel"]

@@ -59,7 +59,7 @@ from typing import Any, ClassVar
 
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, Qt, QTimer, Signal
-from PySide6.QtWidgets import QGraphicsOpacityEffect, QLabel, QStackedLayout, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QGraphicsOpacityEffect, QLabel, QPushButton, QStackedLayout, QVBoxLayout, QWidget
 
 from gui import theme
 from gui.compute import ComputeController
@@ -76,9 +76,14 @@ COMPUTING = "Computing..."
 
 @dataclass(frozen=True)
 class Refusal:
-    """Inputs a view cannot compute, with the sentence that says why and what to do."""
+    """Inputs a view cannot compute, with the sentence that says why and what to do.
+
+    `offer` names a preset whose model the view can use (the lab holds a model of another family): a button under
+    the message loads it. Such a refusal is the view working as meant, not a failure: it is not an error_shown.
+    """
 
     message: str
+    offer: str = ""
 
 
 def _restyle_plots(root: QWidget, skip: Sequence[QWidget] = ()) -> None:
@@ -184,9 +189,20 @@ class View(QWidget):
         self.message.setTextFormat(Qt.TextFormat.PlainText)
         self.message.setWordWrap(True)
         self.message.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.offer_button = QPushButton("")  # "Load tiny-encoder": under a Refusal that offers a model
+        self.offer_button.setObjectName("view-offer")
+        self.offer_button.hide()
+        self.offer_button.clicked.connect(self._load_offer)
+        self._offer = ""
+        self.message_page = QWidget()
+        page = QVBoxLayout(self.message_page)
+        page.addStretch(1)
+        page.addWidget(self.message)
+        page.addWidget(self.offer_button, 0, Qt.AlignmentFlag.AlignHCenter)
+        page.addStretch(1)
         self._stack.addWidget(self.content)
-        self._stack.addWidget(self.message)
-        self._stack.setCurrentWidget(self.message)
+        self._stack.addWidget(self.message_page)
+        self._stack.setCurrentWidget(self.message_page)
         self._stale = StaleMark(self.content, self)
         # A queued call, not a 0 ms timer: Qt delivers posted calls before the low-priority repaint
         # of the edit that caused them (and before timers), so the worker starts while the GUI
@@ -235,7 +251,12 @@ class View(QWidget):
 
     @property
     def showing_message(self) -> bool:
-        return self._stack.currentWidget() is self.message
+        return self._stack.currentWidget() is self.message_page
+
+    @property
+    def offering_model(self) -> bool:
+        """Showing a refusal that offers a model of the family the view needs (see Refusal.offer)."""
+        return self.showing_message and bool(self._offer)
 
     def is_on_screen(self) -> bool:
         return self.isVisible()
@@ -255,8 +276,9 @@ class View(QWidget):
                                else WAITING_FOR_MODEL)
             return
         if isinstance(inputs, Refusal):
-            self._show_message(inputs.message)
-            self.error_shown.emit(inputs.message)
+            self._show_message(inputs.message, inputs.offer)
+            if not inputs.offer:
+                self.error_shown.emit(inputs.message)
             return
         if inputs == self.shown_inputs:
             if self._stale.stale:  # back to what is shown: put back what going stale cleared
@@ -273,6 +295,8 @@ class View(QWidget):
             # Nothing shown yet, or a refusal the new inputs no longer deserve: say what happens next.
             self.message.setText(COMPUTING)
             self.message.setStyleSheet(f"color: {theme.current().muted};")
+            self._offer = ""
+            self.offer_button.hide()
         if not self.is_on_screen():
             self._pending_update = True
             return
@@ -346,14 +370,24 @@ class View(QWidget):
             if isinstance(child, pg.PlotWidget):
                 child.getPlotItem().titleLabel.setOpacity(STALE_TITLE_OPACITY if stale else 1.0)
 
-    def _show_message(self, text: str) -> None:
+    def _show_message(self, text: str, offer: str = "") -> None:
         self.shown_inputs = self.result = None
         self.requested_inputs = None
         self._stale.set(False)
         self._release_label_heights()
         self.message.setText(text)
         self.message.setStyleSheet(f"color: {theme.current().muted};")
-        self._stack.setCurrentWidget(self.message)
+        self._offer = offer
+        self.offer_button.setText(f"Load {offer}")
+        self.offer_button.setToolTip(f"Make {offer} the lab's model (its bundled weights when the app has them)")
+        self.offer_button.setVisible(bool(offer))
+        self._stack.setCurrentWidget(self.message_page)
+
+    def _load_offer(self) -> None:
+        from core.presets import get_preset
+
+        if self._offer:
+            self.state.set_config(get_preset(self._offer))
 
     def _deliver(self, inputs: Any, result: Any) -> None:
         if inputs == self.requested_inputs:

@@ -4,14 +4,17 @@ and the warning that a model was trained with a leaky mask. Not a panel: any pan
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QColor, QFontMetrics
-from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QLabel, QTableWidget, QTableWidgetItem
+from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QLabel, QTableWidget, QTableWidgetItem, QWidget
 
 from core.choices import MASK_MODE_LABELS
 from gui import theme
+from gui.widgets.flow_layout import FlowLayout, control_group
+from gui.widgets.plot_titles import MIN_PLOT_LINES, wrap_title
 from gui.widgets.table_rows import fit_number_columns, never_cut_cells
 
 
@@ -49,6 +52,51 @@ def sequence_refusal(model, tokens: list[int]) -> str:
     if max(tokens) >= config.vocab_size:
         return f"Token id {max(tokens)} is outside {config.name}'s vocabulary of {config.vocab_size}."
     return ""
+
+
+def plain_label(text: str = "", name: str = "", wrap: bool = True) -> QLabel:
+    label = QLabel(text)
+    label.setTextFormat(Qt.TextFormat.PlainText)  # token text is the user's: never rich text
+    label.setWordWrap(wrap)
+    if name:
+        label.setObjectName(name)
+    return label
+
+
+def labelled(row: FlowLayout, text: str, widget: QWidget) -> QLabel:
+    caption = QLabel(text)
+    caption.setBuddy(widget)
+    caption.setToolTip(widget.toolTip())
+    row.addWidget(control_group(caption, widget))
+    return caption
+
+
+def make_plot(title: str, bottom: str, left: str, min_lines: int = MIN_PLOT_LINES) -> pg.PlotWidget:
+    plot = pg.PlotWidget()
+    plot.setMenuEnabled(False)
+    plot.hideButtons()
+    plot.setTitle(title)
+    plot.setLabel("bottom", bottom)
+    plot.setLabel("left", left)
+    plot.showGrid(x=True, y=True, alpha=0.25)
+    return wrap_title(plot, min_lines)
+
+
+def as_sentence(problem: str) -> str:
+    """A core refusal (a clause, as the command line prints it) as a sentence for the view."""
+    return problem[:1].upper() + problem[1:] + ("" if problem.endswith(".") else ".")
+
+
+def token_label(tokenizer, token_id: int) -> str:
+    from core.display import display_token
+
+    if tokenizer is not None and 0 <= token_id < tokenizer.vocab_size:
+        return display_token(tokenizer.token_text(token_id))
+    return f"#{token_id}"
+
+
+def token_labels(tokenizer, ids: Sequence[int]) -> list[str]:
+    return [token_label(tokenizer, int(i)) for i in ids]
 
 
 def caption(text: str = "", rich: bool = False) -> QLabel:
@@ -140,12 +188,18 @@ class TrainedMaskWarning(QLabel):
 __all__ = [
     "LEAKY_MASK_WHY",
     "TrainedMaskWarning",
+    "as_sentence",
     "caption",
     "fit_table",
     "format_change",
+    "labelled",
+    "make_plot",
+    "plain_label",
     "sequence_refusal",
     "set_cell",
     "set_title",
     "table",
+    "token_label",
+    "token_labels",
     "trained_mask_warning",
 ]

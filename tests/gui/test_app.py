@@ -24,6 +24,18 @@ def test_self_test_with_a_session_and_a_screenshot(qtbot, tmp_path, capsys):
     assert json.loads(session.read_text(encoding="utf-8"))["seed"] == 3
 
 
+def test_a_screenshot_of_a_chosen_panel_and_sub_tab(qtbot, tmp_path, capsys):
+    session = tmp_path / "moe.json"
+    write_session(session, Session(config=get_preset("tiny-moe"), seed=0, text="To be, or not", panels={}))
+    shot = tmp_path / "router.png"
+    code = main(["--screenshot", str(shot), "--session", str(session), "--panel", "Families/Router", "--size", "1000x700"])
+    assert code == 0, capsys.readouterr().err
+    assert QImage(str(shot)).width() >= 1000
+    code = main(["--screenshot", str(shot), "--panel", "Families/Nowhere", "--size", "1000x700"])
+    err = capsys.readouterr().err
+    assert code == 1 and "Families has no sub-tab 'Nowhere'; its sub-tabs are Fill in the blank, Cross-attention, Router" in err
+
+
 def test_a_bad_size_is_refused(capsys):
     assert main(["--self-test", "--size", "big"]) == 2
     assert "WIDTHxHEIGHT" in capsys.readouterr().err

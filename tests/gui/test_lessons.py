@@ -163,6 +163,7 @@ def test_a_text_field_keeps_the_keys_typed_in_it(qtbot, window):
 
 def test_every_declared_part_is_a_widget_of_its_live_panel(window):
     from core.lesson_parts import PANEL_PARTS
+    from gui.panels.families import SUB_TABS as FAMILIES_TABS
     from gui.panels.generate.panel import SUB_TABS as GENERATE_TABS
     from gui.panels.parameters.panel import SUBTABS as PARAMETERS_TABS
     from gui.panels.positions.panel import SUB_TABS as POSITIONS_TABS
@@ -173,7 +174,7 @@ def test_every_declared_part_is_a_widget_of_its_live_panel(window):
                if not window.lessons._part_widgets(window.panel(title), name)]
     assert not missing
     for title, tabs in (("Tokens & masks", TOKENS_TABS), ("Positions", POSITIONS_TABS),
-                        ("Parameters", PARAMETERS_TABS), ("Generate", GENERATE_TABS)):
+                        ("Parameters", PARAMETERS_TABS), ("Generate", GENERATE_TABS), ("Families", FAMILIES_TABS)):
         assert set(PANEL_PARTS[title].sub_tabs) - {""} == set(tabs), title
         for key, value in window.panel(title).settings().items():  # what the panel saves, the declaration takes
             setting = PANEL_PARTS[title].settings.get(key)

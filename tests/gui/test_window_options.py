@@ -14,6 +14,7 @@ from gui.app import main
         (["--size", "99x5000"], "--size expects WIDTHxHEIGHT from 100x100"),
         (["--size", "1" * 5000 + "x100"], "--size expects WIDTHxHEIGHT"),
         (["--device", "banana"], "--device expects cpu, cuda, cuda:N, mps or auto (got 'banana')"),
+        (["--panel", "Nowhere/Tab"], "--panel: there is no panel 'Nowhere'; the panels are Architecture, Tokens & masks"),
     ],
 )
 def test_a_bad_window_option_is_one_line_and_exit_2(capsys, argv, expected):

@@ -12,7 +12,8 @@ from PySide6.QtWidgets import QSpinBox, QSplitter, QVBoxLayout, QWidget
 
 from gui import theme
 from gui.panels.base import Refusal, View
-from gui.panels.causal_lab.common import CausalControls, as_sentence, labelled, make_plot, plain_label
+from gui.panels.causal_lab.common import CausalControls
+from gui.panels.common import as_sentence, labelled, make_plot, plain_label
 from gui.widgets.flow_layout import FlowLayout
 from gui.widgets.heatmap import Heatmap
 from gui.widgets.legend import legend_below

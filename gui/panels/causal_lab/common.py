@@ -4,60 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import pyqtgraph as pg
-from PySide6.QtCore import QObject, Qt, Signal
-from PySide6.QtWidgets import QLabel, QLineEdit, QWidget
+from PySide6.QtCore import QObject, Signal
+from PySide6.QtWidgets import QLineEdit, QWidget
 
-from gui.widgets.flow_layout import FlowLayout, control_group
-from gui.widgets.plot_titles import MIN_PLOT_LINES, wrap_title
+from gui.panels.common import token_label
 from gui.widgets.token_strip import TokenStrip
 
 MAX_TOKEN_CHARS = 200  # an answer or foil: one token's text
-
-
-def plain_label(text: str = "", name: str = "", wrap: bool = True) -> QLabel:
-    label = QLabel(text)
-    label.setTextFormat(Qt.TextFormat.PlainText)  # token text is the user's: never rich text
-    label.setWordWrap(wrap)
-    if name:
-        label.setObjectName(name)
-    return label
-
-
-def labelled(row: FlowLayout, text: str, widget: QWidget) -> QLabel:
-    caption = QLabel(text)
-    caption.setBuddy(widget)
-    caption.setToolTip(widget.toolTip())
-    row.addWidget(control_group(caption, widget))
-    return caption
-
-
-def make_plot(title: str, bottom: str, left: str, min_lines: int = MIN_PLOT_LINES) -> pg.PlotWidget:
-    plot = pg.PlotWidget()
-    plot.setMenuEnabled(False)
-    plot.hideButtons()
-    plot.setTitle(title)
-    plot.setLabel("bottom", bottom)
-    plot.setLabel("left", left)
-    plot.showGrid(x=True, y=True, alpha=0.25)
-    return wrap_title(plot, min_lines)
-
-
-def as_sentence(problem: str) -> str:
-    """A core refusal (a clause, as the command line prints it) as a sentence for the view."""
-    return problem[:1].upper() + problem[1:] + ("" if problem.endswith(".") else ".")
-
-
-def token_label(tokenizer, token_id: int) -> str:
-    from core.display import display_token
-
-    if tokenizer is not None and 0 <= token_id < tokenizer.vocab_size:
-        return display_token(tokenizer.token_text(token_id))
-    return f"#{token_id}"
-
-
-def token_labels(tokenizer, ids: Sequence[int]) -> list[str]:
-    return [token_label(tokenizer, int(i)) for i in ids]
 
 
 def parse_token(text: str, tokenizer, vocab_size: int, role: str) -> tuple[int | None, str]:

@@ -14,7 +14,8 @@ import numpy as np
 from PySide6.QtWidgets import QComboBox, QVBoxLayout, QWidget
 
 from gui.panels.base import Refusal, View
-from gui.panels.causal_lab.common import CausalControls, labelled, plain_label, token_labels
+from gui.panels.causal_lab.common import CausalControls
+from gui.panels.common import labelled, plain_label, token_labels
 from gui.widgets.flow_layout import FlowLayout
 from gui.widgets.heatmap import Heatmap
 
