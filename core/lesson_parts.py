@@ -129,8 +129,8 @@ CAUSAL_LAB_SUB_TABS = ("Attribution", "Patching", "Ablation", "Induction")
 PANEL_PARTS: dict[str, PanelParts] = {
     "Architecture": PanelParts(
         {"": {**_results("config_label", "table", "norm_plot", "follow_caption", "hover_label"),
-              **_controls("layers_spin", "token_combo", "view")}},
-        {"follow_position": _int(0, MAX_TEXT_CHARS, none_ok=True)},
+              **_controls("layers_spin", "token_combo", "tower_combo", "view")}},
+        {"follow_position": _int(0, MAX_TEXT_CHARS, none_ok=True), "follow_tower": _choice("decoder", "encoder")},
     ),
     "Tokens & masks": PanelParts(
         {"": _controls("strip", "mode_combo", "depth_spin"),
