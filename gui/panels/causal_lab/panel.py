@@ -125,6 +125,7 @@ class CausalLabPanel(Panel):
             "foil": self.foil_edit.text(),
             "corrupt": list(self.controls.corrupt_ids),
             "site": self.patching_view.site,
+            "metric_position": self.patching_view.position_spin.value(),
             "heads": self.ablation_view.heads_edit.text(),
             "ffns": self.ablation_view.ffns_edit.text(),
             "ablation": self.ablation_view.mode_combo.currentData(),
@@ -147,7 +148,8 @@ class CausalLabPanel(Panel):
             index = combo.findData(data.get(key))
             if index >= 0:
                 combo.setCurrentIndex(index)
-        for key, spin in (("period", self.induction_view.period_spin), ("seed", self.induction_view.seed_spin)):
+        for key, spin in (("period", self.induction_view.period_spin), ("seed", self.induction_view.seed_spin),
+                          ("metric_position", self.patching_view.position_spin)):
             value = data.get(key)
             if isinstance(value, int) and not isinstance(value, bool):
                 spin.setValue(value)
