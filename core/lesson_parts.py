@@ -212,8 +212,9 @@ PANEL_PARTS: dict[str, PanelParts] = {
     ),
     "Tensor shapes": PanelParts(
         {"": {**_results("summary", "table", "memory_plot", "growth_plot"),
-              **_controls("batch_spin", "seq_spin", "d_model_spin", "heads_spin")}},
-        {"batch": _int(1, 4096), "seq": _int(1, 1 << 20), "d_model": _int(1, 1 << 20), "heads": _int(1, 1024)},
+              **_controls("batch_spin", "seq_spin", "source_seq_spin", "d_model_spin", "heads_spin")}},
+        {"batch": _int(1, 4096), "seq": _int(1, 1 << 20), "d_model": _int(1, 1 << 20), "heads": _int(1, 1024),
+         "source_seq": _int(1, 1 << 20)},
     ),
     "Train": PanelParts(
         {"": {**_results("status_label", "loss_plot"), **_controls("mask_combo", "corpus_label")},

@@ -18,10 +18,12 @@ from core.presets import get_preset
 from core.tokenizers import CharTokenizer
 from gui.panels.architecture import LENS_COLUMN, LENS_HEADERS, ArchitecturePanel, describe_reads
 from gui.state import LabState
+from resources import resource_path
 from tests.encoder_folders import bert_folder
 from tests.gui.test_architecture_panel import check_diagram
 
 RESULT_TIMEOUT_MS = 30_000
+CHARS = CharTokenizer.from_text(resource_path("tinyshakespeare.txt").read_text(encoding="utf-8"))
 TEXT = "the cat sat"
 
 
@@ -114,7 +116,7 @@ def test_an_encoder_is_followed_to_its_own_position_through_the_head_transform(q
 def test_an_encoder_decoder_token_shows_the_source_it_read_and_the_encoder_can_be_followed(qtbot, panel):
     config = get_preset("tiny-encoder-decoder")
     model = Transformer.from_seed(config, seed=2)
-    tokenizer = CharTokenizer([chr(32 + i) for i in range(config.vocab_size)])
+    tokenizer = CHARS
     _load(qtbot, panel, model, tokenizer)
     state = panel.state
     position = panel.followed_position()
@@ -147,7 +149,7 @@ def test_an_encoder_decoder_token_shows_the_source_it_read_and_the_encoder_can_b
 def test_a_mixture_shows_the_chosen_experts_in_the_table_and_beside_the_router(qtbot, panel):
     config = get_preset("tiny-moe")
     model = Transformer.from_seed(config, seed=5)
-    tokenizer = CharTokenizer([chr(32 + i) for i in range(config.vocab_size)])
+    tokenizer = CHARS
     _load(qtbot, panel, model, tokenizer)
     expected = follow_token(model, panel.state.tokens, panel.followed_position(), tokenizer, k=5)
     rows = [row for row, kind in enumerate(expected.stage_kinds) if kind == "ffn"]
