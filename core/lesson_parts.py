@@ -134,7 +134,8 @@ PANEL_PARTS: dict[str, PanelParts] = {
     ),
     "Tokens & masks": PanelParts(
         {"": _controls("strip", "mode_combo", "depth_spin"),
-         "Propagation": {**_results("verdict", "propagation_map", "bar_plot", "bar_legend", "tokens-propagation-note")},
+         "Propagation": {**_results("verdict", "propagation_map", "bar_plot", "bar_legend", "tokens-propagation-note"),
+                         **_controls("propagation_source_combo")},
          "Mask": _results("mask"),
          "Attention": {**_results("attention"), **_controls("layer_spin", "head_spin", "attention_kind_combo")},
          "Head split": _results("head_split"),
@@ -143,7 +144,7 @@ PANEL_PARTS: dict[str, PanelParts] = {
          "Predictions": {**_results("predictions"), **_controls("temperature_spin", "top_k_spin")}},
         {"mask_mode": _choice(*MASK_MODES), "n_blocks": _int(1, 64), "sub_tab": _choice(*TOKENS_SUB_TABS),
          "temperature": _float(0.05, 10.0), "top_k": _int(1, 30), "bar_row": _int(0, MAX_TEXT_CHARS, none_ok=True),
-         "attention": _choice("self", "cross", "encoder"),
+         "attention": _choice("self", "cross", "encoder"), "edit_source": BOOL,
          "worked_query": _int(0, MAX_TEXT_CHARS, none_ok=True), "worked_omit": _choice("", "mask", "rope", "scale"),
          "worked_all_keys": BOOL, "reading_script": BOOL, "reading_seed": SEED},
     ),

@@ -70,6 +70,7 @@ class CausalLabPanel(Panel):
         self.patching_summary = self.patching_view.summary_label
         self.patching_checks = self.patching_view.checks_label
         self.patching_site = self.patching_view.site_combo
+        self.patching_position = self.patching_view.position_spin
         self.attribution_summary = self.attribution_view.summary_label
         self.heads_map = self.attribution_view.heads_map
         self.ablation_summary = self.ablation_view.summary_label
