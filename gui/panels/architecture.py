@@ -55,8 +55,9 @@ TOP_K = 5
 MAX_LAYERS = 1024  # core.config's limit
 LENS_HEADERS = {"next": f"top-{TOP_K} next-token guesses (logit lens)",
                 "here": f"top-{TOP_K} guesses for this position (logit lens)", "": "no lens: the encoder never meets the head"}
-COLUMNS = ("stage", "‖x‖", "‖update‖", "reads / routes to", LENS_HEADERS["next"])
-LENS_COLUMN = len(COLUMNS) - 1
+# The lens before what a stage read: at a laptop's width the table scrolls sideways past the last column.
+COLUMNS = ("stage", "‖x‖", "‖update‖", LENS_HEADERS["next"], "reads / routes to")
+LENS_COLUMN, READS_COLUMN = 3, 4
 TOWER_CHOICES = (("decoder", "decoder (target) token"), ("encoder", "encoder (source) token"))
 HOVER_HINT = ("Hover any part of the diagram: what it does, its parameter count and its output shape. "
               "Click it to open the panel that studies it.")
@@ -178,9 +179,10 @@ class FollowTokenView(View):
         self.table.setObjectName("architecture-follow-table")
         self.table.setHorizontalHeaderLabels(list(COLUMNS))
         for column, tip in enumerate(("after which sublayer the vector is read", "length of the token's vector after the stage",
-                                      "length of what the stage added to it", READS_TIP,
+                                      "length of what the stage added to it",
                                       "the tokens the vector would predict if the model stopped here: final norm, "
-                                      "head, softmax (a decoder predicts the next token, an encoder this position's own)")):
+                                      "head, softmax (a decoder predicts the next token, an encoder this position's own)",
+                                      READS_TIP)):
             self.table.horizontalHeaderItem(column).setToolTip(tip)
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
@@ -272,7 +274,7 @@ class FollowTokenView(View):
                 guesses = "  │  ".join(f"{prefix}{label} {prob:.0%}" if prob >= 0.01 else f"{prefix}{label} <1%"
                                      for label, prob in zip(result.top_labels[row], result.top_probs[row]))
                 cells = (result.stage_labels[row], f"{result.norms[row]:.2f}", f"{result.update_norms[row]:.2f}",
-                         describe_reads(result, row, ids_only), guesses if result.has_lens else "—")
+                         guesses if result.has_lens else "—", describe_reads(result, row, ids_only))
                 for column, text in enumerate(cells):
                     item = self.table.item(row, column)
                     if item is None:
@@ -285,7 +287,7 @@ class FollowTokenView(View):
                     hit = (result.target_label is not None and result.has_lens
                            and result.top_labels[row][0] == result.target_label)
                     item.setFont(bold if column == LENS_COLUMN and hit else plain)
-                    item.setToolTip(READS_TIP if column == 3 else f"captured at {result.stage_hooks[row]}")
+                    item.setToolTip(READS_TIP if column == READS_COLUMN else f"captured at {result.stage_hooks[row]}")
         finally:
             self.table.setUpdatesEnabled(True)
         for column in range(len(COLUMNS)):
@@ -313,7 +315,11 @@ class FollowTokenView(View):
         room = max(1, int(self.norm_plot.getViewBox().height() // max(1, line)))
         step = max(1, -(-result.n_stages // room))
         short = [label.replace("block ", "b").replace(": + ", " +") for label in result.stage_labels]
-        self.norm_plot.getAxis("left").setTicks([[(float(i), short[i]) for i in range(0, result.n_stages, step)]])
+        axis = self.norm_plot.getAxis("left")
+        axis.setTicks([[(float(i), short[i]) for i in range(0, result.n_stages, step)]])
+        # Wide enough for the longest name now: left to grow on its own, the axis widens a paint later, and a
+        # window grabbed before that shows no names at all.
+        axis.setWidth(max(QFontMetrics(theme.font(0.9)).horizontalAdvance(name) for name in short) + line)
 
     def _style_plot_title(self) -> None:
         size = round(theme.font(0.9).pointSizeF() * 1.35 * 1.1)
@@ -351,11 +357,16 @@ class FollowTokenView(View):
         result = self.result
         notes = {self.stage_part_key(row): f"‖x‖ {result.norms[row]:.2f}" for row in range(result.n_stages)}
         tower = "encoder" if self.shown_inputs.model.config.architecture == "encoder" else result.tower
+        ids_only = self.shown_inputs.tokenizer is None
         for row in range(result.n_stages):
+            block = f"{tower}.block{int(result.stage_layers[row])}"
             experts = result.experts(row)
-            if experts:  # the router's choice for this token, beside the router it was made by
-                notes[f"{tower}.block{int(result.stage_layers[row])}.router"] = "→ " + ", ".join(
-                    f"e{expert} {weight:.0%}" for expert, weight in experts)
+            if experts:  # the router's choice for this token, above the router it was made by
+                notes[f"{block}.router"] = "→ " + ", ".join(f"e{expert} {weight:.0%}" for expert, weight in experts)
+            if result.stage_kinds[row] == "cross-attention":  # the source tokens it read most, above the box
+                notes[f"{block}.cross_attention"] = "reads " + ", ".join(
+                    f"{position}:{'id ' if ids_only else ''}{label} {weight:.0%}"
+                    for position, label, weight in result.reads(row)[:2])
         self.diagram.set_annotations(notes)
 
     def _on_row_selected(self) -> None:

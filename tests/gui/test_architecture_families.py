@@ -16,7 +16,7 @@ from core.model import Transformer
 from core.params import parameter_breakdown
 from core.presets import get_preset
 from core.tokenizers import CharTokenizer
-from gui.panels.architecture import LENS_COLUMN, LENS_HEADERS, ArchitecturePanel, describe_reads
+from gui.panels.architecture import LENS_COLUMN, LENS_HEADERS, READS_COLUMN, ArchitecturePanel, describe_reads
 from gui.state import LabState
 from resources import resource_path
 from tests.encoder_folders import bert_folder
@@ -104,8 +104,8 @@ def test_an_encoder_is_followed_to_its_own_position_through_the_head_transform(q
     assert last[LENS_COLUMN].startswith(expected.top_labels[-1][0] + " ")
     attention = expected.stage_kinds.index("attention")
     reads = expected.reads(attention)
-    assert _row(panel, attention)[3] == describe_reads(expected, attention)
-    assert _row(panel, attention)[3].startswith(f"{reads[0][0]}:{reads[0][1]} {reads[0][2]:.0%}")
+    assert _row(panel, attention)[READS_COLUMN] == describe_reads(expected, attention)
+    assert _row(panel, attention)[READS_COLUMN].startswith(f"{reads[0][0]}:{reads[0][1]} {reads[0][2]:.0%}")
     # Its keys lie on both sides of the followed position somewhere in the stack: no causal mask.
     seen = {p for row in range(expected.n_stages) for p, _, _ in expected.reads(row)}
     assert any(p > position for p in seen) or position == len(state.tokens) - 1
@@ -128,10 +128,16 @@ def test_an_encoder_decoder_token_shows_the_source_it_read_and_the_encoder_can_b
         cells = _row(panel, row)
         assert cells[0] == f"block {expected.stage_layers[row]}: + cross-attention"
         position_read, label, weight = expected.reads(row)[0]
-        assert cells[3].startswith(f"source {position_read}:{label} {weight:.0%}")
+        assert cells[READS_COLUMN].startswith(f"source {position_read}:{label} {weight:.0%}")
     caption = panel.follow_caption.text()
     assert "the text continues with" in caption and f"source of {len(state.tokens)} tokens" in caption
     assert panel.view.annotation_items["decoder.block0.add_cross_attention"].text() == f"‖x‖ {expected.norms[cross[0]]:.2f}"
+    read = expected.reads(cross[-1])[:2]
+    assert panel.view.annotation_items["decoder.block1.cross_attention"].text() == \
+        "reads " + ", ".join(f"{p}:{label} {w:.0%}" for p, label, w in read)
+    box = panel.view.items["decoder.block1.cross_attention"].sceneBoundingRect()
+    note = panel.view.annotation_items["decoder.block1.cross_attention"].sceneBoundingRect()
+    assert note.bottom() <= box.top()  # above the box: beside it runs the memory's bus
 
     with qtbot.waitSignal(panel.follow.result_shown, timeout=RESULT_TIMEOUT_MS):
         panel.tower_combo.setCurrentIndex(1)
@@ -158,7 +164,7 @@ def test_a_mixture_shows_the_chosen_experts_in_the_table_and_beside_the_router(q
         # float32 weights: their sum is 1 within a rounding per term.
         assert len(experts) == config.top_k and abs(sum(w for _, w in experts) - 1) <= config.top_k * np.finfo(np.float32).eps
         text = "experts " + ", ".join(f"{e} {w:.0%}" for e, w in experts)
-        assert _row(panel, row)[3] == text
+        assert _row(panel, row)[READS_COLUMN] == text
         layer = int(expected.stage_layers[row])
         note = panel.view.annotation_items[f"decoder.block{layer}.router"].text()
         assert note == "→ " + ", ".join(f"e{e} {w:.0%}" for e, w in experts)
