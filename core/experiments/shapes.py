@@ -57,6 +57,14 @@ class ShapeTrace:
         return next((row.bytes for row in self.rows if row.name == "attention weights"), 0)
 
     @property
+    def all_attention_weights_bytes(self) -> int:
+        """Every layer's attention weights kept at once: the stream's T x T in each of its blocks, and an
+        encoder-decoder's cross-attention T x S in each decoder block and encoder S x S in each encoder block."""
+        layers = {"attention weights": self.config.n_layers, "cross-attention weights": self.config.n_layers,
+                  "encoder: attention weights": self.config.encoder_layers if self.source_seq is not None else 0}
+        return sum(row.bytes * layers[row.name] for row in self.rows if row.name in layers)
+
+    @property
     def residual_bytes(self) -> int:
         """One (B, T, d_model) residual-stream tensor."""
         return next((row.bytes for row in self.rows if row.name == "embeddings + positions"), 0)

@@ -264,7 +264,13 @@ class ShapesView(View):
         self._update_plots(trace, result.growth)
         config = trace.config
         matrix = trace.attention_matrix_bytes
-        layers = config.n_layers + config.encoder_layers if config.architecture == "encoder-decoder" else config.n_layers
+        if trace.source_seq is not None:
+            kept = (f"{format_bytes(trace.all_attention_weights_bytes)} if every layer keeps its weights ("
+                    f"{plural(config.n_layers, 'decoder block')} of T x T and T x S, "
+                    f"{plural(config.encoder_layers, 'encoder block')} of S x S)")
+        else:
+            kept = (f"{format_bytes(trace.all_attention_weights_bytes)} if all "
+                    f"{plural(config.n_layers, 'layer')} keep theirs")
         source = (f", S={trace.source_seq} (the encoder's source; cross-attention is (B, h, T, S))"
                   if trace.source_seq is not None else "")
         towers = "block 0 of each tower" if trace.source_seq is not None else "block 0"
@@ -273,8 +279,7 @@ class ShapesView(View):
             f"h={config.n_heads}, d_head={config.d_head}; traced on the {trace.device} device through {towers}. "
             f"<span style='color:{theme.current().warning}'><b>The (B, h, T, T) attention matrix</b> is "
             f"{format_bytes(matrix)} per layer ({matrix / max(1, trace.residual_bytes):.1f}x one (B, T, d_model) "
-            f"activation), {format_bytes(matrix * layers)} if all {plural(layers, 'layer')} keep theirs; "
-            f"doubling T quadruples it.</span>"
+            f"activation), {kept}; doubling T quadruples it.</span>"
         )
 
     def _fill_table(self, trace) -> None:

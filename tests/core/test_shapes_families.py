@@ -44,6 +44,10 @@ def test_an_encoder_decoders_encoder_tower_and_cross_attention_read_s_source_tok
     weights = next(row for row in trace.rows if row.name == "cross-attention weights")
     assert weights.is_attention_matrix and weights.bytes == B * h * T * S * 4
     assert trace.source_seq == S and trace.to_dict()["source_seq"] == S
+    layers, encoder_layers = config.n_layers, config.encoder_layers
+    assert trace.all_attention_weights_bytes == 4 * B * h * (layers * T * T + layers * T * S + encoder_layers * S * S)
+    moe = get_preset("tiny-moe")
+    assert trace_shapes(moe, B, T).all_attention_weights_bytes == 4 * B * moe.n_heads * T * T * moe.n_layers
     # The source is T long unless told otherwise; a decoder-only model has none.
     assert trace_shapes(config, B, T).source_seq == T
     assert trace_shapes(get_preset("tiny-gpt"), B, T, source_seq=S).source_seq is None

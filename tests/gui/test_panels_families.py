@@ -145,6 +145,9 @@ def test_the_shapes_of_an_encoder_decoder_with_its_own_source_length(qtbot, lab)
     assert shown == {row.name: "(" + ", ".join(map(str, row.shape)) + ")" for row in expected.rows}
     assert shown["cross-attention weights"] == "(2, 4, 9, 5)" and shown["cross-attention K per head"] == "(2, 4, 5, 16)"
     assert "S=5" in panel.summary.text() and "block 0 of each tower" in panel.summary.text()
+    from core.display import format_bytes
+
+    assert f"{format_bytes(expected.all_attention_weights_bytes)} if every layer keeps its weights" in panel.summary.text()
     with qtbot.waitSignal(panel.shapes.result_shown, timeout=RESULT_TIMEOUT_MS):
         state.set_config(get_preset("tiny-moe"))
     assert not panel.source_seq_spin.isVisible() and panel.trace.source_seq is None

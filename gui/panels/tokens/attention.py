@@ -157,7 +157,10 @@ class TileOverview(QWidget):
         layer_ticks = [(layer * pitch_q + n_queries / 2, self._layer_labels[layer]) for layer in range(0, n_layers, layer_step)]
         head_ticks = [(head * pitch_k + n_keys / 2, f"head {head}" if head_step == 1 else str(head))
                       for head in range(0, n_heads, head_step)]
-        self.plot.getAxis("left").setTicks([layer_ticks])
+        left = self.plot.getAxis("left")
+        left.setTicks([layer_ticks])
+        # Sized to its names now ("encoder block 1" is wider than the axis's first guess, which grows a paint later).
+        left.setWidth(max(metrics.horizontalAdvance(text) for _, text in layer_ticks) + metrics.height())
         self.plot.getAxis("bottom").setTicks([head_ticks])
         self.plot.setLabel("bottom", "" if head_step == 1 else "head")
 
