@@ -274,6 +274,8 @@ class ShapesView(View):
         source = (f", S={trace.source_seq} (the encoder's source; cross-attention is (B, h, T, S))"
                   if trace.source_seq is not None else "")
         towers = "block 0 of each tower" if trace.source_seq is not None else "block 0"
+        self.memory_plot.setTitle("Memory per tensor (one block of each tower)" if trace.source_seq is not None
+                                  else "Memory per tensor (one block)")
         self.summary.setText(
             f"<b>{html.escape(config.name)}</b>: B={trace.batch}, T={trace.seq}{source}, d_model={config.d_model}, "
             f"h={config.n_heads}, d_head={config.d_head}; traced on the {trace.device} device through {towers}. "
