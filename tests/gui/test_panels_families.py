@@ -227,3 +227,26 @@ def test_generate_refuses_an_encoder_decoder_with_its_reason(qtbot):
         assert "cross-attention's keys and values of the source once" in panel.kv_cache.message.text()
     finally:
         close_panel_lab(qtbot, compute, panel)
+
+
+# ---- the window: a model without a tokenizer of its own ---------------------------------------------------
+def test_a_model_without_its_own_tokenizer_reads_the_labs_characters_not_the_last_models_pieces(qtbot, window, tmp_path):
+    folder = bert_folder(tmp_path / "bert")
+    state = window.state
+    with qtbot.waitSignal(window.model_loaded, timeout=60_000):
+        window.open_model(folder)
+    assert state.tokenizer.vocab_size == 200 and state.model.config.architecture == "encoder"  # BERT's WordPiece
+    with qtbot.waitSignal(window.model_loaded, timeout=60_000):
+        state.set_config(get_preset("tiny-moe"))  # a random preset: no tokenizer of its own
+    assert state.tokenizer is window.runtime.tokenizer
+    assert state.tokens == window.runtime.tokenizer.encode(state.text) and max(state.tokens) < 65
+
+
+def test_the_causal_lab_refuses_ids_outside_the_vocabulary_in_words(qtbot, lab):
+    state, panel = lab(CausalLabPanel, _model("tiny-moe"))
+    for name in ("Attribution", "Patching", "Ablation"):
+        panel.tabs.setCurrentIndex(CAUSAL_TABS.index(name))
+        view = panel.views[CAUSAL_TABS.index(name)]
+        with qtbot.waitSignal(view.error_shown, timeout=RESULT_TIMEOUT_MS):
+            state.set_tokens([3, 100 + CAUSAL_TABS.index(name), 5])  # ids a tokenizer of a bigger vocabulary makes
+        assert "outside tiny-moe's vocabulary of 65" in view.message.text() and view.last_error == "", name

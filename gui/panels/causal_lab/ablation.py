@@ -13,6 +13,7 @@ from PySide6.QtWidgets import QComboBox, QLineEdit, QSplitter, QVBoxLayout, QWid
 
 from gui import theme
 from gui.panels.base import Refusal, View
+from gui.panels.common import sequence_refusal
 from gui.panels.causal_lab.common import as_sentence, labelled, make_plot, plain_label, token_label
 from gui.widgets.flow_layout import FlowLayout
 from gui.widgets.legend import legend_below
@@ -114,6 +115,9 @@ class AblationView(View):
         if len(tokens) > model.config.context_length:
             return Refusal(f"The text has {len(tokens)} tokens, more than the model's context of "
                            f"{model.config.context_length}; shorten it.")
+        problem = sequence_refusal(model, list(tokens))
+        if problem:
+            return Refusal(problem)
         from core.experiments.ablation import refusal  # torch is loaded: a model is
 
         problem = refusal(model)

@@ -12,6 +12,7 @@ from PySide6.QtWidgets import QSplitter, QVBoxLayout, QWidget
 
 from gui import theme
 from gui.panels.base import Refusal, View
+from gui.panels.common import sequence_refusal
 from gui.panels.causal_lab.common import (
     POSITION_TIP,
     CausalControls,
@@ -107,6 +108,9 @@ class AttributionView(View):
         if len(tokens) > model.config.context_length:
             return Refusal(f"The text has {len(tokens)} tokens, more than the model's context of "
                            f"{model.config.context_length}; shorten it.")
+        problem = sequence_refusal(model, list(tokens))  # ids of another vocabulary (a tokenizer kept from another model)
+        if problem:
+            return Refusal(problem)
         answer, foil, problem = self.controls.answer_and_foil(self.state.tokenizer, model.config.vocab_size)
         if problem:
             return Refusal(problem[0].upper() + problem[1:] + ".")

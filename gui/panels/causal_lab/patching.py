@@ -14,6 +14,7 @@ import numpy as np
 from PySide6.QtWidgets import QComboBox, QVBoxLayout, QWidget
 
 from gui.panels.base import Refusal, View
+from gui.panels.common import sequence_refusal
 from gui.panels.causal_lab.common import (
     POSITION_TIP,
     CausalControls,
@@ -69,6 +70,10 @@ def patching_refusal(model, clean, corrupt, site: str) -> str:
         return "Type a clean text above, then edit tokens of it in the corrupted strip."
     if len(clean) > model.config.context_length:
         return f"The text has {len(clean)} tokens, more than the model's context of {model.config.context_length}."
+    for ids in (clean, corrupt):
+        problem = sequence_refusal(model, list(ids))
+        if problem:
+            return problem
     if len(corrupt) != len(clean):
         return (f"The clean input has {len(clean)} tokens and the corrupted one {len(corrupt)}: patching compares "
                 "activations position by position, so replace tokens without inserting or deleting any.")
