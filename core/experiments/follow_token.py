@@ -181,8 +181,15 @@ def follow_token(
     device = next(model.parameters()).device
     batch = torch.tensor([ids], dtype=torch.long, device=device)  # (1, T)
     source_batch = None if source_ids is None else torch.tensor([source_ids], dtype=torch.long, device=device)  # (1, S)
+    rows: dict[str, torch.Tensor] = {}
+
+    def keep_row(name: str, output: torch.Tensor) -> None:
+        # Only the followed position's row of each pattern is kept: a layer's (1, H, T, S) weights go at once.
+        rows[name] = (output[0, position] if name.endswith("hook_routing") else output[0, :, position]).clone()
+
     with torch.inference_mode():
-        with capture(model, captured_stages + list(dict.fromkeys(read_hooks.values()))) as captured:
+        with capture(model, captured_stages) as captured, \
+                capture(model, list(dict.fromkeys(read_hooks.values())), on_output=keep_row):
             if tower == "encoder":
                 model.encode(source_batch)
             else:
@@ -196,7 +203,7 @@ def follow_token(
         previous = torch.cat([torch.zeros_like(vectors64[:1]), vectors64[:-1]])  # (S, D)
         updates = vectors64 - previous  # (S, D)
         top_ids, top_probs = _lens(model, plan, residual, vectors, tower, k)  # (S, k) each
-        reads, experts = _what_each_stage_read(model, plan, read_hooks, captured, position)
+        reads, experts = _what_each_stage_read(model, plan, read_hooks, rows)
     sequence_labels = token_labels(followed, tokenizer_or_labels)
     source_labels = token_labels(source_ids, tokenizer_or_labels) if source_ids is not None else ()
     next_label = (token_labels([ids[position + 1]], tokenizer_or_labels)[0]
@@ -267,10 +274,13 @@ def _lens(model: Transformer, plan, residual: torch.Tensor, vectors: torch.Tenso
     return top.indices.cpu().numpy().astype(np.int64), top.values.cpu().numpy()
 
 
-def _what_each_stage_read(model: Transformer, plan, read_hooks: dict[int, str], captured, position: int):
-    """Per stage: the READS keys of largest head-mean weight, and a mixture's chosen experts with their weights."""
+def _what_each_stage_read(model: Transformer, plan, read_hooks: dict[int, str], rows: dict[str, torch.Tensor]):
+    """Per stage: the READS keys of largest head-mean weight, and a mixture's chosen experts with their weights.
+
+    rows: the followed position's row of each read hook: (H, S) attention weights, (E,) routing weights.
+    """
     n_stages = len(plan)
-    n_keys = max((captured[hook].shape[-1] for stage, hook in read_hooks.items() if plan[stage][1] != "ffn"), default=0)
+    n_keys = max((rows[hook].shape[-1] for stage, hook in read_hooks.items() if plan[stage][1] != "ffn"), default=0)
     width = min(READS, n_keys)
     read_positions = np.full((n_stages, width), -1, dtype=np.int64)
     read_weights = np.full((n_stages, width), np.nan)
@@ -279,12 +289,12 @@ def _what_each_stage_read(model: Transformer, plan, read_hooks: dict[int, str], 
     expert_weights = np.full((n_stages, top_k), np.nan)
     for stage, hook in read_hooks.items():
         if plan[stage][1] == "ffn":
-            routing = captured[hook][0, position].double()  # (E,) zero except the chosen experts
+            routing = rows[hook].double()  # (E,) zero except the chosen experts
             chosen = routing.topk(top_k)  # (k,) each
             expert_ids[stage] = chosen.indices.cpu().numpy()
             expert_weights[stage] = chosen.values.cpu().numpy()
             continue
-        weights = captured[hook][0, :, position].double().mean(dim=0)  # (S_keys,) mean over heads of the query's row
+        weights = rows[hook].double().mean(dim=0)  # (S_keys,) mean over heads of the query's row
         count = min(width, weights.shape[0])
         best = weights.topk(count)  # (count,) each
         read_positions[stage, :count] = best.indices.cpu().numpy()
