@@ -20,7 +20,6 @@ from core.experiments.common import ReadOnlyArrays, as_token_list, model_device,
 from core.hooks import capture
 from core.model import MaskMode, SequenceError, Transformer
 
-
 ATTENTION_KINDS = ("self", "cross", "encoder")
 
 

@@ -273,8 +273,8 @@ def _steps(config: ModelConfig, seq: int, source_seq: int | None, tokens, source
             ("cross-attention V per head", f"{cross}.hook_v", seen[f"{cross}.hook_v"],
              f"(B, h_kv, S, d_head) from the memory{gqa}", False),
             ("cross-attention scores", f"{cross}.hook_scores", seen[f"{cross}.hook_scores"],
-             f"(B, h, T, S) = Q @ K^T / sqrt(d_head): each of {seq:,} decoder positions against {source_seq:,} source "
-             "positions", True),
+             (f"(B, h, T, S) = Q @ K^T / sqrt(d_head): each of {seq:,} decoder positions against {source_seq:,} "
+              "source positions"), True),
             ("cross-attention weights", f"{cross}.hook_pattern", seen[f"{cross}.hook_pattern"],
              "(B, h, T, S) softmax over the source: no mask", True),
             ("cross-attention output", f"{cross}.hook_out", seen[f"{cross}.hook_out"],

@@ -4,7 +4,6 @@ refused in words."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 import torch
 

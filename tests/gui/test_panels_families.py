@@ -98,7 +98,7 @@ def test_an_encoder_decoders_three_kinds_of_attention(qtbot, lab):
 
 def test_an_encoder_propagates_both_ways_as_expected_and_predicts_no_next_token(qtbot, lab):
     model = _model("tiny-encoder")
-    state, panel = lab(TokensPanel, model)
+    _state, panel = lab(TokensPanel, model)
     view = panel.propagation
     diff = view.result
     expected = causal_edit_diff(model, list(view.shown_inputs.base), diff.edit_position, view.shown_inputs.new_token,
@@ -120,7 +120,7 @@ def test_an_encoder_propagates_both_ways_as_expected_and_predicts_no_next_token(
 
 def test_an_encoder_decoders_propagation_with_the_source_fixed_or_edited(qtbot, lab):
     model = _model("tiny-encoder-decoder")
-    state, panel = lab(TokensPanel, model)
+    _state, panel = lab(TokensPanel, model)
     view = panel.propagation
     assert view.source_combo.isVisible()
     assert "bitwise unchanged" in panel.verdict.text()

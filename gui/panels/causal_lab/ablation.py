@@ -13,8 +13,8 @@ from PySide6.QtWidgets import QComboBox, QLineEdit, QSplitter, QVBoxLayout, QWid
 
 from gui import theme
 from gui.panels.base import Refusal, View
-from gui.panels.common import sequence_refusal
 from gui.panels.causal_lab.common import as_sentence, labelled, make_plot, plain_label, token_label
+from gui.panels.common import sequence_refusal
 from gui.widgets.flow_layout import FlowLayout
 from gui.widgets.legend import legend_below
 

@@ -12,7 +12,6 @@ from PySide6.QtWidgets import QSplitter, QVBoxLayout, QWidget
 
 from gui import theme
 from gui.panels.base import Refusal, View
-from gui.panels.common import sequence_refusal
 from gui.panels.causal_lab.common import (
     POSITION_TIP,
     CausalControls,
@@ -23,9 +22,11 @@ from gui.panels.causal_lab.common import (
     plain_label,
     position_spin,
 )
+from gui.panels.common import sequence_refusal
 from gui.widgets.flow_layout import FlowLayout
 from gui.widgets.heatmap import Heatmap
 from gui.widgets.legend import legend_below
+
 
 @dataclass(frozen=True)
 class AttributionInputs:

@@ -14,7 +14,6 @@ import numpy as np
 from PySide6.QtWidgets import QComboBox, QVBoxLayout, QWidget
 
 from gui.panels.base import Refusal, View
-from gui.panels.common import sequence_refusal
 from gui.panels.causal_lab.common import (
     POSITION_TIP,
     CausalControls,
@@ -24,6 +23,7 @@ from gui.panels.causal_lab.common import (
     position_spin,
     token_labels,
 )
+from gui.panels.common import sequence_refusal
 from gui.widgets.flow_layout import FlowLayout
 from gui.widgets.heatmap import Heatmap
 
