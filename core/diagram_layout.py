@@ -62,7 +62,7 @@ class Part:
     key: str  # unique: "decoder.block0.attention"
     kind: str  # input, token_embedding, position_embedding, position_note, rope_marker, alibi_marker, block,
     #            attention, cross_attention, norm, add, ffn, ffn_gate, ffn_up, ffn_multiply, ffn_down, router,
-    #            experts, ellipsis, final_norm, memory, head, output
+    #            experts, ellipsis, embed_norm, final_norm, memory, head_transform, head, output
     label: str  # the title written in the box
     detail: str  # the smaller second line
     tower: str  # "decoder" or "encoder" (the only stack of a decoder- or encoder-only model is named so)
@@ -145,8 +145,10 @@ def _norm_name(config: ModelConfig) -> str:
     return "RMSNorm" if config.norm == "rmsnorm" else "LayerNorm"
 
 
-def _activation_name(config: ModelConfig) -> str:
-    return {"relu": "ReLU", "gelu": "GELU", "gelu-tanh": "GELU (tanh)", "silu": "SiLU", "swiglu": "SwiGLU"}[config.activation]
+def _activation_name(config: ModelConfig, gated: bool = True) -> str:
+    """The FFN's activation by name; gated=False names the plain one a head transform uses (GELU for SwiGLU)."""
+    activation = "gelu" if config.activation == "swiglu" and not gated else config.activation
+    return {"relu": "ReLU", "gelu": "GELU", "gelu-tanh": "GELU (tanh)", "silu": "SiLU", "swiglu": "SwiGLU"}[activation]
 
 
 class _Builder:
@@ -207,14 +209,22 @@ class _Builder:
                    explanation="The text as token ids: one whole number per token. Nothing learned has touched it yet."
                    + (" The encoder reads the same tokens as its source sentence." if encoder_of_pair else ""))
         shared = " (shared)" if (encoder_of_pair or decoder_of_pair) else ""
+        scaled = f" × √{c.d_model}" if c.embed_scale else ""
         embedding = stream_box(
-            "token_embedding", f"Token embedding{shared}", f"{c.vocab_size:,} × {c.d_model} table", BOX_H, layer=None,
-            parameters=c.vocab_size * c.d_model, shape=self.d(), panel=PANEL_PARAMETERS,
+            "token_embedding", f"Token embedding{shared}", f"{c.vocab_size:,} × {c.d_model} table{scaled}", BOX_H,
+            layer=None, parameters=c.vocab_size * c.d_model, shape=self.d(), panel=PANEL_PARAMETERS,
             explanation="A lookup table: each token id picks one learned row of d_model numbers. That row is the "
-            "token's first vector on the residual stream." + (" Encoder and decoder use the same table." if shared else ""))
+            "token's first vector on the residual stream." + (" Encoder and decoder use the same table." if shared else "")
+            + (f" Each row is multiplied by √{c.d_model} before the positions are added, as in 2017 and Marian."
+               if c.embed_scale else ""))
         after_positions = self.positions(tower, sx, direction, embedding, cursor)
         if after_positions is not None:
             y = after_positions
+        if c.embed_norm:
+            stream_box("embed_norm", f"Embedding {_norm_name(c)}", "before the first block", STREAM_NORM_H + 0.3,
+                       layer=None, parameters=self.norm_params, shape=self.d(), panel=PANEL_NORMS,
+                       explanation="A norm over token embedding plus position, before the first block (BERT): every "
+                       "block then reads a stream of a fixed size.")
 
         layers = c.encoder_layers if tower == "encoder" else c.decoder_layers
         drawn = drawn_layers(layers)
@@ -271,13 +281,25 @@ class _Builder:
                                 explanation="The encoder's final vector for every source token. Every decoder block's "
                                 "cross-attention reads it as keys and values.")
             return {"memory": memory}
+        if c.head_transform:
+            dense = c.d_model * c.d_model + (c.d_model if c.bias else 0)
+            stream_box("head_transform", "Head transform",
+                       f"dense, {_activation_name(c, gated=False)}, {_norm_name(c)}", BOX_H, layer=None,
+                       parameters=dense + self.norm_params, shape=self.d(), panel=PANEL_PARAMETERS,
+                       explanation=f"BERT's masked-LM head begins with a {c.d_model} → {c.d_model} dense layer, "
+                       f"{_activation_name(c, gated=False)} and a {_norm_name(c)}: the vocabulary matrix reads this "
+                       "transformed vector, not the stream itself, so the logits are not linear in the stream.")
+        head_bias = " + a bias per token" if c.head_bias else ""
         head = stream_box(
-            "head", "Output head", "tied to the token embedding" if c.tie_embeddings else f"{c.d_model} → {c.vocab_size:,}",
-            BOX_H, layer=None, parameters=0 if c.tie_embeddings else c.vocab_size * c.d_model,
+            "head", "Output head",
+            ("tied to the token embedding" if c.tie_embeddings else f"{c.d_model} → {c.vocab_size:,}") + head_bias,
+            BOX_H, layer=None, parameters=(0 if c.tie_embeddings else c.vocab_size * c.d_model)
+            + (c.vocab_size if c.head_bias else 0),
             shape=(1, self.T, c.vocab_size), panel=PANEL_PARAMETERS,
             explanation="A d_model → vocabulary matrix: one score (logit) per vocabulary entry for each token. "
-            + ("Tied: it reuses the token embedding table (transposed), so it adds no parameters."
-               if c.tie_embeddings else "Untied: a matrix of its own, as large as the embedding table."))
+            + ("Tied: it reuses the token embedding table (transposed), so it adds no parameters"
+               if c.tie_embeddings else "Untied: a matrix of its own, as large as the embedding table")
+            + (f"; a learned bias of {c.vocab_size:,} numbers is added to the logits." if c.head_bias else "."))
         causal = c.self_attention_causal
         stream_box("output", "Next-token probabilities" if causal else "Token scores",
                    f"softmax over {c.vocab_size:,} entries", SMALL_H + 0.3, layer=None, parameters=0,

@@ -306,6 +306,10 @@ class MainWindow(SessionFiles, ModelFiles, QMainWindow):
             self.statusBar().showMessage(loaded.message, 10000)
         if loaded.tokenizer is not None and loaded.tokenizer.vocab_size == loaded.config.vocab_size:
             self.state.set_tokenizer(loaded.tokenizer)
+        elif self.runtime is not None and self.state.tokenizer is not self.runtime.tokenizer:
+            # A model without a tokenizer of its own (a random preset, a Marian folder) reads the text through the
+            # lab's characters, never through the previous model's vocabulary (BERT's pieces are not its ids).
+            self.state.set_tokenizer(self.runtime.tokenizer)
         # A device that is not present falls back to the CPU; the state says where the model really is.
         self.state.set("device", loaded.device, undoable=False)
         self.state.set_model(loaded.model)

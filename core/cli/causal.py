@@ -201,13 +201,16 @@ def _print_result(result, description: str) -> None:
         ]
         logits = result.logits_change[position]
         logits_cell = format_change(logits, bool(result.logits_exactly_unchanged[position]), bool(logits != logits))
-        marker = "<- edit" if position == t else ("past" if position < t else "")
+        marker = "<- edit" if position == t else ("before" if result.bidirectional else "past") if position < t else ""
         rows.append([str(position), label, *cells, logits_cell, marker])
     print_table(rows, header, set(range(2, len(header) - 1)) | {0})
     if t == 0:
         print("the edit is at position 0: there is no past")
     elif result.past_exactly_unchanged:
         print(f"{past_span(t)} (before the edit): bitwise unchanged in every layer")
+    elif result.leaks_into_past and result.bidirectional:
+        print(f"{past_span(t)} (before the edit): moved, from {result.layer_labels[result.first_leaking_layer]} on, "
+              "as a bidirectional model's must (no causal mask)")
     elif result.leaks_into_past:
         print(f"{past_span(t)} (before the edit): MOVED, from {result.layer_labels[result.first_leaking_layer]} on")
     else:

@@ -26,7 +26,7 @@ SITE_NAMES = ("resid_pre", "attn_out", "mlp_out", "head")  # core.experiments.pa
 
 def _add_checkpoint(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--checkpoint", metavar="NAME_OR_DIR", required=True,
-                        help="a bundled model name, a checkpoint folder, or a Hugging Face GPT-2, Llama or Qwen2 folder")
+                        help="a bundled model name, a checkpoint folder, or a Hugging Face model folder")
     parser.add_argument("--device", metavar="D", help="cpu, cuda, cuda:N or mps (default: the best present)")
     parser.add_argument("--json", action="store_true", help="print every figure as JSON")
 
@@ -45,7 +45,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     patch = subparsers.add_parser(
         "patch", help="activation patching: which layer and position (or head) carries what the corrupted token changed",
         description="Run the corrupted input, take one activation from the clean run, and measure the answer-minus-foil "
-        "logit difference at the last position, for every layer and position (or head).",
+        "logit difference at one position (the last by default; an encoder's blank), for every layer and position "
+        "(or head).",
     )
     _add_checkpoint(patch)
     clean = patch.add_mutually_exclusive_group(required=True)
@@ -59,6 +60,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     patch.add_argument("--site", choices=SITE_NAMES, default="resid_pre",
                        help="what is patched: the stream entering a block, attention's or the FFN's write (layer x "
                        "position), or one head's output at every position (layer x head); default resid_pre")
+    patch.add_argument("--position", type=whole_number(0, MAX_INDEX), metavar="T",
+                       help="where the metric is read (default: the last position); a decoder's logits there score the "
+                       "next token, an encoder's the token at that position, such as a blank it fills in")
     patch.set_defaults(run=run_patch)
 
     attribute = subparsers.add_parser(
@@ -72,7 +76,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     tokens.add_argument("--text", metavar="TEXT", type=bounded_text(MAX_TEXT_CHARS), help="the sequence as text")
     tokens.add_argument("--ids", metavar="ID,ID,...", type=bounded_text(MAX_IDS_CHARS), help="the sequence's ids")
     attribute.add_argument("--position", type=whole_number(0, MAX_INDEX), metavar="T",
-                           help="the position whose next-token logit is split (default: the last)")
+                           help="the position whose logit is split (default: the last); a decoder's logit there "
+                           "scores the next token, an encoder's the token at that position")
     _add_answer(attribute)
     attribute.set_defaults(run=run_attribute)
 
@@ -170,7 +175,7 @@ def run_patch(args: argparse.Namespace) -> int:
     from core.experiments.patching import PatchingError, activation_patch
 
     try:
-        result = activation_patch(loaded.model, clean, corrupt, answer, foil, site=args.site)
+        result = activation_patch(loaded.model, clean, corrupt, answer, foil, site=args.site, position=args.position)
     except PatchingError as error:
         raise CliError(str(error)) from None
     if args.json:
@@ -181,11 +186,14 @@ def run_patch(args: argparse.Namespace) -> int:
             "values": result.values.tolist(),
             "normalised": [[_finite(v) for v in row] for row in result.normalised.tolist()],
             "patch_all_equals_clean": list(result.patch_all_equal), "patch_none_equals_corrupt": result.patch_none_equal,
-            "changed_positions": list(result.changed_positions),
+            "changed_positions": list(result.changed_positions), "position": result.position,
         })
         return 0
     metric = f"logit({_label(tokenizer, answer)})" + (f" - logit({_label(tokenizer, foil)})" if foil is not None else "")
-    print(f"{loaded.source}: patching {args.site}, metric {metric} at the last position")
+    where = "the last position" if result.position == len(clean) - 1 else f"position {result.position}"
+    scores = " (an encoder's logits there score the token at that position)" \
+        if loaded.model.config.architecture == "encoder" else ""
+    print(f"{loaded.source}: patching {args.site}, metric {metric} at {where}{scores}")
     print(f"clean {result.clean_metric:.6g}, corrupted {result.corrupt_metric:.6g}; "
           f"changed positions: {', '.join(map(str, result.changed_positions)) or 'none'}")
     columns = result.values.shape[1]

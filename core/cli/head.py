@@ -108,7 +108,7 @@ def run_head(args: argparse.Namespace) -> int:
     if args.json:
         print_json(_as_json(worked, description, ids))
         return _exit_code(worked)
-    print(f"{description}: block {worked.layer}, head {worked.head}, query {worked.query} "
+    print(f"{description}: {worked.block_label}, head {worked.head}, query {worked.query} "
           f"{worked.labels[worked.query]!r} ({worked.mask_mode} mask), d_head {worked.d_head}")
     if worked.n_kv_heads < worked.n_heads:
         print(f"this head reads kv head {worked.kv_head}, shared by query heads "

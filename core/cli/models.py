@@ -462,6 +462,11 @@ def _need_next_token_model(loaded: LoadedModel, command: str) -> None:
     if loaded.config.architecture == "encoder":
         raise CliError(f"{loaded.source} is an encoder-only model (it sees the whole text at once), so it has no "
                        f"next-token prediction to {command}; `logits` gives its outputs for every position")
+    if loaded.config.architecture == "encoder-decoder":
+        # With one text as both inputs, the encoder would read the very tokens the decoder is to predict.
+        raise CliError(f"{loaded.source} is an encoder-decoder model: its decoder writes a target for a source its "
+                       f"encoder reads whole, rather than continuing one text, so there is no next-token prediction "
+                       f"to {command}; `logits` with --source/--source-ids and --text/--ids gives its outputs")
 
 
 def run_generate(args: argparse.Namespace) -> int:

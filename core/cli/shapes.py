@@ -19,6 +19,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_model_arguments(parser)
     parser.add_argument("--batch", "-B", type=whole_number(1, 1_000_000), default=1, metavar="B", help="batch size (default 1)")
     parser.add_argument("--seq", "-T", type=whole_number(1, 10_000_000), default=None, metavar="T", help="sequence length (default: 128 or the context length)")
+    parser.add_argument("--source-seq", "-S", type=whole_number(1, 10_000_000), default=None, metavar="S",
+                        help="an encoder-decoder's source length, what its encoder reads (default: T)")
     parser.add_argument("--json", action="store_true", help="print the trace as JSON")
     parser.set_defaults(run=run_shapes)
 
@@ -31,14 +33,25 @@ def run_shapes(args: argparse.Namespace) -> int:
     if seq < 1:
         raise CliError(f"--seq must be at least 1, got {seq}")
 
+    pair = config.architecture == "encoder-decoder"
+    if args.source_seq is not None and not pair:
+        raise CliError(f"--source-seq is the encoder input's length of an encoder-decoder; {config.name} is "
+                       f"{config.architecture}-only and reads one sequence")
+
     from core.device import format_bytes
     from core.experiments.shapes import trace_shapes
+    from core.model import SequenceError
 
-    trace = trace_shapes(config, args.batch, seq)
+    try:
+        trace = trace_shapes(config, args.batch, seq, source_seq=args.source_seq)
+    except SequenceError as error:
+        raise CliError(str(error)) from None
     if args.json:
         print_json(trace.to_dict())
         return 0
-    print(f"{config.name}: B={args.batch}, T={seq}, d_model={config.d_model}, heads={config.n_heads}, traced on {trace.device}")
+    source = f", S={trace.source_seq}" if pair else ""
+    print(f"{config.name}: B={args.batch}, T={seq}{source}, d_model={config.d_model}, heads={config.n_heads}, "
+          f"traced on {trace.device}")
     rows = [
         [
             ("! " if row.is_attention_matrix else "  ") + row.name,

@@ -40,6 +40,18 @@ class Ablation:
     top_after: tuple[tuple[int, float], ...]
 
 
+def refusal(model: Transformer) -> str | None:
+    """Why the next-token loss this ablation measures does not apply to a model, or None when it does."""
+    config = model.config
+    if config.architecture == "encoder":
+        return ("ablation measures the next-token loss, and an encoder predicts no next token: its head scores the "
+                "token at each position, which it reads directly unless that token is blanked out")
+    if config.architecture == "encoder-decoder":
+        return ("ablation measures the next-token loss of one stack; an encoder-decoder's decoder also reads a source "
+                "through its encoder (here the same text, the tokens it is to predict included)")
+    return None
+
+
 def _ablate(mode: str, head: int | None):
     def replace(activation: torch.Tensor, _name: str) -> torch.Tensor:
         patched = activation.clone()
@@ -83,6 +95,9 @@ def _top(logits: torch.Tensor, k: int) -> tuple[tuple[int, float], ...]:
 
 def ablate(model: Transformer, ids: Sequence[int], heads: Sequence[tuple[int, int]] = (), ffns: Sequence[int] = (),
            mode: str = "zero", position: int | None = None) -> Ablation:
+    problem = refusal(model)
+    if problem:
+        raise AblationError(problem)
     hooks = ablation_hooks(model, heads, ffns, mode)
     tokens = torch.tensor([list(ids)], device=next(model.parameters()).device)  # (1, T)
     model.check_tokens(tokens)

@@ -10,7 +10,12 @@ cached or averaged one), each part's share of the logit is exact and the parts s
 model produced, up to float32 rounding; the result carries both and their difference.
 
 A post-norm stack normalises inside every block, so its output is not a sum of per-part terms:
-it is refused in words. The logit lens shares one thing with this split: applied to the whole
+it is refused in words, as is BERT's masked-LM head, whose dense layer, activation and norm stand
+between the stream and the vocabulary matrix (the logit is not linear in the stream), and an
+encoder-decoder, whose decoder stream also holds cross-attention writes this split does not follow.
+A pre-norm encoder splits like a decoder; its logit at a position scores the token that belongs
+there, not the next one. An embedding norm or scale makes the embedding one part (the stream
+entering block 0); a logit bias is a part of its own. The logit lens shares one thing with this split: applied to the whole
 final residual (the stream after the last block) it is the model's logit, and the parts summed up
 to a layer are the lens at that layer read through the final run's scale.
 """
@@ -73,12 +78,18 @@ class Attribution:
 def refusal(model: Transformer) -> str | None:
     """Why the exact split does not apply to this model, or None when it does."""
     config = model.config
-    if config.architecture != "decoder":
-        return (f"direct logit attribution needs a decoder-only model; this one is {config.architecture}, "
-                "whose logits also depend on an encoder")
+    if config.architecture == "encoder-decoder":
+        return ("direct logit attribution splits one stack's stream; an encoder-decoder's decoder stream also holds "
+                "what its cross-attention read from the encoder, which this split does not follow")
+    reasons = []
+    if config.head_transform:
+        reasons.append("its masked-LM head puts a dense layer, an activation and a norm between the stream and the "
+                       "vocabulary matrix (BERT's head transform), so the logit is not linear in the stream")
     if config.norm_placement != "pre":
-        return ("a post-norm stack normalises the stream inside every block, so its logit is not a sum of "
-                "per-part terms; the exact split needs a pre-norm model")
+        reasons.append("a post-norm stack normalises the stream inside every block, so its logit is not a sum of "
+                       "per-part terms")
+    if reasons:
+        return "; and ".join(reasons) + "; the exact split needs a pre-norm model whose head reads the stream directly"
     return None
 
 
@@ -138,10 +149,14 @@ def direct_logit_attribution(
         if isinstance(norm, torch.nn.LayerNorm) and norm.bias is not None:
             components.append(Component("final norm bias", "norm_bias", None, None,
                                         float(norm.bias.double() @ direction64)))
+        head_bias = _head_bias_share(model, answer, foil)
+        if config.head_bias:
+            components.append(Component("logit bias", "head_bias", None, None, head_bias))
         streams = [seen[f"blocks.{layer}.hook_resid_pre"][0, position].double() for layer in range(n_layers)]
         streams.append(stream)
-        lens = np.array([float(_normed(model, s) @ direction64) for s in streams])  # (L + 1,)
-        lens_final = np.array([float(through(s) @ direction64) + _bias_share(model, direction64) for s in streams])
+        lens = np.array([float(_normed(model, s) @ direction64) + head_bias for s in streams])  # (L + 1,)
+        lens_final = np.array([float(through(s) @ direction64) + _bias_share(model, direction64) + head_bias
+                               for s in streams])
         accumulated = _accumulated(components, n_layers)  # (L + 1,)
     parts_sum = float(sum(part.value for part in components))
     magnitude = float(sum(abs(part.value) for part in components)) + abs(total)
@@ -188,6 +203,14 @@ def _final_norm_map(model: Transformer, stream: torch.Tensor):
     return through
 
 
+def _head_bias_share(model: Transformer, answer: int, foil: int | None) -> float:
+    """The logit bias's part of the logit (difference): the head's own bias, 0 without one."""
+    bias = model.head.bias
+    if bias is None:
+        return 0.0
+    return float(bias[answer].double() - (bias[foil].double() if foil is not None else 0.0))
+
+
 def _bias_share(model: Transformer, direction: torch.Tensor) -> float:
     bias = getattr(model.final_norm, "bias", None)
     return float(bias.double() @ direction) if bias is not None else 0.0
@@ -207,12 +230,24 @@ def _stream_parts(model: Transformer, tokens: torch.Tensor, seen, position: int)
     """(name, kind, layer, head, (D,) float64 vector) for everything written into the stream at `position`."""
     config = model.config
     token = tokens[0, position]
+    if config.embed_norm or config.embed_scale:
+        # A normed (or scaled) sum is no longer the table rows themselves: the embedding enters as one part.
+        embedded = [("embed (+ positions)", "embed", None, None, seen["hook_embed"][0, position].double())]
+        return embedded + _block_parts(model, seen, position)
     parts = [("embed", "embed", None, None, model.tok_emb.weight[token].double())]
     if config.positional == "learned":
         parts.append(("pos_embed", "pos_embed", None, None, model.pos_emb.weight[position].double()))
     elif config.positional == "sinusoidal":
-        table = sinusoidal_table(tokens.shape[1], config.d_model, dtype=torch.float32)  # (T, D)
+        table = sinusoidal_table(tokens.shape[1], config.d_model, dtype=torch.float32,
+                                 halves=config.sinusoidal_halves)  # (T, D)
         parts.append(("pos_embed", "pos_embed", None, None, table[position].double()))
+    return parts + _block_parts(model, seen, position)
+
+
+def _block_parts(model: Transformer, seen, position: int):
+    """(name, kind, layer, head, (D,) float64 vector) for every head, bias and FFN write at `position`."""
+    config = model.config
+    parts = []
     d_head = config.d_head
     for layer, block in enumerate(model.blocks):
         z = seen[f"blocks.{layer}.attn.hook_z"][0, :, position].double()  # (H, d_head)

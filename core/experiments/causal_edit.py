@@ -68,6 +68,12 @@ class CausalDiffResult(ReadOnlyArrays):
     past_exactly_unchanged: bool  # every position < t in every row passed torch.equal (no NaN either)
     note: str  # what was measured, in words (the NaN pitfall, the encoder's fixed source, ...)
     reference_reused: bool = False  # the kept run of the original was compared, not recomputed
+    # The model attends both ways by design (an encoder, run with its own mask, none): every position
+    # may read the edit, so a moving past is how it reads context from both sides, not a leak.
+    bidirectional: bool = False
+    # An encoder-decoder whose encoder read each run's own tokens: the edit reaches every decoder position
+    # through cross-attention, which reads the whole source, so a moving past is expected there too.
+    source_edited: bool = False
     # Worker-only (torch tensors, see ResidualRun): the two runs of the diff. Keep one as the next
     # edit's reference; drop them before the result leaves the worker.
     original_run: ResidualRun | None = field(default=None, repr=False, compare=False)
@@ -105,6 +111,8 @@ class CausalDiffResult(ReadOnlyArrays):
             "first_leaking_layer": self.first_leaking_layer,
             "past_exactly_unchanged": self.past_exactly_unchanged,
             "note": self.note,
+            "bidirectional": self.bidirectional,
+            "source_edited": self.source_edited,
         }
 
 
@@ -161,6 +169,8 @@ def _describe(
     layer_labels: Sequence[str],
     identical_edit: bool,
     extra: str = "",
+    bidirectional: bool = False,
+    source_edited: bool = False,
 ) -> str:
     parts = []
     if identical_edit:
@@ -178,6 +188,18 @@ def _describe(
                 f"{unchanged}, although the {mask_mode!r} mask lets position {position} reach them: the change "
                 "was below float32 resolution at these weights, not blocked."
             )
+    elif leaks and source_edited:
+        parts.append(
+            f"Positions before {position} move from {layer_labels[first_leaking_layer]} on although the decoder's "
+            f"mask is {mask_mode!r}: each run's encoder read its own tokens, the edit included, and cross-attention "
+            "reads the whole source. Expected: the causal mask governs only the decoder's self-attention."
+        )
+    elif leaks and bidirectional:
+        parts.append(
+            f"Positions before {position} move too, from {layer_labels[first_leaking_layer]} on: expected for a "
+            "bidirectional model. It has no causal mask, so every token reads every other, the ones after it "
+            "included; that is how an encoder takes context from both sides, not a leak."
+        )
     elif leaks:
         parts.append(
             f"The past moves: positions before {position} change from {layer_labels[first_leaking_layer]} on "
@@ -397,7 +419,7 @@ def causal_edit_diff(
     if config.architecture == "encoder-decoder":
         if edit_source:
             original_source, edited_source = ids, edited
-            extra = "Each run's encoder read its own tokens, so cross-attention carries the edit to every position."
+            extra = "Rows are the decoder tower; each run's encoder read its own tokens."
         else:
             original_source = edited_source = _run_source(config, ids, source)
             extra = "Rows are the decoder tower; its encoder read the same unedited source in both runs."
@@ -418,6 +440,8 @@ def causal_edit_diff(
         logits_exact = _torch_equal_per_position(original_logits, edited_logits, logits_change)
     leaks, past_moved, first, past_exact = _measure_past(exactly, equal_nan, position)
     layers = residual_row_labels(n_run)
+    bidirectional = not config.self_attention_causal and mode == "none"
+    source_edited = original_source is not None and original_source != edited_source
     return CausalDiffResult(
         max_change=max_change,
         exactly_unchanged=exactly,
@@ -433,8 +457,11 @@ def causal_edit_diff(
         past_moved_by_layer=past_moved,
         first_leaking_layer=first,
         past_exactly_unchanged=past_exact,
-        note=_describe(mode, position, leaks, first, past_exact, nan_entries, layers, ids == edited, extra),
+        note=_describe(mode, position, leaks, first, past_exact, nan_entries, layers, ids == edited, extra, bidirectional,
+                       source_edited=source_edited),
         reference_reused=reused,
+        bidirectional=bidirectional,
+        source_edited=source_edited,
         original_run=original_run,
         edited_run=edited_run,
     )

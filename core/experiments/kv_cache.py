@@ -112,11 +112,23 @@ class KVCacheProof:
                 "another order than the causal T x T kernel of the recompute")
 
 
+def cache_refusal(config) -> str:
+    """Why the cached decode does not apply to a model ("" when it does: a causal decoder-only model)."""
+    if config.architecture == "encoder-decoder":
+        return (f"{config.name} is an encoder-decoder: its decoder caches its self-attention keys and values like any "
+                "decoder, and its cross-attention's keys and values of the source once; this view measures "
+                "decoder-only models")
+    if config.architecture == "encoder" or not config.self_attention_causal:
+        what = "an encoder" if config.architecture == "encoder" else "a model without a causal mask"
+        return (f"{config.name} is {what}: it attends both ways, so every new token would change every position's "
+                "keys and values; a KV cache serves models that generate left to right")
+    return ""
+
+
 def check_model(model: Transformer) -> None:
-    config = model.config
-    if config.architecture != "decoder" or not config.self_attention_causal:
-        raise KVCacheError(f"{config.name} is not a causal decoder: a KV cache serves models that generate left to "
-                           "right (an encoder attends both ways, so every new token changes every position)")
+    problem = cache_refusal(model.config)
+    if problem:
+        raise KVCacheError(problem)
 
 
 def _layer_entries(cache: list[tuple[torch.Tensor, torch.Tensor]]) -> tuple[LayerCache, ...]:

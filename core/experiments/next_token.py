@@ -23,7 +23,43 @@ class NextTokenPredictions(ReadOnlyArrays):
     probabilities: np.ndarray  # (k,) float64 softmax(logits / temperature) of those ids
     position: int  # the position whose logits predict token position + 1
     temperature: float
-    context_labels: tuple[str, ...]  # labels of tokens 0..position (what the prediction may see)
+    context_labels: tuple[str, ...]  # labels of tokens 0..position (what a causal prediction may see)
+    reads_later: str = ""  # why the prediction also reads tokens after `position` ("" when it reads only the past)
+
+
+def next_token_refusal(config) -> str:
+    """Why a model has no next-token distribution to read ("" when it has one): an encoder does not continue text."""
+    if config.architecture != "encoder":
+        return ""
+    return (f"{config.name} is an encoder: it reads the whole text at once, and its head scores which token belongs "
+            "at each position (filling in a blank), not which token comes next; it does not continue text, so it "
+            "has no next-token prediction to show")
+
+
+def continuation_refusal(config) -> str:
+    """Why a model does not continue a text left to right ("" when it does: a causal decoder-only model)."""
+    if config.architecture == "encoder":
+        return next_token_refusal(config)
+    if config.architecture == "encoder-decoder":
+        return (f"{config.name} is an encoder-decoder: its decoder writes a target for a source its encoder reads whole "
+                "(a translation), rather than continuing one text; sampling here continues a text with a decoder-only "
+                "model")
+    if not config.self_attention_causal:
+        return (f"{config.name}'s self-attention is not causal: every position reads the whole text, so it does not "
+                "predict the next token from the past alone")
+    return ""
+
+
+def reads_later(config, mask_mode: str | None, position: int) -> str:
+    """Why the logits at `position` also depend on later tokens ("" when they read only the past)."""
+    mode = mask_mode or ("causal" if config.self_attention_causal else "none")
+    reasons = []
+    if mode in ("none", "after-softmax"):
+        reasons.append(f"the {mode!r} mask lets position {position} read later tokens")
+    if config.architecture == "encoder-decoder":
+        reasons.append("the encoder read the whole text, later tokens included, as the source, and cross-attention "
+                       "reads all of it")
+    return "; ".join(reasons)
 
 
 def next_token_predictions(
@@ -37,11 +73,15 @@ def next_token_predictions(
 ) -> NextTokenPredictions:
     """Top-k next-token distribution read off the logits at `position`.
 
-    The whole sequence runs (an encoder's prediction may read later tokens; a causal model's does
-    not, which the edit diff demonstrates).
+    The whole sequence runs (under a leaky mask, or through an encoder-decoder's source, the prediction
+    may read later tokens: `reads_later` says so; a causal model's does not, which the edit diff
+    demonstrates). An encoder has no next token to predict: refused (`next_token_refusal`).
     """
     ids = as_token_list(tokens)
     check_position(position, len(ids))
+    refusal = next_token_refusal(model.config)
+    if refusal:
+        raise SequenceError(refusal)
     if not (isinstance(temperature, (int, float)) and math.isfinite(temperature) and temperature > 0):
         raise SequenceError(f"temperature must be a positive number, got {temperature!r}")
     if k < 1:
@@ -61,7 +101,8 @@ def next_token_predictions(
         position=position,
         temperature=float(temperature),
         context_labels=token_labels(ids[: position + 1], tokenizer_or_labels),
+        reads_later=reads_later(config, mask_mode, position),
     )
 
 
-__all__ = ["NextTokenPredictions", "next_token_predictions"]
+__all__ = ["NextTokenPredictions", "continuation_refusal", "next_token_predictions", "next_token_refusal", "reads_later"]

@@ -10,6 +10,11 @@ starts at the patched layer from the corrupted run's stream there, with every in
 patched in one batch (one batch element per index). The checks are full forward passes on the
 same code path as the runs they are compared with: patching every position of a layer's stream
 gives the clean logits and patching nothing the corrupted ones, both by `torch.equal`.
+
+The metric is read at one position, the last by default. A decoder's logits there score the next
+token; an encoder's score the token that belongs at that position, so an encoder is patched with
+the metric at its blank. A patched run ends as the model's own forward does: the final norm, then
+`unembed` (BERT's head transform included, then the vocabulary matrix and any logit bias).
 """
 
 from __future__ import annotations
@@ -70,12 +75,13 @@ class PatchingResult:
     site: str
     answer: int
     foil: int | None
-    clean_metric: float  # answer-minus-foil logit at the last position, clean run
+    clean_metric: float  # answer-minus-foil logit at `position`, clean run
     corrupt_metric: float  # the same, corrupted run
     values: np.ndarray  # (L, T) or (L, H): the corrupted run's metric with that one activation patched
     patch_all_equal: tuple[bool, ...]  # per layer: every position of resid_pre patched gives the clean logits (torch.equal); () unchecked
     patch_none_equal: bool | None  # a run with the patch hooks attached and nothing patched gives the corrupted logits
     changed_positions: tuple[int, ...]  # where the clean and corrupted tokens differ
+    position: int = -1  # where the metric is read (the last position of the sequence by default)
 
     @property
     def normalised(self) -> np.ndarray:
@@ -109,15 +115,15 @@ def check_pair(model: Transformer, clean: Sequence[int], corrupt: Sequence[int])
     return clean_t, corrupt_t
 
 
-def run_from_layer(model: Transformer, stream: torch.Tensor, start: int) -> torch.Tensor:
-    """(B, V) last-position logits of blocks start.. run on a (B, T, D) stream entering block `start`."""
+def run_from_layer(model: Transformer, stream: torch.Tensor, start: int, position: int = -1) -> torch.Tensor:
+    """(B, V) logits at `position` of blocks start.. run on a (B, T, D) stream entering block `start`."""
     seq = stream.shape[1]
     mode = "causal" if model.config.self_attention_causal else "none"
     rope, score_bias = model._positional_inputs(seq, stream.device, stream.dtype, causal=mode != "none")
     for block in model.blocks[start:]:
         stream = block(stream, mask_mode=mode, rope=rope, score_bias=score_bias)  # (B, T, D)
-    last = model.final_norm(stream[:, -1])  # (B, D): the norm is per position
-    return model.head(last)  # (B, V)
+    read = model.final_norm(stream[:, position])  # (B, D): the norm is per position
+    return model.unembed(read)  # (B, V)
 
 
 def _patch_along_dim1(clean: torch.Tensor, indices: torch.Tensor):
@@ -143,10 +149,12 @@ def activation_patch(
     progress: Callable[[float, str], None] | None = None,
     on_row: Callable[[int, np.ndarray], None] | None = None,
     checks: bool = True,
+    position: int | None = None,
 ) -> PatchingResult:
     """The map of the metric with each (layer, index) of `site` patched from clean into corrupted.
 
-    answer None measures the clean run's top prediction at the last position.
+    The metric is read at `position` (None: the last); answer None measures the clean run's top
+    prediction there.
 
     progress(fraction, text) is called after each layer and may raise to stop; on_row(layer, values)
     hands each finished row over as it is made. checks=False leaves out the patch-all and patch-none
@@ -161,6 +169,7 @@ def activation_patch(
             raise PatchingError(f"the {role} token id {token} is outside the vocabulary (0..{config.vocab_size - 1})")
     clean_t, corrupt_t = check_pair(model, clean, corrupt)
     n_layers, seq = config.n_layers, clean_t.shape[1]
+    position = check_metric_position(position, seq)
     problem = cost_problem(config, seq, site)
     if problem:
         raise PatchingError(problem)
@@ -173,9 +182,9 @@ def activation_patch(
         with capture(model, stream_names) as corrupt_cache:
             corrupt_logits = model(corrupt_t)  # (1, T, V)
         if answer is None:
-            answer = int(clean_logits[0, -1].argmax())
-        clean_metric = float(metric(clean_logits[:, -1], answer, foil)[0])
-        corrupt_metric = float(metric(corrupt_logits[:, -1], answer, foil)[0])
+            answer = int(clean_logits[0, position].argmax())
+        clean_metric = float(metric(clean_logits[:, position], answer, foil)[0])
+        corrupt_metric = float(metric(corrupt_logits[:, position], answer, foil)[0])
         n_columns = seq if spec.axis == "position" else config.n_heads
         values = np.full((n_layers, n_columns), np.nan)
         width = config.d_model
@@ -186,7 +195,7 @@ def activation_patch(
                 indices = torch.arange(first, min(n_columns, first + chunk), device=start_stream.device)  # (b,)
                 batch = start_stream.expand(len(indices), -1, -1).contiguous()  # (b, T, D)
                 with intervene(model, [(site_names[layer], _patch_along_dim1(clean_cache[site_names[layer]], indices))]):
-                    logits = run_from_layer(model, batch, layer)  # (b, V)
+                    logits = run_from_layer(model, batch, layer, position)  # (b, V)
                 values[layer, first:first + len(indices)] = metric(logits, answer, foil).double().cpu().numpy()
             if on_row is not None:
                 on_row(layer, values[layer].copy())
@@ -200,7 +209,17 @@ def activation_patch(
             with intervene(model, [(name, lambda activation, _name: None) for name in site_names]):
                 patch_none = bool(torch.equal(model(corrupt_t), corrupt_logits))
     changed = tuple(int(i) for i in torch.nonzero(clean_t[0] != corrupt_t[0]).flatten())
-    return PatchingResult(site, answer, foil, clean_metric, corrupt_metric, values, patch_all, patch_none, changed)
+    return PatchingResult(site, answer, foil, clean_metric, corrupt_metric, values, patch_all, patch_none, changed,
+                          position)
+
+
+def check_metric_position(position: int | None, n_tokens: int) -> int:
+    """The position the metric is read at: the last one for None; a PatchingError outside the sequence."""
+    if position is None:
+        return n_tokens - 1
+    if not 0 <= position < n_tokens:
+        raise PatchingError(f"the metric position {position} is outside the sequence (0..{n_tokens - 1})")
+    return position
 
 
 def _full_patch_equal(model: Transformer, corrupt_t: torch.Tensor, clean_cache, name: str, clean_logits: torch.Tensor) -> bool:
@@ -217,11 +236,12 @@ def _full_patch_equal(model: Transformer, corrupt_t: torch.Tensor, clean_cache, 
 
 
 def naive_patch(model: Transformer, clean: Sequence[int], corrupt: Sequence[int], answer: int, foil: int | None,
-                site: str = "resid_pre") -> np.ndarray:
+                site: str = "resid_pre", position: int | None = None) -> np.ndarray:
     """The same map by one full corrupted forward per cell: the baseline the fast path is measured against."""
     spec = SITES[site]
     clean_t, corrupt_t = check_pair(model, clean, corrupt)
     n_layers = model.config.n_layers
+    position = check_metric_position(position, clean_t.shape[1])
     names = [spec.hook.format(layer=layer) for layer in range(n_layers)]
     n_columns = clean_t.shape[1] if spec.axis == "position" else model.config.n_heads
     values = np.zeros((n_layers, n_columns))
@@ -232,5 +252,5 @@ def naive_patch(model: Transformer, clean: Sequence[int], corrupt: Sequence[int]
             for column in range(n_columns):
                 index = torch.tensor([column], device=clean_t.device)
                 with intervene(model, [(names[layer], _patch_along_dim1(cache[names[layer]], index))]):
-                    values[layer, column] = float(metric(model(corrupt_t)[:, -1], answer, foil)[0])
+                    values[layer, column] = float(metric(model(corrupt_t)[:, position], answer, foil)[0])
     return values

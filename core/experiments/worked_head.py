@@ -88,6 +88,7 @@ class WorkedHead:
     tolerance: float  # what the difference is held to: REORDER_FACTOR * rounding + a floor
     unit_roundoff: float  # of the model's dtype (2^-24 for float32)
     dtype: str  # the model's dtype, and its matmuls' where they are reduced ("float32 with bfloat16 matmuls")
+    block_label: str = ""  # "block 2", or "decoder block 2" in an encoder-decoder (its decoder self-attention)
 
     def __post_init__(self) -> None:
         for item in fields(self):
@@ -260,6 +261,7 @@ def worked_head(
         max_difference=_max_difference(out["output"], model_out),
         step_checks=tuple(step_checks), rounding=rounding, tolerance=tolerance, unit_roundoff=unit,
         dtype=_dtype_name(dtype) + (f" with {_dtype_name(matmul_dtype)} matmuls" if matmul_dtype else ""),
+        block_label=("decoder block" if config.architecture == "encoder-decoder" else "block") + f" {layer}",
     )
 
 

@@ -53,7 +53,12 @@ from gui.widgets.wrapping_label import WrappingLabel
 
 TOP_K = 5
 MAX_LAYERS = 1024  # core.config's limit
-COLUMNS = ("stage", "‖x‖", "‖update‖", f"top-{TOP_K} next-token guesses (logit lens)")
+LENS_HEADERS = {"next": f"top-{TOP_K} next-token guesses (logit lens)",
+                "here": f"top-{TOP_K} guesses for this position (logit lens)", "": "no lens: the encoder never meets the head"}
+# The lens before what a stage read: at a laptop's width the table scrolls sideways past the last column.
+COLUMNS = ("stage", "‖x‖", "‖update‖", LENS_HEADERS["next"], "reads / routes to")
+LENS_COLUMN, READS_COLUMN = 3, 4
+TOWER_CHOICES = (("decoder", "decoder (target) token"), ("encoder", "encoder (source) token"))
 HOVER_HINT = ("Hover any part of the diagram: what it does, its parameter count and its output shape. "
               "Click it to open the panel that studies it.")
 ARCHITECTURE_NAMES = {"decoder": "decoder-only", "encoder": "encoder-only", "encoder-decoder": "encoder-decoder"}
@@ -96,12 +101,55 @@ class FollowInputs:
     tokenizer: Any  # None: the labels are ids (the tokenizer belongs to another vocabulary)
     tokens: tuple[int, ...]
     position: int
+    tower: str = "decoder"  # an encoder-decoder's "encoder": the position is a source token followed through the encoder
 
 
 def compute_follow(inputs: FollowInputs, token) -> Any:
     from core.experiments.follow_token import follow_token
 
-    return follow_token(inputs.model, list(inputs.tokens), inputs.position, inputs.tokenizer, k=TOP_K)
+    return follow_token(inputs.model, list(inputs.tokens), inputs.position, inputs.tokenizer, k=TOP_K, tower=inputs.tower)
+
+
+READS_TIP = ("Attention: the keys this token's query weighted most (the mean over heads), as position:token weight; "
+             "cross-attention reads the encoder's output of the source. A mixture of experts: the experts the router "
+             "chose and their mixing weights.")
+
+
+def follow_caption(result, named) -> str:
+    """The caption over the table (rich text): which token, what its head is asked, what the model answers."""
+    name = html.escape(result.model_name)
+    if result.tower == "encoder":
+        return (f"Source token {result.position} <b>{named(result.token_label)}</b> through {name}'s encoder: its last "
+                f"vector is one row of the memory that every decoder block's cross-attention reads. The encoder's "
+                "vectors never reach the head, so its stages have no logit lens.")
+    top = f"<b>{named(result.top_labels[-1][0])}</b> ({result.top_probs[-1][0]:.0%})"
+    if result.predicts == "here":
+        what = (f"Token {result.position} <b>{named(result.token_label)}</b> of an encoder: it attends both ways, and "
+                f"its masked-LM head scores which token belongs at this position (filling in a blank), not what comes "
+                f"next; {name} puts {top} first here.")
+    else:
+        following = (f"the text continues with <b>{named(result.next_token_label)}</b>"
+                     if result.next_token_label is not None else "the last token (the text has no next one)")
+        what = f"Token {result.position} <b>{named(result.token_label)}</b>: {following}; {name} predicts {top}."
+    if result.architecture == "encoder-decoder":
+        what += (f" Its encoder read a source of {len(result.source_labels)} tokens (here the same text); the "
+                 "cross-attention rows say which source tokens this token read.")
+    transform = ", the head transform" if "head-transform" in result.stage_kinds else ""
+    norm = "the final norm" if "final-norm" in result.stage_kinds else "no final norm"
+    return what + f" Each row reads the vector after a stage through {norm}{transform} and the head (a logit lens)."
+
+
+def describe_reads(result, stage: int, ids_only: bool = False) -> str:
+    """What a stage read, as the table's cell: the keys of largest mean weight, or the chosen experts."""
+    prefix = "id " if ids_only else ""
+    experts = result.experts(stage)
+    if experts:
+        return "experts " + ", ".join(f"{expert} {weight:.0%}" for expert, weight in experts)
+    reads = result.reads(stage)
+    if not reads:
+        return ""
+    where = "source " if result.stage_kinds[stage] == "cross-attention" else ""
+    return where + "  ".join(f"{position}:{prefix}{label} {weight:.0%}" for position, label, weight in reads)
 
 
 class FollowTokenView(View):
@@ -115,6 +163,7 @@ class FollowTokenView(View):
         super().__init__(state, compute, channel_prefix, parent)
         self.diagram = diagram
         self.chosen_position: int | None = None  # None: follow the default (second to last) token
+        self.tower = "decoder"  # an encoder-decoder's tower to follow in (the only stack otherwise)
         layout = QVBoxLayout(self.content)
         layout.setContentsMargins(0, 0, 0, 0)
         right = QSplitter(Qt.Orientation.Vertical)
@@ -130,8 +179,10 @@ class FollowTokenView(View):
         self.table.setObjectName("architecture-follow-table")
         self.table.setHorizontalHeaderLabels(list(COLUMNS))
         for column, tip in enumerate(("after which sublayer the vector is read", "length of the token's vector after the stage",
-                                      "length of what the stage added to it", "the next tokens the vector would predict if "
-                                      "the model stopped here: final norm, head, softmax")):
+                                      "length of what the stage added to it",
+                                      "the tokens the vector would predict if the model stopped here: final norm, "
+                                      "head, softmax (a decoder predicts the next token, an encoder this position's own)",
+                                      READS_TIP)):
             self.table.horizontalHeaderItem(column).setToolTip(tip)
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
@@ -174,6 +225,10 @@ class FollowTokenView(View):
         self.chosen_position = None if position is None else max(0, int(position))
         self.inputs_changed()
 
+    def choose_tower(self, tower: str) -> None:
+        self.tower = tower if tower in dict(TOWER_CHOICES) else "decoder"
+        self.inputs_changed()
+
     def inputs(self) -> FollowInputs | Refusal | None:
         model, tokens, config = self.state.model, self.state.tokens, self.state.config
         if model is None or getattr(model, "config", None) != config:
@@ -186,7 +241,8 @@ class FollowTokenView(View):
         problem = sequence_refusal(model, tokens)
         if problem:
             return Refusal(problem)
-        return FollowInputs(model, model_tokenizer(self.state), tuple(tokens), self.followed_position())
+        tower = self.tower if config.architecture == "encoder-decoder" else "decoder"
+        return FollowInputs(model, model_tokenizer(self.state), tuple(tokens), self.followed_position(), tower)
 
     # ---- showing -------------------------------------------------------------------------------
     def on_stale(self) -> None:
@@ -198,15 +254,11 @@ class FollowTokenView(View):
         def named(label: str) -> str:  # a label is the token's text, or its id where the model has no tokenizer
             return f"id {html.escape(label)}" if ids_only else f"'{html.escape(label)}'"
 
-        next_text = (f"the text continues with <b>{named(result.next_token_label)}</b>"
-                     if result.next_token_label is not None else "the last token (the text has no next one)")
         post = " Post-norm: each stage includes its norm." if result.placement == "post" else ""
         ids_note = (" Token ids only: the text's tokenizer has another vocabulary than this model's "
                     f"{self.shown_inputs.model.config.vocab_size:,} tokens." if ids_only else "")
-        self.caption.setText(
-            f"Token {result.position} <b>{named(result.token_label)}</b>: {next_text}; {html.escape(result.model_name)} "
-            f"predicts <b>{named(result.top_labels[-1][0])}</b> ({result.top_probs[-1][0]:.0%}). Each row reads the vector "
-            f"after a stage through the final norm and the head (a logit lens).{post}{ids_note}")
+        self.caption.setText(follow_caption(result, named) + post + ids_note)
+        self.table.horizontalHeaderItem(LENS_COLUMN).setText(LENS_HEADERS[result.predicts])
         self._fill_table(result)
         self._update_bars(result)
         self.annotate_diagram()
@@ -216,11 +268,13 @@ class FollowTokenView(View):
         try:
             self.table.setRowCount(result.n_stages)
             plain, bold = theme.font(), theme.font(bold=True)
+            ids_only = self.shown_inputs.tokenizer is None
             for row in range(result.n_stages):
-                prefix = "id " if self.shown_inputs.tokenizer is None else ""
+                prefix = "id " if ids_only else ""
                 guesses = "  │  ".join(f"{prefix}{label} {prob:.0%}" if prob >= 0.01 else f"{prefix}{label} <1%"
                                      for label, prob in zip(result.top_labels[row], result.top_probs[row]))
-                cells = (result.stage_labels[row], f"{result.norms[row]:.2f}", f"{result.update_norms[row]:.2f}", guesses)
+                cells = (result.stage_labels[row], f"{result.norms[row]:.2f}", f"{result.update_norms[row]:.2f}",
+                         guesses if result.has_lens else "—", describe_reads(result, row, ids_only))
                 for column, text in enumerate(cells):
                     item = self.table.item(row, column)
                     if item is None:
@@ -230,9 +284,10 @@ class FollowTokenView(View):
                     right = column in (1, 2)
                     item.setTextAlignment((Qt.AlignmentFlag.AlignRight if right else Qt.AlignmentFlag.AlignLeft)
                                           | Qt.AlignmentFlag.AlignVCenter)
-                    hit = result.next_token_label is not None and result.top_labels[row][0] == result.next_token_label
-                    item.setFont(bold if column == 3 and hit else plain)
-                    item.setToolTip(f"captured at {result.stage_hooks[row]}")
+                    hit = (result.target_label is not None and result.has_lens
+                           and result.top_labels[row][0] == result.target_label)
+                    item.setFont(bold if column == LENS_COLUMN and hit else plain)
+                    item.setToolTip(READS_TIP if column == READS_COLUMN else f"captured at {result.stage_hooks[row]}")
         finally:
             self.table.setUpdatesEnabled(True)
         for column in range(len(COLUMNS)):
@@ -260,7 +315,11 @@ class FollowTokenView(View):
         room = max(1, int(self.norm_plot.getViewBox().height() // max(1, line)))
         step = max(1, -(-result.n_stages // room))
         short = [label.replace("block ", "b").replace(": + ", " +") for label in result.stage_labels]
-        self.norm_plot.getAxis("left").setTicks([[(float(i), short[i]) for i in range(0, result.n_stages, step)]])
+        axis = self.norm_plot.getAxis("left")
+        axis.setTicks([[(float(i), short[i]) for i in range(0, result.n_stages, step)]])
+        # Wide enough for the longest name now: left to grow on its own, the axis widens a paint later, and a
+        # window grabbed before that shows no names at all.
+        axis.setWidth(max(QFontMetrics(theme.font(0.9)).horizontalAdvance(name) for name in short) + line)
 
     def _style_plot_title(self) -> None:
         size = round(theme.font(0.9).pointSizeF() * 1.35 * 1.1)
@@ -274,12 +333,16 @@ class FollowTokenView(View):
         """The diagram part where a stage's vector is read: its ⊕ (or the embedding, or the final norm)."""
         result = self.result
         kind, layer = result.stage_kinds[row], int(result.stage_layers[row])
-        tower = "encoder" if self.shown_inputs.model.config.architecture == "encoder" else "decoder"
+        tower = "encoder" if self.shown_inputs.model.config.architecture == "encoder" else result.tower
         if kind == "embedding":
-            positions = f"{tower}.add_positions"
-            return positions if positions in self.diagram.items else f"{tower}.token_embedding"
+            for key in (f"{tower}.embed_norm", f"{tower}.add_positions"):
+                if key in self.diagram.items:
+                    return key
+            return f"{tower}.token_embedding"
         if kind == "final-norm":
             return f"{tower}.final_norm"
+        if kind == "head-transform":
+            return f"{tower}.head_transform"
         sublayer = {"attention": "attention", "cross-attention": "cross_attention", "ffn": "ffn"}[kind]
         if result.placement == "post":  # the vector is read after the norm that follows the ⊕
             norm = {"attention": "norm1", "cross_attention": "norm_cross", "ffn": "norm2"}[sublayer]
@@ -291,8 +354,20 @@ class FollowTokenView(View):
         if self.result is None or self.is_stale:
             self.diagram.set_annotations({})
             return
-        self.diagram.set_annotations({self.stage_part_key(row): f"‖x‖ {self.result.norms[row]:.2f}"
-                                      for row in range(self.result.n_stages)})
+        result = self.result
+        notes = {self.stage_part_key(row): f"‖x‖ {result.norms[row]:.2f}" for row in range(result.n_stages)}
+        tower = "encoder" if self.shown_inputs.model.config.architecture == "encoder" else result.tower
+        ids_only = self.shown_inputs.tokenizer is None
+        for row in range(result.n_stages):
+            block = f"{tower}.block{int(result.stage_layers[row])}"
+            experts = result.experts(row)
+            if experts:  # the router's choice for this token, above the router it was made by
+                notes[f"{block}.router"] = "→ " + ", ".join(f"e{expert} {weight:.0%}" for expert, weight in experts)
+            if result.stage_kinds[row] == "cross-attention":  # the source tokens it read most, above the box
+                notes[f"{block}.cross_attention"] = "reads " + ", ".join(
+                    f"{position}:{'id ' if ids_only else ''}{label} {weight:.0%}"
+                    for position, label, weight in result.reads(row)[:2])
+        self.diagram.set_annotations(notes)
 
     def _on_row_selected(self) -> None:
         """Selecting a stage highlights where it is read in the diagram, when that block is drawn."""
@@ -334,8 +409,9 @@ class ArchitecturePanel(Panel):
         self.layers_spin.setValue(state.config.n_layers)
         self.layers_spin.setKeyboardTracking(False)
         self.layers_spin.setAccelerated(True)
-        self.layers_spin.setToolTip("Blocks in the stack (each tower of an encoder-decoder): changes the model "
-                                    "everywhere in the app, not just this drawing")
+        self.layers_spin.setToolTip("Blocks in the stack (of an encoder-decoder: the decoder's, and the encoder's too "
+                                    "unless its depth is set apart): changes the model everywhere in the app, not "
+                                    "just this drawing")
         layers_caption.setBuddy(self.layers_spin)
         token_caption = QLabel("Follow token")
         self.token_combo = QComboBox()
@@ -343,6 +419,12 @@ class ArchitecturePanel(Panel):
         self.token_combo.setToolTip("The position whose vector is followed through every sublayer")
         self.token_combo.setMinimumContentsLength(12)
         token_caption.setBuddy(self.token_combo)
+        self.tower_combo = QComboBox()
+        self.tower_combo.setObjectName("architecture-tower")
+        for tower, text in TOWER_CHOICES:
+            self.tower_combo.addItem(text, tower)
+        self.tower_combo.setToolTip("An encoder-decoder's encoder reads the text as its source and its decoder reads it "
+                                    "as the target: follow the token through either tower")
         self.config_label = QLabel("")
         self.config_label.setWordWrap(True)
         self.config_label.setTextFormat(Qt.TextFormat.RichText)  # describe_config escapes the name
@@ -351,6 +433,7 @@ class ArchitecturePanel(Panel):
         controls.addSpacing(16)
         controls.addWidget(token_caption)
         controls.addWidget(self.token_combo)
+        controls.addWidget(self.tower_combo)
         controls.addSpacing(16)
         controls.addWidget(self.config_label, 1)
         layout.addLayout(controls)
@@ -385,6 +468,7 @@ class ArchitecturePanel(Panel):
 
         self.layers_spin.valueChanged.connect(self._on_layers_changed)
         self.token_combo.activated.connect(self._on_token_chosen)
+        self.tower_combo.activated.connect(lambda index: self.follow.choose_tower(self.tower_combo.itemData(index)))
         self.view.part_hovered.connect(self._on_part_hovered)
         self.view.part_clicked.connect(self._on_part_clicked)
         state.config_changed.connect(self._on_config_changed)
@@ -431,6 +515,7 @@ class ArchitecturePanel(Panel):
         self.view.set_diagram(diagram_parts(config, len(self.state.tokens)))
         self.picture.sync_size()
         self.config_label.setText(describe_config(config))
+        self.tower_combo.setVisible(config.architecture == "encoder-decoder")
         hovered = self.view.hovered
         self.hover_label.setText(describe_part(hovered, self.diagram.seq_len) if hovered is not None else HOVER_HINT)
 
@@ -526,8 +611,15 @@ class ArchitecturePanel(Panel):
             *self.follow.export_targets(),
         ]
 
+    def set_followed_tower(self, tower: str) -> None:
+        """Follow the token through an encoder-decoder's `tower` ("decoder" or "encoder")."""
+        index = self.tower_combo.findData(tower)
+        if index >= 0:
+            self.tower_combo.setCurrentIndex(index)
+            self.follow.choose_tower(tower)
+
     def settings(self) -> dict[str, Any]:
-        return {"follow_position": self.chosen_position}
+        return {"follow_position": self.chosen_position, "follow_tower": self.follow.tower}
 
     def restore_settings(self, data: dict[str, Any]) -> None:
         if not isinstance(data, dict):
@@ -535,6 +627,9 @@ class ArchitecturePanel(Panel):
         position = data.get("follow_position")
         if isinstance(position, int) and not isinstance(position, bool) and position >= 0:
             self.set_followed_position(position)
+        tower = data.get("follow_tower")
+        if tower in dict(TOWER_CHOICES):
+            self.set_followed_tower(tower)
 
 
 __all__ = ["ArchitecturePanel", "FollowTokenView", "FollowInputs", "compute_follow", "describe_config"]

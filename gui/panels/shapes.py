@@ -1,6 +1,7 @@
 """Tensor shapes: the reading's walk-through traced from a forward pass, with each tensor's memory.
 
-B and T are the panel's own; d_model and heads start from the current config and can be changed
+B and T are the panel's own (and S, the source length, for an encoder-decoder); d_model and heads
+start from the current config and can be changed
 here to ask "what if" without touching the model (d_ff keeps the config's expansion ratio). The
 trace is one view (`ShapesView`): its inputs are the traced config, B and T; a change of any of
 them marks the table, the plots and the summary stale at once, and an impossible what-if or a T
@@ -41,6 +42,7 @@ from gui.widgets.plot_titles import wrap_title
 from gui.widgets.table_rows import never_cut_cells
 
 COLUMNS = ("step", "shape", "elements", "memory", "meaning")
+SETTING_KEYS = ("batch", "seq", "d_model", "heads", "source_seq")  # in the order of ShapesControls.spins()
 
 
 class MetaModelCache:
@@ -71,6 +73,7 @@ class ShapesInputs:
     batch: int
     seq: int
     meta_models: MetaModelCache = field(compare=False, repr=False)
+    source_seq: int | None = None  # S: an encoder-decoder's source length; None for one stack
 
 
 @dataclass(frozen=True)
@@ -82,12 +85,12 @@ class ShapesResult:
 def compute_shapes(inputs: ShapesInputs, token) -> ShapesResult:
     from core.experiments.shapes import attention_growth, growth_lengths, meta_model, trace_shapes
 
-    config, batch, seq = inputs.config, inputs.batch, inputs.seq
+    config, batch, seq, source = inputs.config, inputs.batch, inputs.seq, inputs.source_seq
     model = inputs.meta_models.model_for(config, meta_model)
     token.check()
-    trace = trace_shapes(config, batch, seq, model=model)
+    trace = trace_shapes(config, batch, seq, model=model, source_seq=source)
     token.check()
-    growth = attention_growth(config, batch, growth_lengths(config.context_length, seq), model=model)
+    growth = attention_growth(config, batch, growth_lengths(config.context_length, seq), model=model, source_seq=source)
     return ShapesResult(trace, growth)
 
 
@@ -113,20 +116,27 @@ class ShapesControls(QWidget):
         controls.setContentsMargins(0, 0, 0, 0)
         self.batch_spin = self._spin("B", 1, 4096, 1, "batch size", controls)
         self.seq_spin = self._spin("T", 1, 1 << 20, 128, "sequence length (at most the context length)", controls)
+        self.source_spin = self._spin("S", 1, 1 << 20, 128, "an encoder-decoder's source length: what its encoder reads, "
+                                      "and the keys and values of every cross-attention (at most the context length)",
+                                      controls)
         self.d_model_spin = self._spin("d_model", 1, 1 << 20, config.d_model, "width of the residual stream", controls)
         self.heads_spin = self._spin("heads", 1, 1024, config.n_heads, "attention heads", controls)
         self.reset_button = QPushButton("Use model's d_model and heads")
         self.reset_button.setToolTip("Copy d_model and n_heads from the current model config")
         controls.addWidget(self.reset_button)
+        pair = config.architecture == "encoder-decoder"
+        self.source_spin.setVisible(pair)
+        self.source_spin.property("caption").setVisible(pair)
         for spin in self.spins():
             spin.valueChanged.connect(self.changed)
 
     def spins(self) -> tuple[QSpinBox, ...]:
-        return self.batch_spin, self.seq_spin, self.d_model_spin, self.heads_spin
+        return self.batch_spin, self.seq_spin, self.d_model_spin, self.heads_spin, self.source_spin
 
     def _spin(self, label: str, low: int, high: int, value: int, tip: str, layout: FlowLayout) -> QSpinBox:
         caption = QLabel(label)
         spin = QSpinBox()
+        spin.setProperty("caption", caption)  # shown and hidden with its spin (S, for an encoder-decoder only)
         spin.setRange(low, high)
         spin.setValue(value)
         spin.setToolTip(tip)
@@ -139,7 +149,7 @@ class ShapesControls(QWidget):
 
     def set_values(self, values: dict[str, int]) -> None:
         """Set several spins with one `changed` (a session, a lesson step, the config's own width)."""
-        spins = dict(zip(("batch", "seq", "d_model", "heads"), self.spins()))
+        spins = dict(zip(SETTING_KEYS, self.spins()))
         for key, value in values.items():
             spin = spins[key]
             spin.blockSignals(True)
@@ -149,7 +159,15 @@ class ShapesControls(QWidget):
         self.changed.emit()
 
     def copy_from(self, config: ModelConfig) -> None:
-        self.set_values({"d_model": config.d_model, "heads": config.n_heads})
+        """The config's own width; a T or S beyond its context comes down to the context length."""
+        values = {"d_model": config.d_model, "heads": config.n_heads}
+        for key, spin in (("seq", self.seq_spin), ("source_seq", self.source_spin)):
+            if spin.value() > config.context_length:
+                values[key] = config.context_length
+        pair = config.architecture == "encoder-decoder"
+        self.source_spin.setVisible(pair)
+        self.source_spin.property("caption").setVisible(pair)
+        self.set_values(values)
 
     def traced_config(self, config: ModelConfig) -> ModelConfig:
         return what_if_config(config, self.d_model_spin.value(), self.heads_spin.value())
@@ -234,7 +252,11 @@ class ShapesView(View):
         if seq > config.context_length:
             return Refusal(f"T = {seq} exceeds the context length of {config.context_length}; "
                            "lower T or raise context_length")
-        return ShapesInputs(config, batch, seq, self.meta_models)
+        source = self.controls.source_spin.value() if config.architecture == "encoder-decoder" else None
+        if source is not None and source > config.context_length:
+            return Refusal(f"S = {source} exceeds the context length of {config.context_length}; "
+                           "lower S or raise context_length")
+        return ShapesInputs(config, batch, seq, self.meta_models, source)
 
     def show_result(self, result: ShapesResult) -> None:
         trace = result.trace
@@ -242,14 +264,24 @@ class ShapesView(View):
         self._update_plots(trace, result.growth)
         config = trace.config
         matrix = trace.attention_matrix_bytes
-        layers = config.n_layers + config.encoder_layers if config.architecture == "encoder-decoder" else config.n_layers
+        if trace.source_seq is not None:
+            kept = (f"{format_bytes(trace.all_attention_weights_bytes)} if every layer keeps its weights ("
+                    f"{plural(config.n_layers, 'decoder block')} of T x T and T x S, "
+                    f"{plural(config.encoder_layers, 'encoder block')} of S x S)")
+        else:
+            kept = (f"{format_bytes(trace.all_attention_weights_bytes)} if all "
+                    f"{plural(config.n_layers, 'layer')} keep theirs")
+        source = (f", S={trace.source_seq} (the encoder's source; cross-attention is (B, h, T, S))"
+                  if trace.source_seq is not None else "")
+        towers = "block 0 of each tower" if trace.source_seq is not None else "block 0"
+        self.memory_plot.setTitle("Memory per tensor (one block of each tower)" if trace.source_seq is not None
+                                  else "Memory per tensor (one block)")
         self.summary.setText(
-            f"<b>{html.escape(config.name)}</b>: B={trace.batch}, T={trace.seq}, d_model={config.d_model}, h={config.n_heads}, "
-            f"d_head={config.d_head}; traced on the {trace.device} device through block 0. "
+            f"<b>{html.escape(config.name)}</b>: B={trace.batch}, T={trace.seq}{source}, d_model={config.d_model}, "
+            f"h={config.n_heads}, d_head={config.d_head}; traced on the {trace.device} device through {towers}. "
             f"<span style='color:{theme.current().warning}'><b>The (B, h, T, T) attention matrix</b> is "
             f"{format_bytes(matrix)} per layer ({matrix / max(1, trace.residual_bytes):.1f}x one (B, T, d_model) "
-            f"activation), {format_bytes(matrix * layers)} if all {plural(layers, 'layer')} keep theirs; "
-            f"doubling T quadruples it.</span>"
+            f"activation), {kept}; doubling T quadruples it.</span>"
         )
 
     def _fill_table(self, trace) -> None:
@@ -382,7 +414,7 @@ class ShapesPanel(Panel):
         layout.addWidget(self.shapes, 1)
         # Names lessons, sessions and tests point at.
         controls, view = self.controls, self.shapes
-        self.batch_spin, self.seq_spin = controls.batch_spin, controls.seq_spin
+        self.batch_spin, self.seq_spin, self.source_seq_spin = controls.batch_spin, controls.seq_spin, controls.source_spin
         self.d_model_spin, self.heads_spin, self.reset_button = controls.d_model_spin, controls.heads_spin, controls.reset_button
         self.summary, self.table = view.summary, view.table
         self.memory_plot, self.growth_plot = view.memory_plot, view.growth_plot
@@ -408,18 +440,13 @@ class ShapesPanel(Panel):
         self.controls.copy_from(self.state.config)
 
     def settings(self) -> dict[str, Any]:
-        return {
-            "batch": self.batch_spin.value(),
-            "seq": self.seq_spin.value(),
-            "d_model": self.d_model_spin.value(),
-            "heads": self.heads_spin.value(),
-        }
+        return dict(zip(SETTING_KEYS, (spin.value() for spin in self.controls.spins())))
 
     def restore_settings(self, data: dict[str, Any]) -> None:
         if not isinstance(data, dict):
             return
         values = {key: value for key, value in data.items()
-                  if key in ("batch", "seq", "d_model", "heads") and isinstance(value, int) and not isinstance(value, bool)}
+                  if key in SETTING_KEYS and isinstance(value, int) and not isinstance(value, bool)}
         if values:
             self.controls.set_values(values)
 

@@ -47,6 +47,9 @@ def kind_color(kind: str) -> QColor:
     return theme.series_color(index)
 
 
+
+ABOVE = frozenset({"router", "cross_attention"})  # parts whose annotation is written above the box, not beside it
+
 class PartItem(QGraphicsPathItem):
     """A box (or circle) of the diagram: reports hover and clicks to its view."""
 
@@ -163,8 +166,11 @@ class BlockDiagramView(QGraphicsView):
             # A ⊕ is read on the stream's free side; a box on the stream, beside it on the branch side.
             side = -part.branch_side if part.kind == "add" else part.branch_side
             gap = 0.45 * u
-            x = rect.right() + gap if side > 0 else rect.left() - gap - bounds.width()
-            label.setPos(x, rect.center().y() - bounds.height() / 2)
+            if part.kind in ABOVE:  # beside these sit the next box or the memory bus: their reading goes above
+                label.setPos(rect.left(), rect.top() - 0.15 * u - bounds.height())
+            else:
+                x = rect.right() + gap if side > 0 else rect.left() - gap - bounds.width()
+                label.setPos(x, rect.center().y() - bounds.height() / 2)
             self.scene().addItem(label)
             self.annotation_items[key] = label
 

@@ -133,9 +133,9 @@ def test_the_cause_follows_what_was_measured():
 
 
 @pytest.mark.parametrize("changes, message", [
-    ({"architecture": "encoder", "attention": "bidirectional"}, "not a causal decoder"),
-    ({"attention": "bidirectional"}, "not a causal decoder"),
-    ({"architecture": "encoder-decoder", "positional": "sinusoidal"}, "not a causal decoder"),
+    ({"architecture": "encoder", "attention": "bidirectional"}, "is an encoder: it attends both ways"),
+    ({"attention": "bidirectional"}, "without a causal mask: it attends both ways"),
+    ({"architecture": "encoder-decoder", "positional": "sinusoidal"}, "is an encoder-decoder: its decoder caches"),
 ])
 def test_models_that_keep_no_cache_are_refused(changes, message):
     model = Transformer.from_seed(small("learned").replace(**changes))

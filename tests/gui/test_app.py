@@ -64,3 +64,14 @@ def test_self_test_fails_when_a_packaged_copy_lost_the_sidebar_help(qtbot, monke
     err = capsys.readouterr().err
     assert code == 1
     assert "sidebar help" in err and "core/config.py" in err
+
+
+def test_a_refusal_in_words_is_a_panel_working(qtbot, tmp_path, capsys):
+    """An encoder-decoder has nothing to sample and no single stack to patch: those panels say so, and pass."""
+    session = tmp_path / "pair.json"
+    write_session(session, Session(config=get_preset("tiny-encoder-decoder"), text="the cat sat"))
+    code = main(["--self-test", "--session", str(session)])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    assert "self-test: Generate refused, in words: Tiny-encoder-decoder is an encoder-decoder" in out.out
+    assert "self-test passed" in out.out

@@ -16,7 +16,7 @@ from core.params import attention_params, block_breakdown, ffn_params
 from core.presets import PRESETS, get_preset
 from core.tokenizers import CharTokenizer
 from gui.panels import PANEL_CLASSES
-from gui.panels.architecture import HOVER_HINT, ArchitecturePanel
+from gui.panels.architecture import HOVER_HINT, LENS_COLUMN, ArchitecturePanel
 from gui.state import LabState
 from gui.widgets.export import export
 from tests.configs import small_configs
@@ -243,7 +243,7 @@ def test_the_follow_table_matches_core(qtbot, panel, tmp_path):
         assert table.item(row, 0).text() == expected.stage_labels[row]
         assert table.item(row, 1).text() == f"{expected.norms[row]:.2f}"
         assert table.item(row, 2).text() == f"{expected.update_norms[row]:.2f}"
-        assert table.item(row, 3).text().startswith(expected.top_labels[row][0] + " ")
+        assert table.item(row, LENS_COLUMN).text().startswith(expected.top_labels[row][0] + " ")
     np.testing.assert_allclose(panel.norm_bars.opts["width"], expected.norms)
     np.testing.assert_allclose(panel.update_bars.opts["width"], expected.update_norms)
     assert f"Token {position}" in panel.follow_caption.text()
@@ -256,7 +256,7 @@ def test_the_follow_table_matches_core(qtbot, panel, tmp_path):
     with qtbot.waitSignal(panel.result_shown, timeout=30_000):
         panel.token_combo.setCurrentIndex(1)
         panel.token_combo.activated.emit(1)
-    assert panel.result.position == 1 and panel.settings() == {"follow_position": 1}
+    assert panel.result.position == 1 and panel.settings() == {"follow_position": 1, "follow_tower": "decoder"}
 
     table.selectRow(2)  # a stage row lights up its ⊕ in the drawing
     assert panel.view.hovered is not None and panel.view.hovered.key == "decoder.block0.add_ffn"
@@ -473,4 +473,4 @@ def test_a_model_of_another_vocabulary_is_read_in_ids_in_the_picker_and_the_capt
     assert panel.token_combo.itemText(position) == f"{position}: id {token}"
     caption = panel.follow_caption.text()
     assert f"Token {position} <b>id {token}</b>" in caption and "Token ids only" in caption
-    assert all(part.strip().startswith("id ") for part in panel.table.item(0, 3).text().split("│"))
+    assert all(part.strip().startswith("id ") for part in panel.table.item(0, LENS_COLUMN).text().split("│"))

@@ -198,7 +198,8 @@ def test_an_encoder_is_refused_in_words(qtbot, lab):
     encoder = Transformer.from_seed(get_preset("tiny-gpt").replace(architecture="encoder", attention="bidirectional"))
     with qtbot.waitSignal(panel.sampling.error_shown, timeout=RESULT_TIMEOUT_MS):
         state.set_model(encoder)
-    assert panel.sampling.showing_message and "not a causal decoder" in panel.sampling.message.text()
+    text = panel.sampling.message.text()
+    assert panel.sampling.showing_message and "is an encoder" in text and "does not continue text" in text
 
 
 def test_settings_round_trip(qtbot, lab):

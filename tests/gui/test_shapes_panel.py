@@ -114,12 +114,12 @@ def test_settings_round_trip_and_ignore_junk(qtbot, panel):
     view = panel.shapes
     with qtbot.waitSignal(view.result_shown, timeout=RESULT_TIMEOUT_MS):
         panel.restore_settings({"batch": 2, "seq": 8, "d_model": 64, "heads": 4, "other": 1})
-    assert panel.settings() == {"batch": 2, "seq": 8, "d_model": 64, "heads": 4}
+    assert panel.settings() == {"batch": 2, "seq": 8, "d_model": 64, "heads": 4, "source_seq": 128}
     assert shapes_of(panel)["Q per head"] == (2, 4, 8, 16)
     computations = view.computations
     panel.restore_settings({"batch": "two", "seq": True})
     panel.restore_settings(None)
-    assert panel.settings() == {"batch": 2, "seq": 8, "d_model": 64, "heads": 4}
+    assert panel.settings() == {"batch": 2, "seq": 8, "d_model": 64, "heads": 4, "source_seq": 128}
     assert view.computations == computations
     labels = [label for label, _ in panel.export_targets()]
     assert labels == ["Tensor shapes", "Memory per tensor (plot)", "Growth with T (plot)", "Shape table"]

@@ -13,7 +13,7 @@ from PySide6.QtWidgets import QComboBox, QLineEdit, QSplitter, QVBoxLayout, QWid
 
 from gui import theme
 from gui.panels.base import Refusal, View
-from gui.panels.common import labelled, make_plot, plain_label, token_label
+from gui.panels.common import as_sentence, labelled, make_plot, plain_label, sequence_refusal, token_label
 from gui.widgets.flow_layout import FlowLayout
 from gui.widgets.legend import legend_below
 
@@ -114,8 +114,14 @@ class AblationView(View):
         if len(tokens) > model.config.context_length:
             return Refusal(f"The text has {len(tokens)} tokens, more than the model's context of "
                            f"{model.config.context_length}; shorten it.")
-        if model.config.architecture == "encoder-decoder":
-            return Refusal("Ablation measures next-token loss on one stack; this model has an encoder too.")
+        problem = sequence_refusal(model, list(tokens))
+        if problem:
+            return Refusal(problem)
+        from core.experiments.ablation import refusal  # torch is loaded: a model is
+
+        problem = refusal(model)
+        if problem:
+            return Refusal(as_sentence(problem))
         heads, ffns, problem = parse_parts(self.heads_edit.text(), self.ffns_edit.text(), model.config.n_layers,
                                            model.config.n_heads)
         if problem:

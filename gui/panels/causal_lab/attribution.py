@@ -8,17 +8,15 @@ from typing import Any
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QSpinBox, QSplitter, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QSplitter, QVBoxLayout, QWidget
 
 from gui import theme
 from gui.panels.base import Refusal, View
-from gui.panels.causal_lab.common import CausalControls
-from gui.panels.common import as_sentence, labelled, make_plot, plain_label
+from gui.panels.causal_lab.common import POSITION_TIP, CausalControls, chosen_position, position_spin
+from gui.panels.common import as_sentence, labelled, make_plot, plain_label, sequence_refusal
 from gui.widgets.flow_layout import FlowLayout
 from gui.widgets.heatmap import Heatmap
 from gui.widgets.legend import legend_below
-
-LAST = -1  # the position spin's special value: the last token
 
 
 @dataclass(frozen=True)
@@ -50,12 +48,7 @@ class AttributionView(View):
         column = QVBoxLayout(self.content)
         column.setContentsMargins(0, 4, 0, 0)
         row = FlowLayout()
-        self.position_spin = QSpinBox()
-        self.position_spin.setObjectName("attribution-position")
-        self.position_spin.setRange(LAST, 0)
-        self.position_spin.setSpecialValueText("last")
-        self.position_spin.setValue(LAST)
-        self.position_spin.setToolTip("The position whose next-token logit is split (last: the last token)")
+        self.position_spin = position_spin("attribution-position", f"The position whose logit is split; {POSITION_TIP}")
         self.position_spin.valueChanged.connect(self.inputs_changed)
         labelled(row, "position", self.position_spin)
         state.tokens_changed.connect(self._update_position_range)
@@ -107,12 +100,13 @@ class AttributionView(View):
         if len(tokens) > model.config.context_length:
             return Refusal(f"The text has {len(tokens)} tokens, more than the model's context of "
                            f"{model.config.context_length}; shorten it.")
+        problem = sequence_refusal(model, list(tokens))  # ids of another vocabulary (a tokenizer kept from another model)
+        if problem:
+            return Refusal(problem)
         answer, foil, problem = self.controls.answer_and_foil(self.state.tokenizer, model.config.vocab_size)
         if problem:
             return Refusal(problem[0].upper() + problem[1:] + ".")
-        position = self.position_spin.value()
-        position = len(tokens) - 1 if position == LAST else min(position, len(tokens) - 1)
-        return AttributionInputs(model, tokens, answer, foil, position)
+        return AttributionInputs(model, tokens, answer, foil, chosen_position(self.position_spin, len(tokens)))
 
     def show_result(self, result) -> None:
         inputs: AttributionInputs = self.shown_inputs
@@ -122,8 +116,10 @@ class AttributionView(View):
         top = " (the top prediction)" if inputs.answer is None else ""
         if result.answer == result.foil:
             top += ", the same token as the foil, so every part is 0 by construction"
+        here = (" (an encoder's logit there scores the token that belongs at that position, not the next one)"
+                if config.architecture == "encoder" else "")
         self.summary_label.setText(
-            f"{metric}{top} at position {result.position}: the model's own {result.total:.6g}; "
+            f"{metric}{top} at position {result.position}{here}: the model's own {result.total:.6g}; "
             f"the parts sum to {result.parts_sum:.6g}; difference {result.difference:.2g} "
             f"(float32 rounding allows {result.tolerance:.1g}): they {verdict}. "
             f"Final {result.norm} scale of this run: {result.final_scale:.4g}.")
@@ -145,14 +141,14 @@ class AttributionView(View):
         single: dict[int, float] = {}
         per_layer = {"attn_bias": np.zeros(n_layers), "ffn": np.zeros(n_layers)}
         for part in result.components:
-            if part.kind in ("embed", "pos_embed", "norm_bias"):
+            if part.kind in ("embed", "pos_embed", "norm_bias", "head_bias"):
                 single[len(rows)] = part.value
                 rows.append(part.name)
             elif part.kind == "attn_bias":
                 per_layer["attn_bias"][part.layer] += part.value
             elif part.kind in ("ffn", "expert"):
                 per_layer["ffn"][part.layer] += part.value
-        first_layer_row = sum(1 for name in rows if name != "final norm bias")
+        first_layer_row = sum(1 for name in rows if name not in ("final norm bias", "logit bias"))
         layer_rows = [f"L{layer}" for layer in range(n_layers)]
         rows[first_layer_row:first_layer_row] = layer_rows
         single = {(row if row < first_layer_row else row + n_layers): value for row, value in single.items()}

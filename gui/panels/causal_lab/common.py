@@ -5,12 +5,32 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from PySide6.QtCore import QObject, Signal
-from PySide6.QtWidgets import QLineEdit, QWidget
+from PySide6.QtWidgets import QLineEdit, QSpinBox, QWidget
 
 from gui.panels.common import token_label
 from gui.widgets.token_strip import TokenStrip
 
 MAX_TOKEN_CHARS = 200  # an answer or foil: one token's text
+LAST = -1  # a position spin's special value: the last token
+POSITION_TIP = ("a decoder's logits there score the next token, an encoder's the token that belongs at that position "
+                "(a blank it fills in)")
+
+
+def position_spin(name: str, tip: str) -> QSpinBox:
+    """A position picker whose lowest value reads "last" (the last token, whatever the text's length)."""
+    spin = QSpinBox()
+    spin.setObjectName(name)
+    spin.setRange(LAST, 0)
+    spin.setSpecialValueText("last")
+    spin.setValue(LAST)
+    spin.setToolTip(tip)
+    return spin
+
+
+def chosen_position(spin: QSpinBox, n_tokens: int) -> int:
+    """The position a spin picks in a text of n_tokens: "last" is the last, a larger value is clamped to it."""
+    value = spin.value()
+    return n_tokens - 1 if value == LAST else min(value, n_tokens - 1)
 
 
 def parse_token(text: str, tokenizer, vocab_size: int, role: str) -> tuple[int | None, str]:

@@ -70,6 +70,7 @@ class CausalLabPanel(Panel):
         self.patching_summary = self.patching_view.summary_label
         self.patching_checks = self.patching_view.checks_label
         self.patching_site = self.patching_view.site_combo
+        self.patching_position = self.patching_view.position_spin
         self.attribution_summary = self.attribution_view.summary_label
         self.heads_map = self.attribution_view.heads_map
         self.ablation_summary = self.ablation_view.summary_label
@@ -125,6 +126,7 @@ class CausalLabPanel(Panel):
             "foil": self.foil_edit.text(),
             "corrupt": list(self.controls.corrupt_ids),
             "site": self.patching_view.site,
+            "metric_position": self.patching_view.position_spin.value(),
             "heads": self.ablation_view.heads_edit.text(),
             "ffns": self.ablation_view.ffns_edit.text(),
             "ablation": self.ablation_view.mode_combo.currentData(),
@@ -147,7 +149,8 @@ class CausalLabPanel(Panel):
             index = combo.findData(data.get(key))
             if index >= 0:
                 combo.setCurrentIndex(index)
-        for key, spin in (("period", self.induction_view.period_spin), ("seed", self.induction_view.seed_spin)):
+        for key, spin in (("period", self.induction_view.period_spin), ("seed", self.induction_view.seed_spin),
+                          ("metric_position", self.patching_view.position_spin)):
             value = data.get(key)
             if isinstance(value, int) and not isinstance(value, bool):
                 spin.setValue(value)

@@ -14,8 +14,8 @@ import numpy as np
 from PySide6.QtWidgets import QComboBox, QVBoxLayout, QWidget
 
 from gui.panels.base import Refusal, View
-from gui.panels.causal_lab.common import CausalControls
-from gui.panels.common import labelled, plain_label, token_labels
+from gui.panels.causal_lab.common import POSITION_TIP, CausalControls, chosen_position, position_spin
+from gui.panels.common import labelled, plain_label, sequence_refusal, token_labels
 from gui.widgets.flow_layout import FlowLayout
 from gui.widgets.heatmap import Heatmap
 
@@ -35,6 +35,7 @@ class PatchingInputs:
     answer: int | None  # None: the model's top prediction
     foil: int | None
     site: str
+    position: int = -1  # where the metric is read
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,7 @@ def compute_patching(inputs: PatchingInputs, token):
 
     return activation_patch(
         inputs.model, list(inputs.clean), list(inputs.corrupt), inputs.answer, inputs.foil, inputs.site,
-        progress=token.report,
+        position=inputs.position, progress=token.report,
         on_row=lambda layer, values: token.partial(PatchingRow(layer, values, inputs.model.config.n_layers)),
     )
 
@@ -61,6 +62,10 @@ def patching_refusal(model, clean, corrupt, site: str) -> str:
         return "Type a clean text above, then edit tokens of it in the corrupted strip."
     if len(clean) > model.config.context_length:
         return f"The text has {len(clean)} tokens, more than the model's context of {model.config.context_length}."
+    for ids in (clean, corrupt):
+        problem = sequence_refusal(model, list(ids))
+        if problem:
+            return problem
     if len(corrupt) != len(clean):
         return (f"The clean input has {len(clean)} tokens and the corrupted one {len(corrupt)}: patching compares "
                 "activations position by position, so replace tokens without inserting or deleting any.")
@@ -92,6 +97,11 @@ class PatchingView(View):
         self.site_combo.setToolTip("Which activation is taken from the clean run, one at a time")
         self.site_combo.currentIndexChanged.connect(self.inputs_changed)
         labelled(row, "patch", self.site_combo)
+        self.position_spin = position_spin("patching-position", f"Where the metric is read; {POSITION_TIP}")
+        self.position_spin.valueChanged.connect(self.inputs_changed)
+        state.tokens_changed.connect(self._update_position_range)
+        self._update_position_range()
+        labelled(row, "metric at", self.position_spin)
         column.addLayout(row)
         self.summary_label = plain_label(name="patching-summary")
         self.checks_label = plain_label(name="patching-checks")
@@ -103,6 +113,9 @@ class PatchingView(View):
         self.patch_map.setMinimumHeight(10 * self.fontMetrics().height())
         column.addWidget(self.patch_map, 1)
         column.addWidget(self.checks_label)
+
+    def _update_position_range(self) -> None:
+        self.position_spin.setMaximum(max(0, len(self.state.tokens) - 1))
 
     @property
     def site(self) -> str:
@@ -119,7 +132,7 @@ class PatchingView(View):
         answer, foil, problem = self.controls.answer_and_foil(self.state.tokenizer, model.config.vocab_size)
         if problem:
             return Refusal(problem[0].upper() + problem[1:] + ".")
-        return PatchingInputs(model, clean, corrupt, answer, foil, self.site)
+        return PatchingInputs(model, clean, corrupt, answer, foil, self.site, chosen_position(self.position_spin, len(clean)))
 
     def _labels(self, inputs: PatchingInputs, n_columns: int) -> tuple[list[str], list[str]]:
         config = inputs.model.config
@@ -171,7 +184,10 @@ class PatchingView(View):
             top += ", the same token as the foil: every value is 0 by construction"
         if inputs.clean == inputs.corrupt:
             scale += ". The corrupted input equals the clean one: replace a token in the corrupted strip"
-        self.summary_label.setText(f"{metric}{top} at the last position: clean {result.clean_metric:.5g}, corrupted "
+        where = "the last position" if inputs.position == len(inputs.clean) - 1 else f"position {inputs.position}"
+        if inputs.model.config.architecture == "encoder":
+            where += " (an encoder's logits there score the token that belongs at that position: read it at a blank)"
+        self.summary_label.setText(f"{metric}{top} at {where}: clean {result.clean_metric:.5g}, corrupted "
                                    f"{result.corrupt_metric:.5g}; map: {scale}.")
         every = all(result.patch_all_equal)
         self.checks_label.setText(

@@ -106,10 +106,11 @@ class KVCacheView(View):
         if problem:
             return Refusal(problem)
         config = model.config
-        if config.architecture != "decoder" or not config.self_attention_causal:
-            return Refusal(f"{config.name} is not a causal decoder: a KV cache serves models that generate left to "
-                           "right (an encoder attends both ways, so each new token changes every position). "
-                           "Pick a decoder preset.")
+        from core.experiments.kv_cache import cache_refusal  # torch is loaded: a model is
+
+        problem = cache_refusal(config)
+        if problem:
+            return Refusal(f"{problem[0].upper()}{problem[1:]}. Pick a decoder preset.")
         if len(tokens) < 2:
             return Refusal("The cached decode needs at least two tokens: one to prefill, one to decode. Type more text.")
         steps = min(self.decode_steps_spin.value(), len(tokens) - 1)

@@ -207,9 +207,11 @@ class SamplingView(View):
         problem = sequence_refusal(model, tokens)
         if problem:
             return Refusal(problem)
-        if model.config.architecture != "decoder" or not model.config.self_attention_causal:
-            return Refusal(f"{model.config.name} is not a causal decoder: it does not predict the next token "
-                           "from the past alone, so there is nothing to sample. Pick a decoder preset.")
+        from core.experiments.next_token import continuation_refusal  # torch is loaded: a model is
+
+        problem = continuation_refusal(model.config)
+        if problem:
+            return Refusal(f"{problem[0].upper()}{problem[1:]}. Pick a decoder preset.")
         top_k = self.top_k_spin.value() or None
         top_p = round(self.top_p_spin.value(), 3)
         return SamplingInputs(model, self.state.tokenizer, tuple(tokens), round(self.temperature_spin.value(), 2),

@@ -1,4 +1,9 @@
-"""Attention: the weights of one head as a map, and every layer x head as small multiples to pick from."""
+"""Attention: the weights of one head as a map, and every layer x head as small multiples to pick from.
+
+An encoder-decoder has three kinds of attention, chosen above the map: the decoder's own (causal), the
+cross-attention that reads the encoder's output (rows are decoder positions, columns source positions)
+and the encoder's own (both ways). An encoder-only model's one kind attends both ways.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +15,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QFontMetrics
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QSpinBox, QSplitter, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSpinBox, QSplitter, QVBoxLayout, QWidget
 
 from gui import theme
 from gui.panels.base import Refusal, View
@@ -20,12 +25,19 @@ from gui.widgets.heatmap import Heatmap
 from gui.widgets.plot_titles import wrap_title
 
 
+KIND_CHOICES = (("self", "decoder self-attention (causal)"), ("cross", "cross-attention (decoder × source)"),
+                ("encoder", "encoder self-attention (both ways)"))
+AXIS_LABELS = {"self": ("key", "query"), "cross": ("source position (key)", "decoder position (query)"),
+               "encoder": ("source position (key)", "source position (query)")}
+
+
 @dataclass(frozen=True)
 class AttentionInputs:
     model: Any
     tokenizer: Any
     tokens: tuple[int, ...]
     mask_mode: str
+    attention: str = "self"  # self, cross or encoder (core.experiments.attention_maps)
 
 
 @dataclass(frozen=True)
@@ -71,8 +83,9 @@ def overview_image(weights: np.ndarray, max_tile: int = MAX_TILE_PX) -> Overview
 def compute_attention(inputs: AttentionInputs, token) -> AttentionResult:
     from core.experiments.attention_maps import attention_maps
 
-    maps = attention_maps(inputs.model, list(inputs.tokens), mask_mode=inputs.mask_mode,
-                                 tokenizer_or_labels=inputs.tokenizer)
+    mask_mode = inputs.mask_mode if inputs.attention == "self" else None  # the panel's mask is the stream's
+    maps = attention_maps(inputs.model, list(inputs.tokens), mask_mode=mask_mode,
+                          tokenizer_or_labels=inputs.tokenizer, attention=inputs.attention)
     token.check()
     return AttentionResult(maps, overview_image(maps.weights))
 
@@ -85,7 +98,9 @@ class TileOverview(QWidget):
         self._on_pick = on_pick
         self._shape = (0, 0, 0, 0)
         self._weights: np.ndarray | None = None
-        self._labels: tuple[str, ...] = ()
+        self._labels: tuple[str, ...] = ()  # the queries'
+        self._key_labels: tuple[str, ...] = ()
+        self._layer_labels: tuple[str, ...] = ()
         self._pitch = (1, 1)  # tokens from one tile to the next: (layers, heads)
         self._last_scene_pos = None
         self.stale = False
@@ -111,9 +126,13 @@ class TileOverview(QWidget):
         self.plot.getViewBox().sigResized.connect(self._update_ticks)
         self.apply_theme()
 
-    def set_maps(self, weights: np.ndarray, overview: OverviewImage, labels: tuple[str, ...]) -> None:
-        """weights: (L, H, T, S) attention weights (read out on hover); overview: their tiled image."""
+    def set_maps(self, weights: np.ndarray, overview: OverviewImage, labels: tuple[str, ...],
+                 key_labels: tuple[str, ...] | None = None, layer_labels: tuple[str, ...] | None = None) -> None:
+        """weights: (L, H, T, S) attention weights (read out on hover); overview: their tiled image; labels of the
+        T queries, the S keys (the queries' by default) and the L layers ("block 0", ... by default)."""
         self._weights, self._labels, self._shape = weights, labels, weights.shape
+        self._key_labels = labels if key_labels is None else key_labels
+        self._layer_labels = layer_labels or tuple(f"block {layer}" for layer in range(weights.shape[0]))
         self._pitch = (overview.pitch_q, overview.pitch_k)
         rows, cols = overview.image.shape
         self.image.setImage(overview.image, autoLevels=False, levels=(0.0, 1.0))
@@ -135,10 +154,13 @@ class TileOverview(QWidget):
 
         head_step = step(n_heads, view.width(), metrics.horizontalAdvance(f"head {n_heads - 1}") + 8)
         layer_step = step(n_layers, view.height(), metrics.height() + 2)
-        layer_ticks = [(layer * pitch_q + n_queries / 2, f"block {layer}") for layer in range(0, n_layers, layer_step)]
+        layer_ticks = [(layer * pitch_q + n_queries / 2, self._layer_labels[layer]) for layer in range(0, n_layers, layer_step)]
         head_ticks = [(head * pitch_k + n_keys / 2, f"head {head}" if head_step == 1 else str(head))
                       for head in range(0, n_heads, head_step)]
-        self.plot.getAxis("left").setTicks([layer_ticks])
+        left = self.plot.getAxis("left")
+        left.setTicks([layer_ticks])
+        # Sized to its names now ("encoder block 1" is wider than the axis's first guess, which grows a paint later).
+        left.setWidth(max(metrics.horizontalAdvance(text) for _, text in layer_ticks) + metrics.height())
         self.plot.getAxis("bottom").setTicks([head_ticks])
         self.plot.setLabel("bottom", "" if head_step == 1 else "head")
 
@@ -181,9 +203,8 @@ class TileOverview(QWidget):
             return
         layer, head, query, key = cell
         value = float(self._weights[layer, head, query, key])
-        label = self._labels
-        self.readout.setText(f"block {layer}, head {head}: query {query} '{label[query]}' -> "
-                             f"key {key} '{label[key]}': {value:.6g}")
+        self.readout.setText(f"{self._layer_labels[layer]}, head {head}: query {query} '{self._labels[query]}' -> "
+                             f"key {key} '{self._key_labels[key]}': {value:.6g}")
 
     def _clicked(self, event) -> None:
         cell = self._cell(event.scenePos())
@@ -211,6 +232,16 @@ class AttentionView(View):
         layout = QVBoxLayout(self.content)
         layout.setContentsMargins(0, 4, 0, 0)
         row = QHBoxLayout()
+        self.kind_combo = QComboBox()
+        self.kind_combo.setObjectName("tokens-attention-kind")
+        for kind, text in KIND_CHOICES:
+            self.kind_combo.addItem(text, kind)
+        self.kind_combo.setToolTip("An encoder-decoder attends three ways: the decoder to its own past, the decoder "
+                                   "to the encoder's output of the source, and the encoder to the whole source")
+        self.kind_caption = QLabel("Attention")
+        self.kind_caption.setBuddy(self.kind_combo)
+        row.addWidget(self.kind_caption)
+        row.addWidget(self.kind_combo)
         self.layer_spin, self.head_spin = QSpinBox(), QSpinBox()
         self.layer_spin.setObjectName("tokens-layer")
         self.head_spin.setObjectName("tokens-head")
@@ -231,6 +262,7 @@ class AttentionView(View):
         splitter.addWidget(self.overview)
         splitter.setSizes([600, 400])
         layout.addWidget(splitter, 1)
+        self.kind_combo.currentIndexChanged.connect(self._kind_changed)
         self.layer_spin.valueChanged.connect(state.set_selected_layer)
         self.head_spin.valueChanged.connect(state.set_selected_head)
         # The selection only picks which computed head is drawn: no new computation.
@@ -242,6 +274,22 @@ class AttentionView(View):
         self.stale_labels = [self.note]
         self.sync_selection_spins()
 
+    @property
+    def attention_kind(self) -> str:
+        """The kind of attention shown: the stream's own unless an encoder-decoder's other kind is chosen."""
+        model = self.state.model
+        pair = model is not None and model.config.architecture == "encoder-decoder"
+        return self.kind_combo.currentData() if pair else "self"
+
+    def choose_kind(self, kind: str) -> None:
+        index = self.kind_combo.findData(kind)
+        if index >= 0:
+            self.kind_combo.setCurrentIndex(index)
+
+    def _kind_changed(self) -> None:
+        self.sync_selection_spins()
+        self.inputs_changed()
+
     def inputs(self) -> AttentionInputs | Refusal | None:
         model, tokens = self.state.model, self.state.tokens
         if model is None:
@@ -249,10 +297,15 @@ class AttentionView(View):
         problem = sequence_refusal(model, tokens)
         if problem:
             return Refusal(problem)
-        return AttentionInputs(model, self.state.tokenizer, tuple(tokens), self.controls.mask_mode)
+        return AttentionInputs(model, self.state.tokenizer, tuple(tokens), self.controls.mask_mode, self.attention_kind)
 
     def sync_selection_spins(self) -> None:
-        sync_layer_head_spins(self.state, self.layer_spin, self.head_spin)
+        config = self.state.model.config if self.state.model is not None else self.state.config
+        pair = config.architecture == "encoder-decoder"
+        self.kind_combo.setVisible(pair)
+        self.kind_caption.setVisible(pair)
+        sync_layer_head_spins(self.state, self.layer_spin, self.head_spin,
+                              config.encoder_layers if self.attention_kind == "encoder" else None)
 
     def _selection_changed(self) -> None:
         self.sync_selection_spins()
@@ -266,11 +319,16 @@ class AttentionView(View):
 
     def show_result(self, result: AttentionResult) -> None:
         maps = result.maps
-        self.overview.set_maps(maps.weights, result.overview, maps.query_labels)
+        self.overview.set_maps(maps.weights, result.overview, maps.query_labels, maps.key_labels, maps.layer_labels)
         self._draw_selected()
         nan_text = " Some rows are NaN (a query that sees no key)." if maps.has_nan else ""
-        self.note.setText(f"Rows are queries, columns the keys they read; each row sums to 1.{nan_text} "
-                          "Hover for the exact weight.")
+        what = {"cross": "Rows are decoder positions, columns the source positions they read from the encoder's "
+                         "output (here the source is the same text); no mask: every row reads the whole source",
+                "encoder": "Rows and columns are source positions: the encoder attends both ways, no mask",
+                "self": "Rows are queries, columns the keys they read"}[maps.attention]
+        both_ways = " An encoder attends both ways: a row reads later tokens too." \
+            if maps.attention == "self" and maps.mask_mode == "none" else ""
+        self.note.setText(f"{what}; each row sums to 1.{both_ways}{nan_text} Hover for the exact weight.")
 
     def _draw_selected(self) -> None:
         maps = self.result.maps
@@ -278,7 +336,12 @@ class AttentionView(View):
         head = min(self.state.selected_head, maps.weights.shape[1] - 1)
         self.map.set_data(maps.weights[layer, head], row_labels=maps.query_labels, col_labels=maps.key_labels,
                           levels=(0.0, 1.0))
-        set_title(self.map.plot, f"block {layer}, head {head} ({maps.mask_mode} mask)")
+        x_label, y_label = AXIS_LABELS[maps.attention]
+        self.map.plot.setLabel("bottom", x_label)
+        self.map.plot.setLabel("left", y_label)
+        mask = "no" if maps.mask_mode == "none" else maps.mask_mode
+        kind = "" if maps.title == "self-attention" else f"{maps.title}: "  # a decoder's one kind needs no name
+        set_title(self.map.plot, f"{kind}{maps.layer_labels[layer]}, head {head} ({mask} mask)")
         self.overview.select(layer, head)
 
     def refresh_hover(self) -> None:

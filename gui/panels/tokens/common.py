@@ -91,10 +91,13 @@ def overlay_cell_px(view_width: float, view_height: float, rows: int, cols: int)
     return fit(view_width, cols, 4096), fit(view_height, rows, 2048)
 
 
-def sync_layer_head_spins(state, layer_spin: QSpinBox, head_spin: QSpinBox) -> None:
-    """The block and head spin boxes take the model's ranges and the lab's selection, without signalling a change."""
+def sync_layer_head_spins(state, layer_spin: QSpinBox, head_spin: QSpinBox, n_layers: int | None = None) -> None:
+    """The block and head spin boxes take the model's ranges and the lab's selection, without signalling a change.
+
+    n_layers: the blocks of the stack the spin box picks in (an encoder-decoder's encoder), else the model's n_layers.
+    """
     config = state.model.config if state.model is not None else state.config
-    for spin, limit, value in ((layer_spin, config.n_layers, state.selected_layer),
+    for spin, limit, value in ((layer_spin, n_layers or config.n_layers, state.selected_layer),
                                (head_spin, config.n_heads, state.selected_head)):
         spin.blockSignals(True)
         spin.setRange(0, max(0, limit - 1))

@@ -110,6 +110,8 @@ class TokensPanel(Panel):
         self.bar_plot = self.propagation.bar_plot
         self.bar_legend = self.propagation.bar_legend
         self.layer_spin, self.head_spin = self.attention.layer_spin, self.attention.head_spin
+        self.attention_kind_combo = self.attention.kind_combo
+        self.propagation_source_combo = self.propagation.source_combo
         self.temperature_spin, self.top_k_spin = self.predictions.temperature_spin, self.predictions.top_k_spin
 
         self.strip.text_submitted.connect(self.state.set_text)
@@ -230,6 +232,8 @@ class TokensPanel(Panel):
             "temperature": self.temperature_spin.value(),
             "top_k": self.top_k_spin.value(),
             "bar_row": self.propagation.bar_row,
+            "attention": self.attention.kind_combo.currentData(),
+            "edit_source": self.propagation.source_combo.currentData(),
             **self.worked_head.settings(),
             "reading_script": self.reading_script,
             "reading_seed": self.reading_seed_spin.value(),
@@ -255,6 +259,11 @@ class TokensPanel(Panel):
         tab = data.get("sub_tab")
         if isinstance(tab, str) and tab in SUB_TABS:
             self.tabs.setCurrentIndex(SUB_TABS.index(tab))
+        if isinstance(data.get("edit_source"), bool):
+            self.propagation.source_combo.setCurrentIndex(self.propagation.source_combo.findData(data["edit_source"]))
+        kind = data.get("attention")
+        if isinstance(kind, str):
+            self.attention.choose_kind(kind)
         row = data.get("bar_row")
         if (isinstance(row, int) and not isinstance(row, bool) and row >= 0) or row is None:
             self.propagation.restore_bar_row(row)

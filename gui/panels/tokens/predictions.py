@@ -94,6 +94,11 @@ class PredictionsView(View):
         problem = sequence_refusal(model, tokens)
         if problem:
             return Refusal(problem)
+        from core.experiments.next_token import next_token_refusal  # torch is loaded: a model is
+
+        problem = next_token_refusal(model.config)
+        if problem:
+            return Refusal(problem[0].upper() + problem[1:] + ".")
         selected = self.selected_position()
         position = selected if 0 <= selected < len(tokens) else len(tokens) - 1
         return PredictionsInputs(model, self.state.tokenizer, tuple(tokens), position, self.top_k_spin.value(),
@@ -131,7 +136,10 @@ class PredictionsView(View):
         context = "".join(predictions.context_labels[-CONTEXT_SHOWN:])
         set_title(self.plot, f"Next token after position {predictions.position} (T = {predictions.temperature:g})")
         ellipsis = "…" if len(predictions.context_labels) > CONTEXT_SHOWN else ""
-        self.note.setText(f"Context seen: {ellipsis}{context}")
+        if predictions.reads_later:
+            self.note.setText(f"Tokens up to here: {ellipsis}{context}; and later ones too: {predictions.reads_later}.")
+        else:
+            self.note.setText(f"Context seen: {ellipsis}{context}")
 
     def export_targets(self) -> list[tuple[str, Any]]:
         return [("Next-token predictions", self.plot.getPlotItem())]

@@ -27,6 +27,8 @@ from gui.panels.tokens.common import TokensControls, hatch_overlay, log_ticks, o
 from gui.panels.common import caption, format_change, sequence_refusal, set_title
 from gui.widgets.heatmap import Heatmap
 
+SOURCE_CHOICES = ((False, "the unedited text in both runs (the decoder's mask alone)"),
+                  (True, "each run's own text (the edit reaches the encoder too)"))
 MAX_BAR_LABELS = 32  # value labels on the per-position bars up to this many positions
 MIN_PLOT_LINES = 7  # the map and the bars keep room for a title, an axis and a few rows of ticks
 
@@ -69,6 +71,7 @@ class PropagationInputs:
     n_blocks: int
     runs: ResidualRunCache = field(compare=False, repr=False)
     edited_before: bool = True  # False: no edit of the sequence yet, the probe is the first computation
+    edit_source: bool = False  # an encoder-decoder's encoder reads each run's own tokens (else the unedited ones)
 
 
 def compute_propagation(inputs: PropagationInputs, token) -> Any:
@@ -85,8 +88,8 @@ def compute_propagation(inputs: PropagationInputs, token) -> Any:
                                         n_blocks=inputs.n_blocks)
         token.check()
     diff = causal_edit_diff(inputs.model, list(inputs.base), inputs.position, inputs.new_token,
-                                   mask_mode=inputs.mask_mode, n_blocks=inputs.n_blocks,
-                                   tokenizer_or_labels=inputs.tokenizer, reference=reference, with_logits=False)
+                            mask_mode=inputs.mask_mode, n_blocks=inputs.n_blocks, tokenizer_or_labels=inputs.tokenizer,
+                            reference=reference, with_logits=False, edit_source=inputs.edit_source)
     inputs.runs.keep(diff.original_run, diff.edited_run)
     # The runs' tensors stay on the worker; the GUI thread gets the numbers only.
     diff = dataclasses.replace(diff, original_run=None, edited_run=None)
@@ -116,6 +119,22 @@ class PropagationView(View):
 
         layout = QVBoxLayout(self.content)
         layout.setContentsMargins(0, 4, 0, 0)
+        self.source_combo = QComboBox()
+        self.source_combo.setObjectName("tokens-propagation-source")
+        for edit_source, text in SOURCE_CHOICES:
+            self.source_combo.addItem(text, edit_source)
+        self.source_combo.setToolTip("An encoder-decoder's encoder reads the text too: keep its source unedited to see "
+                                     "the decoder's mask alone, or let each run's encoder read its own tokens")
+        self.source_caption = QLabel("Encoder reads")
+        self.source_caption.setBuddy(self.source_combo)
+        source_row = QHBoxLayout()
+        source_row.addWidget(self.source_caption)
+        source_row.addWidget(self.source_combo)
+        source_row.addStretch(1)
+        layout.addLayout(source_row)
+        self.source_combo.currentIndexChanged.connect(self.inputs_changed)
+        state.model_changed.connect(self._show_source_choice)
+        self._show_source_choice()
         self.verdict = caption("", rich=True)
         self.verdict.setObjectName("tokens-verdict")
         layout.addWidget(self.verdict)
@@ -185,6 +204,13 @@ class PropagationView(View):
         self.readouts = [self.map.readout, self.bar_readout]
         self.stale_labels = [self.verdict, self.note]
 
+    def _show_source_choice(self) -> None:
+        """The encoder's source is a choice only for a model that has an encoder beside its token stream."""
+        model = self.state.model
+        pair = model is not None and model.config.architecture == "encoder-decoder"
+        self.source_combo.setVisible(pair)
+        self.source_caption.setVisible(pair)
+
     # ---- inputs --------------------------------------------------------------------------------
     def inputs(self) -> PropagationInputs | Refusal | None:
         model, tokens = self.state.model, self.state.tokens
@@ -212,9 +238,10 @@ class PropagationView(View):
             if new_token == tokens[position]:
                 new_token = tokens[position] + 1
             base, new_token, measured = tuple(tokens), new_token % vocab, False
+        pair = model.config.architecture == "encoder-decoder"
         return PropagationInputs(model, self.state.tokenizer, tuple(base), position, int(new_token), measured,
                                  self.controls.mask_mode, self.controls.n_blocks(model), self.runs,
-                                 edited_before=edit is not None)
+                                 edited_before=edit is not None, edit_source=pair and self.source_combo.currentData())
 
     # ---- showing -------------------------------------------------------------------------------
     def show_result(self, diff) -> None:
@@ -279,6 +306,16 @@ class PropagationView(View):
         elif diff.past_exactly_unchanged:
             verdict = f"✔ positions 0–{t - 1} are bitwise unchanged (torch.equal) in every layer."
             colour = palette.role_color("tertiary")
+        elif diff.leaks_into_past and diff.source_edited:
+            first = html.escape(diff.layer_labels[diff.first_leaking_layer])
+            verdict = (f"Positions before {t} move from <b>{first}</b> on through cross-attention: the encoder read the "
+                       "edited text, and the decoder reads all of it.")
+            colour = palette.text
+        elif diff.leaks_into_past and diff.bidirectional:
+            first = html.escape(diff.layer_labels[diff.first_leaking_layer])
+            verdict = (f"Every position can move: positions before {t} change from <b>{first}</b> on, as expected for "
+                       "a bidirectional model (no causal mask).")
+            colour = palette.text
         elif diff.leaks_into_past:
             first = html.escape(diff.layer_labels[diff.first_leaking_layer])
             verdict, colour = f"✘ the past moves: positions before {t} change from <b>{first}</b> on.", palette.warning

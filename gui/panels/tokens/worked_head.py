@@ -340,7 +340,7 @@ class WorkedHeadView(View):
 
     def _head_text(self, worked) -> str:
         label = worked.labels[worked.query]
-        parts = [f"Block {worked.layer}, head {worked.head}, query {worked.query} '{label}' "
+        parts = [f"{worked.block_label.capitalize()}, head {worked.head}, query {worked.query} '{label}' "
                  f"({worked.mask_mode} mask). d_head = {worked.d_head}, so the scores are divided by "
                  f"\u221a{worked.d_head} = {math.sqrt(worked.d_head):.4g}"
                  + (" (left out here)." if "scale" in worked.omitted else ".")]
