@@ -95,11 +95,21 @@ def _load_checkpoint(name_or_dir: str, device):
     return loaded.model, loaded.tokenizer, loaded.source
 
 
-def _char_tokenizer():
+def _preset_tokenizer(config):
+    """The text tokenizer of a preset's random-weight model: the Shakespeare characters when the vocabulary is
+    theirs, else the bundled model of the preset's name when its vocabulary has the preset's size (the blank of
+    tiny-encoder, the dates of tiny-encoder-decoder), else none."""
+    from core.checkpoints import bundled_model_names, load_bundled
     from core.tokenizers import CharTokenizer
     from resources import resource_path
 
-    return CharTokenizer.from_text(resource_path(CORPUS_FILE).read_text(encoding="utf-8"))
+    if config.vocab_size == CHAR_VOCAB_SIZE:
+        return CharTokenizer.from_text(resource_path(CORPUS_FILE).read_text(encoding="utf-8"))
+    if config.name in bundled_model_names():
+        tokenizer = load_bundled(config.name).tokenizer
+        if tokenizer is not None and tokenizer.vocab_size == config.vocab_size:
+            return tokenizer
+    return None
 
 
 def _parse_ids(text: str) -> list[int]:
@@ -168,7 +178,7 @@ def _build_model(args: argparse.Namespace, n_tokens_hint: int | None):
     estimate = estimate_memory(config, batch=2, seq=seq, captured_residual_layers=config.n_layers + 1, mask_mode=args.mask)
     check_fits(estimate, choice.device)
     model = Transformer.from_seed(config, seed=args.seed, device=choice.device)
-    tokenizer = _char_tokenizer() if config.vocab_size == CHAR_VOCAB_SIZE else None
+    tokenizer = _preset_tokenizer(config)
     return model, tokenizer, f"{config.name}, random weights from seed {args.seed}"
 
 

@@ -64,7 +64,7 @@ def test_text_edit_marks_the_past_exact(capsys):
 
 def test_after_softmax_leak_prints_tiny_changes_as_numbers_never_as_zero(capsys):
     code, out, _ = run(
-        capsys, "causal", "--preset", "tiny-encoder-decoder", "--text", "To be or not", "--edit", "5=x",
+        capsys, "causal", "--preset", "tiny-encoder-decoder", "--text", "To be or not", "--edit", "5=y",
         "--mask", "after-softmax",
     )
     assert code == 0
@@ -72,7 +72,7 @@ def test_after_softmax_leak_prints_tiny_changes_as_numbers_never_as_zero(capsys)
     cells = [cell for row in rows for cell in row[2:-1] if cell not in ("past", "<- edit")]
     numbers = [float(cell) for cell in cells if cell != "0 (exact)"]
     assert numbers and all(value > 0 for value in numbers)
-    assert min(numbers) < 1e-5  # the leak into the past is ~1e-7..1e-6 here: shown as such
+    assert min(numbers) < 1e-4  # the leak into the past is ~1e-5 here: shown as such, not rounded to zero
     assert "MOVED" in out
 
 

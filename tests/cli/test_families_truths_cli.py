@@ -22,7 +22,8 @@ from tests.encoder_folders import bert_folder
 def pair_folder(tmp_path_factory):
     tokenizer = CharTokenizer.from_text(resource_path("tinyshakespeare.txt").read_text(encoding="utf-8"))
     folder = tmp_path_factory.mktemp("pair") / "tiny-encoder-decoder"
-    save_model(Transformer.from_seed(get_preset("tiny-encoder-decoder"), 0), folder, tokenizer=tokenizer)
+    save_model(Transformer.from_seed(get_preset("tiny-encoder-decoder").replace(vocab_size=tokenizer.vocab_size), 0),
+               folder, tokenizer=tokenizer)
     return folder
 
 

@@ -114,7 +114,8 @@ def test_an_encoder_is_followed_to_its_own_position_through_the_head_transform(q
 
 
 def test_an_encoder_decoder_token_shows_the_source_it_read_and_the_encoder_can_be_followed(qtbot, panel):
-    config = get_preset("tiny-encoder-decoder")
+    config = get_preset("tiny-encoder-decoder").replace(name="random-pair", vocab_size=CHARS.vocab_size,
+                                                           n_encoder_layers=None)
     model = Transformer.from_seed(config, seed=2)
     tokenizer = CHARS
     _load(qtbot, panel, model, tokenizer)
