@@ -180,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     elif headless and not os.environ.get("QT_QPA_PLATFORM") and not os.environ.get("DISPLAY") and sys.platform.startswith("linux"):
         os.environ["QT_QPA_PLATFORM"] = "offscreen"
 
-    from PySide6.QtCore import QCoreApplication, QTimer
+    from PySide6.QtCore import QCoreApplication, QEvent, QTimer
 
     if not headless and QCoreApplication.instance() is None:
         from gui.display_check import display_problem
@@ -248,6 +248,10 @@ def main(argv: list[str] | None = None) -> int:
         if headless:
             window.close()
     leave_if_worker_unfinished(window.compute, code)
+    # The widgets go while Python is whole: left to interpreter shutdown, a plot's layout can still call
+    # back into a Python override whose module is already gone, and the process crashes on its way out.
+    window.deleteLater()
+    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
     return code
 
 
