@@ -99,7 +99,8 @@ class CrossAttentionView(View):
         self.output_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.stale_labels.append(self.output_label)
         column.addWidget(self.output_label)
-        splitter = QSplitter(Qt.Orientation.Horizontal)
+        splitter = self.splitter = QSplitter(Qt.Orientation.Horizontal)
+        self._split_once = False
         self.map = Heatmap("source position (what the encoder read)", "decoder position: reads → produces",
                            "Cross-attention",
                            value_format="{:.3f}")
@@ -108,7 +109,10 @@ class CrossAttentionView(View):
         self.steps_table = table(("step", "reads", "produces", "top predictions"))
         self.steps_table.setObjectName("cross-steps")
         splitter.addWidget(self.steps_table)
-        splitter.setSizes([600, 400])  # the table's predictions elide where the map needs the room
+        # The map is the lesson's subject: it keeps most of the width at any scale, the table's predictions elide.
+        splitter.setStretchFactor(0, 3)
+        splitter.setStretchFactor(1, 1)
+        splitter.setSizes([720, 280])
         column.addWidget(splitter, 1)
         state.model_changed.connect(self._follow_model)
         self._follow_model()
@@ -236,8 +240,13 @@ class CrossAttentionView(View):
             top = "  ".join(f"{special_label(label, int(i), result)} {p:.3f}" for i, label, p in
                             zip(result.top_ids[n], result.top_labels[n], result.top_probabilities[n]))
             set_cell(self.steps_table, n, 3, top).setFont(fixed)
-        fit_table(self.steps_table)
+        fit_table(self.steps_table, scrolls=True)  # the map keeps the width; the table scrolls
         fit_number_columns(self.steps_table, elided_column=3)  # the predictions give way to the map, not the step
+        self.steps_table.setMinimumWidth(0)  # its columns scroll: the map keeps the room
+        if not self._split_once:  # the first result sets the split; the user's dragging of it is kept after
+            self._split_once = True
+            width = self.splitter.width()
+            self.splitter.setSizes([round(width * 0.6), width - round(width * 0.6)])
         if result.steps:
             self.steps_table.scrollToBottom()
 
