@@ -98,3 +98,28 @@ def test_the_mixture_of_experts_beats_the_dense_model_of_its_active_size():
     load = record("tiny-moe")["expert_load"][-1][1]
     assert len(load) == 2 and all(len(row) == 4 and sum(row) == pytest.approx(1.0) for row in load)
     assert all(min(row) > 0.05 for row in load)  # the balance loss kept every expert in use
+
+
+@pytest.mark.parametrize("source", ["Friday, 5 March 2021", "March 5, 2021", "5 March 2021"])
+def test_the_cross_attention_lesson_reads_each_digit_from_its_word(encoder_decoder, source):
+    """Lesson 15's claims on its own inputs: a digit's bright cell (head 0 of the second decoder block) sits in the
+    word the digit comes from, whatever the spelling, and no bright cell falls on the weekday."""
+    from core.hooks import capture
+    from core.objectives.seq2seq import START
+
+    tokenizer, model = encoder_decoder.tokenizer, encoder_decoder.model
+    target = "2021-03-05"
+    words = {"year": "2021", "month": "March", "day": "5"}
+    spans = {kind: range(source.index(word), source.index(word) + len(word)) for kind, word in words.items()}
+    comes_from = ["year"] * 4 + [None] + ["month"] * 2 + [None] + ["day"] * 2  # of each character of the target
+    with torch.no_grad(), capture(model, ["blocks.1.cross_attn.hook_pattern"]) as seen:
+        model(torch.tensor([tokenizer.encode(START + target)]), source=torch.tensor([tokenizer.encode(source)]))
+    pattern = seen["blocks.1.cross_attn.hook_pattern"][0, 0]  # (T, S): row q reads q and writes target[q]
+    bright = 0
+    for row, kind in enumerate(comes_from):
+        if kind is not None and float(pattern[row].max()) >= 0.5:
+            bright += 1
+            assert int(pattern[row].argmax()) in spans[kind], (row, target[row])
+    assert bright >= 5  # most digits have one bright cell
+    if source.startswith("Friday"):
+        assert float(pattern[:, : len("Friday")].max()) < 0.15  # the dim rows spread thinly over every word
