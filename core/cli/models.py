@@ -63,9 +63,10 @@ DEFAULT_TEMPERATURE = 0.8
 def register(subparsers: argparse._SubParsersAction) -> None:
     trainer = subparsers.add_parser(
         "train",
-        help="train a character-level model on a text corpus and save it as a checkpoint folder (a decoder predicts "
-        "the next character, an encoder fills blanks, an encoder-decoder rewrites sources as targets)",
-        description="Train a preset as a character-level model (AdamW, warm-up then cosine learning rate, "
+        help="train a character-level model on a text corpus and save it as a checkpoint folder",
+        description="Train a preset as a character-level model: a decoder predicts the next character, an encoder "
+        "fills blanks (masked LM), an encoder-decoder rewrites sources as targets (one source<TAB>target pair a "
+        "line), a mixture of experts adds the router's load-balancing loss (AdamW, warm-up then cosine learning rate, "
         "gradient clipping; validation = the last 10% of the corpus). Without the optional settings, "
         f"{' and '.join(BUNDLED_RECIPES)} use the recipe of the bundled models, so the run reproduces them "
         "(weight for weight on the same CPU type and torch version). Ctrl-C stops after the current step "

@@ -105,7 +105,9 @@ def test_berts_head_transform_has_a_row_and_its_missing_final_norm_none():
 
 def test_a_source_beyond_the_context_is_refused():
     config = get_preset("tiny-encoder-decoder")
-    with pytest.raises(SequenceError, match="a source of 129 tokens exceeds the model's context length of 128"):
-        trace_shapes(config, 1, 4, source_seq=129)
+    too_long = config.context_length + 1
+    with pytest.raises(SequenceError, match=f"a source of {too_long} tokens exceeds the model's context length of "
+                                            f"{config.context_length}"):
+        trace_shapes(config, 1, 4, source_seq=too_long)
     with pytest.raises(SequenceError, match="the source must hold at least one token"):
         trace_shapes(config, 1, 4, source_seq=0)

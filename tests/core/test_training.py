@@ -146,10 +146,11 @@ def test_corpus_too_short():
         train(TINY, "to be or not", steps=2, batch_size=2, seq_len=16)
 
 
-def test_encoder_is_refused(corpus):
-    encoder = TINY.replace(architecture="encoder", attention="bidirectional")
-    with pytest.raises(TrainingError, match="causal decoder"):
-        train(encoder, corpus, steps=1, batch_size=2, seq_len=8)
+def test_a_decoder_without_its_causal_mask_is_refused(corpus):
+    """An encoder trains as a masked LM (tests/core/test_objective_training.py); a decoder that sees the token it
+    predicts learns nothing."""
+    with pytest.raises(TrainingError, match="causal"):
+        train(TINY.replace(attention="bidirectional"), corpus, steps=1, batch_size=2, seq_len=8)
 
 
 # ---- evaluate_loss ----------------------------------------------------------------------------

@@ -143,7 +143,7 @@ def test_a_bad_corpus_file_shows_why_and_changes_nothing(qtbot, panel, tmp_path)
             panel.load_corpus_file(path)
         assert blocker.args == [False]
         assert reason in panel.last_error and panel.message_label.isVisibleTo(panel)
-        assert panel.corpus is before and panel.corpus_combo.count() == 2  # the bundled text and the repeated letters
+        assert panel.corpus is before and panel.corpus_combo.count() == 3  # the bundled text, the repeated letters, the dates
 
     good = tmp_path / "abc.txt"
     good.write_text("abc " * 400, encoding="utf-8")
