@@ -51,9 +51,12 @@ BUNDLED_RECIPES: dict[str, dict[str, float | int | bool]] = {
                      "tokenizer": "bpe", "bpe_vocab": 1536},
     # On core.repeated_corpus's text: its induction heads form within these steps (about 90 s on one thread).
     "tiny-induction": {"steps": 4000, "batch_size": 32, "seq_len": 64, "lr": 3e-3, "seed": 0, "warmup_steps": 50},
+    # Without FFNs, 3e-3 settles in a positional look-back instead (no induction head after 8,000 steps); at 1e-3
+    # the heads form between steps 700 and 900 (about 50 s on one thread).
+    "tiny-induction-attn": {"steps": 3000, "batch_size": 32, "seq_len": 64, "lr": 1e-3, "seed": 0, "warmup_steps": 50},
 }
 # The corpus a bundled recipe trains on when none is given: the bundled Shakespeare unless named here.
-BUNDLED_CORPORA: dict[str, str] = {"tiny-induction": "repeated-letters"}
+BUNDLED_CORPORA: dict[str, str] = {"tiny-induction": "repeated-letters", "tiny-induction-attn": "repeated-letters"}
 DEFAULT_RECIPE: dict[str, float | int | bool] = {"steps": 1000, "batch_size": 16, "seq_len": 128, "lr": 1e-3, "seed": 0}
 
 MAX_GRAD_NORM_RECORDS = 512  # per-block gradient norms kept per run; beyond it every other record is dropped
@@ -61,6 +64,7 @@ MAX_GRAD_NORM_RECORDS = 512  # per-block gradient norms kept per run; beyond it 
 ProgressCallback = Callable[[int, float, float, float, "float | None"], None]
 SampleCallback = Callable[[int, str], None]
 GradNormCallback = Callable[[int, tuple[float, ...]], None]  # (step, one norm per block)
+ProbeCallback = Callable[[int, Transformer], "dict[str, float]"]  # (step, model in eval mode) -> named figures
 
 
 class TrainingError(ValueError):
@@ -129,6 +133,7 @@ class TrainResult:
     val_history: list[tuple[int, float]] = field(default_factory=list)  # (step, estimate on eval_windows windows)
     # (step, one parameter-gradient norm per block, before clipping), every grad_norm_every steps (thinned)
     grad_norms: list[tuple[int, tuple[float, ...]]] = field(default_factory=list)
+    probes: list[tuple[int, dict[str, float]]] = field(default_factory=list)  # (step, what `probe` returned)
     final_val_loss: float = float("nan")  # nats/char over the WHOLE validation split (see evaluate_loss)
     check_loss: float = float("nan")  # nats/token over the first CHECK_PREDICTIONS predictions of that split
     val_loss_per_token: float = float("nan")  # nats/token over the whole split (= per char for "char")
@@ -227,6 +232,8 @@ def train(
     on_sample: SampleCallback | None = None,
     on_grad_norms: GradNormCallback | None = None,
     start_from: tuple[Transformer, Tokenizer] | None = None,
+    probe: ProbeCallback | None = None,
+    probe_every: int = 0,
     **options: Any,
 ) -> TrainResult:
     """Train a character-level decoder on `text` and return the model with its history.
@@ -238,6 +245,9 @@ def train(
     first character. on_grad_norms(step, norms) receives each grad_norm_every-th step's per-block
     gradient norms. `options` sets the other TrainSettings fields (warmup_steps, weight_decay,
     grad_clip, bf16_autocast, mask_mode, grad_norm_every, ...).
+
+    probe(step, model) runs after the optimizer step of step 1 and of every probe_every-th step, with
+    the model in eval mode and no gradients; what it returns goes to result.probes.
 
     start_from=(model, tokenizer) fine-tunes a copy of that model with its own tokenizer instead of
     starting from seeded random weights; the corpus must be written in the tokenizer's vocabulary. The
@@ -334,6 +344,11 @@ def train(
             prompt = ids[:1]  # the corpus's first character: a fixed, always-valid prompt
             sample_ids = generate(model, prompt.tolist(), max_new=200, temperature=0.8, top_k=None, seed=settings.seed)
             on_sample(done, tokenizer.decode(sample_ids))
+            model.train()
+        if probe is not None and probe_every > 0 and (done == 1 or done % probe_every == 0):
+            model.eval()
+            with torch.no_grad():
+                result.probes.append((done, probe(done, model)))
             model.train()
         tokens_per_s = done * tokens_per_step / max(train_time, 1e-9)
         if on_progress is not None:
@@ -499,6 +514,7 @@ __all__ = [
     "CHECK_PREDICTIONS",
     "DEFAULT_RECIPE",
     "MAX_GRAD_NORM_RECORDS",
+    "ProbeCallback",
     "TRAIN_MASK_MODES",
     "VALIDATION_FRACTION",
     "TrainResult",

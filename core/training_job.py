@@ -49,6 +49,7 @@ class TrainRequest:
     state_seed: int  # the lab's seed, recorded so the main window sees the model as built
     mask_mode: str = "causal"  # the training forward's mask (core.choices.TRAIN_MASK_MODES)
     start_from: Any = None  # (model, tokenizer) to fine-tune; None: fresh weights from `seed`
+    track_induction: bool = False  # probe the induction score during the run (core.experiments.induction.letter_probe)
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,8 @@ class TrainOutcome:
     steps_done: int
     stopped: bool
     tokens_per_s: float
+    probe_history: tuple[tuple[int, float], ...] = ()  # (step, induction score) when the run tracked it
+    probe_note: str = ""  # what the probe measures, or why the run could not track it ("" when not asked)
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,8 @@ class TrainingProgress:
     tokens_per_s: float
     eta_s: float  # of the training alone: time paused or spent on other panels' requests is left out
     sample: tuple[int, str] | None = None  # (step, text) of a sample made in this batch
+    probes: tuple[tuple[int, float], ...] = ()  # (step, induction score) of the probes made in this batch
+    probe_note: str = ""  # what the probe measures, or why there is none (every batch of a run that asked)
 
 
 class TrainingControl:
@@ -90,6 +95,8 @@ class _ProgressBatcher:
         self._losses: list[tuple[int, float]] = []
         self._validation: list[tuple[int, float]] = []
         self._sample: tuple[int, str] | None = None
+        self._probes: list[tuple[int, float]] = []
+        self.probe_note = ""
         self._speed = (0.0, math.inf)  # tokens/s, ETA of the newest step
         self._sent = time.perf_counter()
 
@@ -102,13 +109,17 @@ class _ProgressBatcher:
     def add_sample(self, step: int, text: str) -> None:
         self._sample = (step, text)
 
+    def add_probe(self, step: int, value: float) -> None:
+        self._probes.append((step, value))
+
     def send(self, force: bool = False) -> None:
         """Send what has gathered: at once when forced (pause, the last step), else once the interval has passed."""
         now = time.perf_counter()
         if not self._losses or (not force and now - self._sent < PARTIAL_INTERVAL_S):
             return
-        record = TrainingProgress(tuple(self._losses), tuple(self._validation), *self._speed, sample=self._sample)
-        self._losses, self._validation, self._sample = [], [], None
+        record = TrainingProgress(tuple(self._losses), tuple(self._validation), *self._speed, sample=self._sample,
+                                  probes=tuple(self._probes), probe_note=self.probe_note)
+        self._losses, self._validation, self._sample, self._probes = [], [], None, []
         self._sent = now
         self._token.partial(record)
 
@@ -152,15 +163,30 @@ def run_training(request: TrainRequest, control: TrainingControl, token: JobToke
     def on_sample(step: int, text: str) -> None:
         batcher.add_sample(step, text)
 
+    probe = induction_probe(request) if request.track_induction else None
+    if isinstance(probe, str):
+        batcher.probe_note, probe = f"No induction score: {probe}.", None
+    elif probe is not None:
+        batcher.probe_note = probe.description()
+
+    def on_probe(step: int, model) -> dict[str, float]:
+        value = probe.score(model)
+        batcher.add_probe(step, value)
+        return {"induction": value}
+
     result = train(
         request.config, request.corpus.text, steps=request.steps, batch_size=request.batch_size,
         seq_len=request.seq_len, lr=request.lr, seed=request.seed, device=device, on_progress=on_progress,
         should_stop=should_stop, sample_every=max(1, request.steps // SAMPLE_EVERY_RUNS), on_sample=on_sample,
         warmup_steps=min(100, max(1, request.steps // 10)), eval_every=max(1, request.steps // 20),
         mask_mode=request.mask_mode, start_from=request.start_from,
+        probe=on_probe if probe is not None else None, probe_every=probe.every(request.steps) if probe is not None else 0,
     )
     metadata = result.metadata()
     metadata["corpus"] = request.corpus.name
+    history = tuple((step, figures["induction"]) for step, figures in result.probes)
+    if probe is not None:
+        metadata["induction_probe"] = probe.record(history)
     result.model.trained_mask_mode = request.mask_mode  # the model's description and Generate say so
     how = "fine-tuned" if request.start_from is not None else "trained"
     source = f"{how} here ({result.steps_done:,} steps on {request.corpus.name})"
@@ -169,7 +195,21 @@ def run_training(request: TrainRequest, control: TrainingControl, token: JobToke
     loaded = LabModel(result.model, result.config, device, source, count_parameters(result.model), "",
                       result.tokenizer, request.state_seed, metadata)
     return TrainOutcome(loaded, metadata, tuple(result.loss_history), tuple(result.val_history),
-                        float(result.final_val_loss), result.steps_done, result.stopped, float(result.tokens_per_s))
+                        float(result.final_val_loss), result.steps_done, result.stopped, float(result.tokens_per_s),
+                        history, batcher.probe_note)
+
+
+def induction_probe(request: TrainRequest):
+    """The run's induction probe (core.experiments.induction.InductionProbe), or a clause saying why there is none.
+
+    Its letters are token ids of the tokenizer the run will have: the loaded model's when fine-tuning,
+    else the characters of the corpus, as core.training.train makes it.
+    """
+    from core.experiments.induction import letter_probe
+    from core.tokenizers import CharTokenizer
+
+    tokenizer = request.start_from[1] if request.start_from is not None else CharTokenizer.from_text(request.corpus.text)
+    return letter_probe(tokenizer, request.config.context_length, request.config.n_layers)
 
 
 def format_duration(seconds: float) -> str:
@@ -192,5 +232,6 @@ __all__ = [
     "TrainingControl",
     "TrainingProgress",
     "format_duration",
+    "induction_probe",
     "run_training",
 ]

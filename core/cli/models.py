@@ -56,6 +56,7 @@ REPEATED_LETTERS = "repeated-letters"  # --corpus's name for core.repeated_corpu
 # in barriers. Other runs take as many threads as torch picks.
 BUNDLED_THREADS = 1
 DEFAULT_TEMPERATURE = 0.8
+PROBE_MARK = 0.4  # the induction score the summary line reports the first step of: a head that copies clearly
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -308,9 +309,13 @@ def _train_and_save(
             + ", ".join(f"{k} {v}" for k, v in recipe.items()),
             file=sys.stderr,
         )
+    probe = _induction_probe(config, recipe, corpus_path, text)
+    tracking = {} if probe is None else {
+        "probe": lambda step, model: {"induction": probe.score(model)}, "probe_every": probe.every(int(recipe["steps"])),
+    }
     with _stop_on_first_interrupt() as stop_requested:
         try:
-            result = train(config, text, device=device, on_progress=bar, should_stop=stop_requested, **recipe)
+            result = train(config, text, device=device, on_progress=bar, should_stop=stop_requested, **recipe, **tracking)
         except TrainingError as error:
             raise CliError(str(error)) from None
         finally:
@@ -330,6 +335,9 @@ def _train_and_save(
         parameters=sum(p.numel() for p in result.model.parameters()),
         finished_utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     )
+    history = [(step, figures["induction"]) for step, figures in result.probes]
+    if probe is not None:
+        metadata["induction_probe"] = probe.record(history)
     try:
         save_model(result.model.cpu(), out, tokenizer=result.tokenizer, metadata=metadata)
     except CheckpointError as error:  # the destination changed during the run (disk filled, unmounted)
@@ -343,10 +351,32 @@ def _train_and_save(
         f"{args.preset}: {result.steps_done} steps in {_duration(result.wall_time_s)} "
         f"({result.tokens_per_s:,.0f} tok/s); validation loss {result.final_val_loss:.4f} nats/char; saved to {out}"
     )
+    if probe is not None and history:
+        print(_probe_summary(probe.description(), history))
     if result.settings.mask_mode != "causal" and result.loss_history:
         print(f"trained with the {result.settings.mask_mode} mask (recorded in training.json); the validation loss is "
               f"scored with the causal mask, last training loss {result.loss_history[-1][1]:.4f}")
     return 0
+
+
+def _induction_probe(config: ModelConfig, recipe: dict, corpus_path: Path, text: str):
+    """The induction probe of a character-level run on repeated-letters (recorded in training.json), else None."""
+    if corpus_path.name != REPEATED_LETTERS or recipe.get("tokenizer", "char") != "char":
+        return None
+    from core.experiments.induction import letter_probe
+    from core.tokenizers import CharTokenizer
+
+    probe = letter_probe(CharTokenizer.from_text(text), config.context_length, config.n_layers)
+    return None if isinstance(probe, str) else probe
+
+
+def _probe_summary(what: str, history: list[tuple[int, float]]) -> str:
+    """One line: the score at the first and last probe, and the first step it reached PROBE_MARK."""
+    (first_step, first), (last_step, last) = history[0], history[-1]
+    reached = next((step for step, value in history if value >= PROBE_MARK), None)
+    mark = (f"; first at or above {PROBE_MARK} at step {reached:,}" if reached is not None
+            else f"; never at or above {PROBE_MARK}")
+    return f"{what}: {first:.3f} at step {first_step:,}, {last:.3f} at step {last_step:,}{mark}"
 
 
 # ---- logits, generate, evaluate -----------------------------------------------------------------

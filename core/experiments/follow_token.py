@@ -65,6 +65,8 @@ def stage_plan(model: Transformer) -> list[tuple[str, str, int, str]]:
         if cross:
             plan.append((f"block {index}: + cross-attention{then_norm}", "cross-attention", index,
                          f"blocks.{index}.hook_resid_cross"))
+        if config.attention_only:  # the block's output is its stream after attention: no FFN stage
+            continue
         ffn = "experts" if config.is_moe else "FFN"
         plan.append((f"block {index}: + {ffn}{then_norm}", "ffn", index, f"blocks.{index}.hook_resid_post"))
     if config.final_norm:

@@ -146,6 +146,7 @@ def trace_shapes(
     block_prefix = "blocks.0"
     block = model.blocks[0]
     ffn_hidden_hook = f"{block_prefix}.ffn.hook_hidden" if not config.is_moe else f"{block_prefix}.ffn.experts.0.hook_hidden"
+    ffn_hooks = [] if config.attention_only else [ffn_hidden_hook, f"{block_prefix}.hook_ffn_out"]
     patterns = [
         "hook_embed",
         f"{block_prefix}.attn.hook_q",
@@ -155,8 +156,7 @@ def trace_shapes(
         f"{block_prefix}.attn.hook_pattern",
         f"{block_prefix}.attn.hook_out",
         f"{block_prefix}.hook_resid_mid",
-        ffn_hidden_hook,
-        f"{block_prefix}.hook_ffn_out",
+        *ffn_hooks,
         f"{block_prefix}.hook_resid_post",
         "hook_final",
     ]
@@ -181,6 +181,18 @@ def trace_shapes(
     gqa = f"; {h // hkv} query heads share each key/value head" if hkv != h else ""
     ratio = c.d_ff / c.d_model
     expansion = f"{ratio:g}x d_model" if c.d_ff % c.d_model == 0 else f"d_ff = {c.d_ff}"
+    ffn_steps: list[tuple[str, str, torch.Tensor, str, bool]] = [] if c.attention_only else [
+        (
+            "FFN hidden",
+            ffn_hidden_hook,
+            seen[ffn_hidden_hook],
+            f"(B, T, d_ff) expansion layer: {expansion}" + (", per expert" if c.is_moe else ""),
+            False,
+        ),
+        ("FFN output", f"{block_prefix}.hook_ffn_out", seen[f"{block_prefix}.hook_ffn_out"], "(B, T, d_model) projected back", False),
+    ]
+    block_output = ("(B, T, d_model) = the residual after attention (no FFN), ready for the next block"
+                    if c.attention_only else "(B, T, d_model) ready for the next block")
     steps: list[tuple[str, str, torch.Tensor, str, bool]] = [
         ("token ids", "input", tokens, "(B, T) integer ids", False),
         ("embeddings + positions", "hook_embed", seen["hook_embed"], f"(B, T, d_model) positions: {c.positional}", False),
@@ -211,15 +223,8 @@ def trace_shapes(
         ("heads concatenated", f"{block_prefix}.attn.out_proj (input)", extra["concat"], "(B, T, h d_head) = weights @ V, heads side by side", False),
         ("attention output", f"{block_prefix}.attn.hook_out", seen[f"{block_prefix}.attn.hook_out"], "(B, T, d_model) after the output projection", False),
         ("residual after attention", f"{block_prefix}.hook_resid_mid", seen[f"{block_prefix}.hook_resid_mid"], "(B, T, d_model) x + attention", False),
-        (
-            "FFN hidden",
-            ffn_hidden_hook,
-            seen[ffn_hidden_hook],
-            f"(B, T, d_ff) expansion layer: {expansion}" + (", per expert" if c.is_moe else ""),
-            False,
-        ),
-        ("FFN output", f"{block_prefix}.hook_ffn_out", seen[f"{block_prefix}.hook_ffn_out"], "(B, T, d_model) projected back", False),
-        ("block output", f"{block_prefix}.hook_resid_post", seen[f"{block_prefix}.hook_resid_post"], "(B, T, d_model) ready for the next block", False),
+        *ffn_steps,
+        ("block output", f"{block_prefix}.hook_resid_post", seen[f"{block_prefix}.hook_resid_post"], block_output, False),
         ("final norm", "hook_final", seen["hook_final"], "(B, T, d_model) after the last block, before the head", False),
         ("logits", "head", logits, "(B, T, vocab_size) one score per vocabulary entry", False),
     ]
