@@ -79,7 +79,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     trainer.add_argument("--device", metavar="D", help="cpu, cuda, cuda:N or mps (default: the best present)")
     trainer.add_argument("--corpus", metavar="FILE", help="a UTF-8 text file, or repeated-letters: random letter sequences "
                          "each written twice, made from the seed, for induction heads (default: the bundled Shakespeare; "
-                         "tiny-induction: repeated-letters)")
+                         "tiny-induction and tiny-induction-attn: repeated-letters; a run on it records the induction score "
+                         "in training.json)")
     trainer.add_argument(
         "--tokenizer",
         choices=("char", "bpe"),

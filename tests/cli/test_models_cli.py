@@ -221,3 +221,20 @@ def test_first_ctrl_c_requests_a_stop_and_the_second_aborts():
         with pytest.raises(KeyboardInterrupt):
             os.kill(os.getpid(), signal.SIGINT)
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_train_on_repeated_letters_records_the_induction_score(tmp_path, capsys):
+    from core.experiments.induction import letter_probe
+    from core.repeated_corpus import repeated_letters
+    from core.tokenizers import CharTokenizer
+
+    out = tmp_path / "attn"
+    argv = ["train", "--preset", "tiny-induction-attn", "--out", str(out), "--steps", "4", "--batch", "2", "--quiet"]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    record = resolve_checkpoint(out).metadata["induction_probe"]
+    probe = letter_probe(CharTokenizer.from_text(repeated_letters(seed=0)), 64, 2)
+    assert record["what"] == probe.description() and record["text"] == probe.text
+    assert [step for step, _ in record["history"]] == [1, 2, 3, 4]  # every step of a run this short
+    first, last = record["history"][0][1], record["history"][-1][1]
+    assert f"{probe.description()}: {first:.3f} at step 1, {last:.3f} at step 4; never at or above 0.4" in printed
