@@ -63,7 +63,8 @@ class TrainOutcome:
     stopped: bool
     tokens_per_s: float
     probe_history: tuple[tuple[int, float], ...] = ()  # (step, induction score) when the run tracked it
-    probe_note: str = ""  # what the probe measures, or why the run could not track it ("" when not asked)
+    probe: Any = None  # the run's core.experiments.induction.InductionProbe, when it tracked one
+    probe_note: str = ""  # why a run that asked for the induction score has none
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,8 @@ class TrainingProgress:
     eta_s: float  # of the training alone: time paused or spent on other panels' requests is left out
     sample: tuple[int, str] | None = None  # (step, text) of a sample made in this batch
     probes: tuple[tuple[int, float], ...] = ()  # (step, induction score) of the probes made in this batch
-    probe_note: str = ""  # what the probe measures, or why there is none (every batch of a run that asked)
+    probe: Any = None  # the run's core.experiments.induction.InductionProbe (every batch of a run that tracks one)
+    probe_note: str = ""  # why a run that asked for the induction score has none
 
 
 class TrainingControl:
@@ -96,6 +98,7 @@ class _ProgressBatcher:
         self._validation: list[tuple[int, float]] = []
         self._sample: tuple[int, str] | None = None
         self._probes: list[tuple[int, float]] = []
+        self.probe: Any = None
         self.probe_note = ""
         self._speed = (0.0, math.inf)  # tokens/s, ETA of the newest step
         self._sent = time.perf_counter()
@@ -118,7 +121,7 @@ class _ProgressBatcher:
         if not self._losses or (not force and now - self._sent < PARTIAL_INTERVAL_S):
             return
         record = TrainingProgress(tuple(self._losses), tuple(self._validation), *self._speed, sample=self._sample,
-                                  probes=tuple(self._probes), probe_note=self.probe_note)
+                                  probes=tuple(self._probes), probe=self.probe, probe_note=self.probe_note)
         self._losses, self._validation, self._sample, self._probes = [], [], None, []
         self._sent = now
         self._token.partial(record)
@@ -166,8 +169,7 @@ def run_training(request: TrainRequest, control: TrainingControl, token: JobToke
     probe = induction_probe(request) if request.track_induction else None
     if isinstance(probe, str):
         batcher.probe_note, probe = f"No induction score: {probe}.", None
-    elif probe is not None:
-        batcher.probe_note = probe.description()
+    batcher.probe = probe
 
     def on_probe(step: int, model) -> dict[str, float]:
         value = probe.score(model)
@@ -196,7 +198,7 @@ def run_training(request: TrainRequest, control: TrainingControl, token: JobToke
                       result.tokenizer, request.state_seed, metadata)
     return TrainOutcome(loaded, metadata, tuple(result.loss_history), tuple(result.val_history),
                         float(result.final_val_loss), result.steps_done, result.stopped, float(result.tokens_per_s),
-                        history, batcher.probe_note)
+                        history, probe, batcher.probe_note)
 
 
 def induction_probe(request: TrainRequest):

@@ -55,7 +55,7 @@ def _ablate(mode: str, head: int | None):
 def ffn_problem(config) -> str | None:
     """Why this model has no FFNs to ablate (a sentence), or None when it has."""
     if config.attention_only:
-        return f"{config.name} is attention-only: its blocks have no FFN to ablate; ablate heads"
+        return f"attention-only {config.name} has no FFN in its blocks to ablate; ablate heads"
     return None
 
 

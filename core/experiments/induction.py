@@ -126,6 +126,11 @@ class InductionProbe:
         return (f"best induction score over {self.heads_text}, on a seeded sequence of {self.period} letters "
                 f"written twice (seed {self.seed})")
 
+    @property
+    def uniform_score(self) -> float:
+        """The score of a head that spreads each query evenly over the keys it may read: mean of 1 / (q + 1)."""
+        return sum(1.0 / (query + 1) for query in range(self.period, 2 * self.period)) / self.period
+
     def score(self, model: Transformer) -> float:
         """The best induction score of the scored heads (the caller chooses the mode and grad state)."""
         induction_score, *_ = head_scores(model, list(self.ids), self.period)

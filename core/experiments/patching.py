@@ -53,7 +53,7 @@ def site_problem(config, site: str) -> str | None:
     if site not in SITES:
         return f"unknown site {site!r}; choose one of {', '.join(SITES)}"
     if site == "mlp_out" and config.attention_only:
-        return (f"{config.name} is attention-only: its blocks have no FFN, so there is no mlp_out to patch; "
+        return (f"attention-only {config.name} has no FFN in its blocks, so there is no mlp_out to patch; "
                 "patch resid_pre, attn_out or head")
     return None
 

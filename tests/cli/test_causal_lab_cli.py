@@ -91,6 +91,6 @@ def test_patching_the_ffn_of_an_attention_only_model_is_refused_in_one_line(caps
     code, out, err = run(capsys, *argv, "--site", "mlp_out")
     assert code == 2 and out == ""
     assert len(err.strip().splitlines()) == 1
-    assert "tiny-induction-attn is attention-only: its blocks have no FFN, so there is no mlp_out to patch" in err
+    assert "attention-only tiny-induction-attn has no FFN in its blocks, so there is no mlp_out to patch" in err
     code, out, _err = run(capsys, *argv, "--site", "attn_out", "--json")
     assert code == 0 and np.array(json.loads(out)["values"]).shape == (2, 3)

@@ -87,9 +87,8 @@ def test_a_block_has_no_ffn_and_writes_exactly_x_plus_attention(model):
     for layer in range(2):
         pre, attn, post = (seen[f"blocks.{layer}.{hook}"] for hook in ("hook_resid_pre", "hook_attn_out", "hook_resid_post"))
         assert torch.equal(post, pre + attn)  # the same float32 sum, bit for bit
-    with pytest.raises(KeyError):
-        with capture(model, ["blocks.0.hook_ffn_out"]):
-            pass
+    with pytest.raises(KeyError), capture(model, ["blocks.0.hook_ffn_out"]):
+        pass
 
 
 def test_logits_and_attention_equal_a_forward_written_from_the_weights(model):
@@ -186,7 +185,7 @@ def test_attribution_has_no_ffn_parts_and_they_sum_to_the_logit(model):
 def test_patching_refuses_the_ffn_site_and_patches_the_others(model):
     corrupt = list(IDS)
     corrupt[4] = 11
-    with pytest.raises(PatchingError, match="attention-only.*no mlp_out"):
+    with pytest.raises(PatchingError, match="attention-only attn-only has no FFN.*no mlp_out"):
         activation_patch(model, IDS, corrupt, answer=7, site="mlp_out")
     for site in ("resid_pre", "attn_out", "head"):
         result = activation_patch(model, IDS, corrupt, answer=7, site=site)
@@ -194,7 +193,7 @@ def test_patching_refuses_the_ffn_site_and_patches_the_others(model):
 
 
 def test_ablation_has_no_ffns_to_pick(model):
-    with pytest.raises(AblationError, match="attention-only"):
+    with pytest.raises(AblationError, match="attention-only attn-only has no FFN in its blocks to ablate"):
         ablate(model, IDS, ffns=[0])
     result = ablate(model, IDS, heads=[(1, 2)])
     assert result.loss_after != result.loss_before

@@ -27,7 +27,8 @@ CONFIG = ModelConfig(name="probe-tiny", vocab_size=len(LETTERS) + 1, context_len
 
 
 def hand_patterns(model, ids: list[int]) -> list[torch.Tensor]:
-    """(H, T, T) attention weights of each layer of a pre-LayerNorm, learned-position GPT, in float64 by hand."""
+    """(H, T, T) attention weights of each layer of a pre-LayerNorm, learned-position GPT (GELU FFNs, or none),
+    in float64 by hand."""
     c = model.config
     w = {name: t.detach().double() for name, t in model.state_dict().items()}
     seq, heads, d_head = len(ids), c.n_heads, c.d_head
@@ -47,6 +48,8 @@ def hand_patterns(model, ids: list[int]) -> list[torch.Tensor]:
         patterns.append(weights)
         x = x + (weights @ v).transpose(0, 1).reshape(seq, c.d_model) @ w[p + "attn.out_proj.weight"].T \
             + w[p + "attn.out_proj.bias"]  # (T, D)
+        if c.attention_only:
+            continue
         h = ln(x, p + "norm2")
         hidden = F.gelu(h @ w[p + "ffn.up.weight"].T + w[p + "ffn.up.bias"])  # (T, F)
         x = x + hidden @ w[p + "ffn.down.weight"].T + w[p + "ffn.down.bias"]  # (T, D)
@@ -75,6 +78,8 @@ def test_the_probe_is_distinct_letters_written_twice_that_fit_the_context():
     one_layer = letter_probe(TOKENIZER, 64, 1)
     assert one_layer.first_layer == 0 and one_layer.period == 20 and "one layer" in one_layer.description()
     assert "at least 2 distinct letters" in letter_probe(CharTokenizer.from_text("0123 ,.;"), 64, 2)
+    # A head that reads every key alike: query q (0-based) spreads over q + 1 keys.
+    assert probe.uniform_score == pytest.approx(sum(1 / q for q in range(17, 33)) / 16, rel=1e-12)
 
 
 def test_train_probes_at_step_one_and_every_nth_step_in_eval_mode_without_gradients():
@@ -109,7 +114,8 @@ def test_a_tracked_run_sends_the_scores_and_records_them():
     every = probe.every(30)
     assert [step for step, _ in outcome.probe_history] == sorted({1, *range(every, 31, every)})
     assert [entry for progress in token.partials for entry in progress.probes] == list(outcome.probe_history)
-    assert {progress.probe_note for progress in token.partials} == {probe.description()} == {outcome.probe_note}
+    assert {progress.probe for progress in token.partials} == {probe} == {outcome.probe}
+    assert {progress.probe_note for progress in token.partials} == {""} == {outcome.probe_note}
     record = outcome.metadata["induction_probe"]
     assert record["history"] == [[step, value] for step, value in outcome.probe_history]
     assert record["text"] == probe.text and record["layers_scored"] == [1] and record["what"] == probe.description()
@@ -120,9 +126,10 @@ def test_a_tracked_run_sends_the_scores_and_records_them():
 def test_an_untracked_run_records_nothing_and_a_hopeless_one_says_why():
     corpus = repeated_letters_corpus(0)
     plain = run_training(TrainRequest(CONFIG, corpus, 3, 2, 16, 1e-2, 0, "cpu", 0), TrainingControl(), RecordingToken())
-    assert plain.probe_history == () and plain.probe_note == "" and "induction_probe" not in plain.metadata
+    assert plain.probe_history == () and plain.probe is None and plain.probe_note == ""
+    assert "induction_probe" not in plain.metadata
     short = CONFIG.replace(context_length=3, name="short")
     request = TrainRequest(short, corpus, 3, 2, 3, 1e-2, 0, "cpu", 0, track_induction=True)
     outcome = run_training(request, TrainingControl(), RecordingToken())
-    assert outcome.probe_history == () and "induction_probe" not in outcome.metadata
+    assert outcome.probe_history == () and outcome.probe is None and "induction_probe" not in outcome.metadata
     assert outcome.probe_note.startswith("No induction score: the induction score needs at least 2 distinct letters")
