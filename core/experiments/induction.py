@@ -123,8 +123,8 @@ class InductionProbe:
         return f"the heads of layers 1 to {self.n_layers - 1}"
 
     def description(self) -> str:
-        return (f"best induction score over {self.heads_text}, on a seeded sequence of {self.period} letters "
-                f"written twice (seed {self.seed})")
+        return (f"best induction score over {self.heads_text}, on {self.period} random letters written twice "
+                f"(seed {self.seed})")
 
     @property
     def uniform_score(self) -> float:

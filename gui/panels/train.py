@@ -439,7 +439,7 @@ class TrainPanel(Panel):
         line = progress_line(self.request, self.last_progress, self.val_points[1][-1] if self.val_points[1] else None,
                              paused=control is not None and control.paused.is_set(),
                              stopping=control is not None and control.stop_requested.is_set(),
-                             discarding=self.guard.discard)
+                             discarding=self.guard.discard, last_probe=self.run_plots.last_probe())
         if line is not None:
             self.status_label.setText(line)
 

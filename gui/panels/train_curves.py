@@ -69,8 +69,7 @@ class RunPlots(QWidget):
         self.induction_curve = self.induction_plot.plot([], [], name="best head", symbol="o", symbolSize=5)
         self.uniform_attention_line = self.induction_plot.plot([], [], name="a head reading every key alike")
         splitter.addWidget(self.induction_plot)
-        splitter.setStretchFactor(0, 3)
-        splitter.setStretchFactor(1, 2)
+        splitter.setSizes([5, 4])  # proportions: the loss's legend takes a row more
         self.induction_plot.hide()
         layout.addWidget(splitter)
 
@@ -125,9 +124,9 @@ class RunPlots(QWidget):
         self.induction_plot.setTitle(title[:1].upper() + title[1:])
         self.uniform_attention_line.setData([0, self._steps], [probe.uniform_score] * 2)
 
-    @property
-    def tracking(self) -> bool:
-        return not self.induction_plot.isHidden()
+    def last_probe(self) -> float | None:
+        """The newest induction score of this run, if it tracks one."""
+        return self.probe_points[1][-1] if self.probe_points[1] else None
 
     # ---- theme ---------------------------------------------------------------------------------
     def apply_theme(self) -> None:

@@ -73,8 +73,7 @@ def test_the_probe_is_distinct_letters_written_twice_that_fit_the_context():
     assert probe.text == first * 2 and len(set(first)) == n and set(first) <= set(LETTERS)
     assert list(probe.ids) == TOKENIZER.encode(probe.text)
     assert letter_probe(TOKENIZER, 32, 2, seed=3) == probe and letter_probe(TOKENIZER, 32, 2, seed=4) != probe
-    assert probe.description() == ("best induction score over layer-1 heads, on a seeded sequence of 16 letters "
-                                   "written twice (seed 3)")
+    assert probe.description() == "best induction score over layer-1 heads, on 16 random letters written twice (seed 3)"
     one_layer = letter_probe(TOKENIZER, 64, 1)
     assert one_layer.first_layer == 0 and one_layer.period == 20 and "one layer" in one_layer.description()
     assert "at least 2 distinct letters" in letter_probe(CharTokenizer.from_text("0123 ,.;"), 64, 2)

@@ -442,13 +442,16 @@ def test_a_run_on_repeated_letters_plots_its_induction_score_live_under_the_loss
     assert list(steps) == panel.run_plots.probe_points[0][:len(steps)] and steps[0] == 1
     assert steps[1] == 1000 and all(0 <= score <= 1 for score in scores)  # every hundredth of 100,000 steps
     title = panel.induction_plot.getPlotItem().titleLabel.text
-    assert title.startswith("Best induction score over layer-1 heads, on a seeded sequence of 20 letters written twice")
+    assert title == "Best induction score over layer-1 heads, on 20 random letters written twice (seed 0)"
+    assert f", induction score {panel.run_plots.probe_points[1][-1]:.3f}. " in panel.status_label.text()
     with qtbot.waitSignal(panel.training_finished, timeout=60_000):
         panel.stop_training()
     outcome = panel.outcome
     steps, scores = panel.run_plots.induction_curve.getData()
     assert [(int(s), float(v)) for s, v in zip(steps, scores)] == list(outcome.probe_history)
     assert outcome.metadata["induction_probe"]["history"] == [list(entry) for entry in outcome.probe_history]
+    step, score = outcome.probe_history[-1]
+    assert f"Induction score {score:.3f} at step {step:,}." in panel.status_label.text()
     _, uniform = panel.run_plots.uniform_attention_line.getData()
     assert list(uniform) == [outcome.probe.uniform_score] * 2
 
