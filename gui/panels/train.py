@@ -586,8 +586,7 @@ class TrainPanel(Panel):
 
     # ---- theme, export, session ----------------------------------------------------------------
     def apply_theme(self) -> None:
-        super().apply_theme()
-        self.run_plots.apply_theme()
+        super().apply_theme()  # the run's plots restyle themselves in it (train_curves.RunPlots.apply_theme)
         mono = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
         mono.setPointSizeF(theme.font().pointSizeF())
         for box in (self.sample_text, self.generated_text):

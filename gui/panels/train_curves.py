@@ -4,7 +4,8 @@ The induction score is measured by the training job (core.experiments.induction.
 weight a head of the second layer on puts on the token after the earlier occurrence of its own, over a
 seeded sequence of letters written twice) at step 1 and every hundredth of the run. Its plot shares the
 loss plot's steps, so the fall of the loss and the rise of the score are read at the same step: the phase
-change of Olsson et al. (2022). The dashed line is the score of a head that reads every key alike.
+change of Olsson et al. (2022). The dashed line, uniform attention, is the score of a head that reads every
+key alike.
 
 The curves follow the run, as the loss curves always did: a new run clears them, each batch of steps
 extends them, and the finished run's record redraws them. The page computes nothing.
@@ -64,10 +65,16 @@ class RunPlots(QWidget):
         self.induction_plot = _plot(WAITING_TITLE, "score")
         self.induction_plot.setObjectName("induction-plot")
         self.induction_plot.setXLink(self.loss_plot)
-        self.induction_plot.setYRange(0.0, 1.0, padding=0.02)  # a mean attention weight: 0 to 1
+        self.induction_plot.setYRange(0.0, 1.0, padding=0.05)  # a mean attention weight: 0 to 1
         self.induction_plot.getPlotItem().vb.setMouseEnabled(y=False)
+        # 0 and 1 always, even where half a label sticks out of a low plot (pyqtgraph allows that only to an axis
+        # without grid lines); 0.5 a minor tick, labelled where the plot is tall enough.
+        self.induction_plot.showGrid(x=True, y=False)
+        score_axis = self.induction_plot.getAxis("left")
+        score_axis.setTicks([[(0.0, "0"), (1.0, "1")], [(0.5, "0.5")]])
+        score_axis.setStyle(hideOverlappingLabels=False)
         self.induction_curve = self.induction_plot.plot([], [], name="best head", symbol="o", symbolSize=5)
-        self.uniform_attention_line = self.induction_plot.plot([], [], name="a head reading every key alike")
+        self.uniform_attention_line = self.induction_plot.plot([], [], name="uniform attention")
         splitter.addWidget(self.induction_plot)
         splitter.setSizes([5, 4])  # proportions: the loss's legend takes a row more
         self.induction_plot.hide()
@@ -130,6 +137,9 @@ class RunPlots(QWidget):
 
     # ---- theme ---------------------------------------------------------------------------------
     def apply_theme(self) -> None:
+        """The theme and text size (the panel's restyle calls this instead of styling these plots itself)."""
+        for plot in (self.loss_plot, self.induction_plot):
+            theme.style_plot(plot)
         self.train_curve.setPen(theme.pen("primary"))
         self.val_curve.setPen(theme.pen("secondary"))
         self.val_curve.setSymbolBrush(theme.brush("secondary"))
