@@ -48,6 +48,7 @@ class ModelConfig:
     rope_scale: float = 1.0  # RoPE position interpolation: positions are divided by this factor
     attention: AttentionKind = "causal"  # self-attention of a decoder: causal mask or none
     architecture: Architecture = "decoder"  # decoder-only, encoder-only, or two towers with cross-attention
+    attention_only: bool = False  # blocks without an FFN (and its norm): the two-layer attention-only models of the induction-heads papers
     bias: bool = True  # bias vectors on linear layers and LayerNorm shifts
     qkv_bias: bool = False  # biases on the query, key and value projections even when bias is off (Qwen2)
     tie_embeddings: bool = True  # the output head reuses the token embedding matrix
@@ -139,7 +140,7 @@ _LITERAL_CHOICES: dict[str, tuple[str, ...]] = {
 _INT_FIELDS = {"vocab_size", "context_length", "d_model", "n_heads", "n_layers", "d_ff", "n_experts", "top_k"}
 _OPTIONAL_INT_FIELDS = {"n_kv_heads", "n_encoder_layers"}
 _FLOAT_FIELDS = {"norm_eps", "rope_base", "rope_scale"}
-BOOL_FIELDS = frozenset({"bias", "qkv_bias", "tie_embeddings", "final_norm", "embed_scale", "embed_norm",
+BOOL_FIELDS = frozenset({"attention_only", "bias", "qkv_bias", "tie_embeddings", "final_norm", "embed_scale", "embed_norm",
                          "sinusoidal_halves", "head_transform", "head_bias"})
 
 MAX_NAME_CHARS = 256  # one line in the title bar, status bar and captions; a folder name (255 bytes) fits
@@ -222,6 +223,9 @@ def validate(config: ModelConfig) -> None:
         raise ConfigError("n_experts", f"must be 0 (dense FFN) or a positive number of experts, got {_shown(c.n_experts)}")
     if c.n_experts > 1024:
         raise ConfigError("n_experts", "use at most 1024 experts")
+    if c.attention_only and c.n_experts:
+        raise ConfigError("attention_only", "an attention-only model has no FFN, so no experts either; turn "
+                          "attention_only off or set n_experts to 0")
     if c.n_experts:
         if isinstance(c.top_k, bool) or not isinstance(c.top_k, int) or not 1 <= c.top_k <= c.n_experts:
             raise ConfigError("top_k", f"must be between 1 and n_experts ({c.n_experts}), got {_shown(c.top_k)}")

@@ -179,7 +179,8 @@ def estimate_memory(
     b = parameter_breakdown(config)
     heads, d, v = config.n_heads, config.d_model, config.vocab_size
     tokens = batch * seq
-    ffn_hidden = tokens * config.d_ff * max(config.n_experts, 1) * (2 if config.activation == "swiglu" else 1)
+    ffn_hidden = 0 if config.attention_only else (
+        tokens * config.d_ff * max(config.n_experts, 1) * (2 if config.activation == "swiglu" else 1))
     one_map = batch * heads * seq * seq  # (B, H, T, T) values
     bias = heads * seq * seq if config.positional == "alibi" else 0  # (H, T, T) values
     explicit = captured_attention_layers > 0 or mask_mode in EXPLICIT_MASK_MODES

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from core.config import ModelConfig
-from core.params import attention_params, block_breakdown, ffn_params
+from core.params import attention_params, block_breakdown, ffn_params, norm_params
 
 # ---- geometry, in lines of text ---------------------------------------------------------------
 MARGIN = 1.2
@@ -161,8 +161,7 @@ class _Builder:
         self.links: list[Link] = []
         self.drawn: dict[str, tuple[int, ...]] = {}
         self.anchors: dict[str, dict] = {}  # tower -> points other towers link to
-        norms_per_block = block_breakdown(config, cross_attention=False).norms
-        self.norm_params = norms_per_block // 2
+        self.norm_params = norm_params(config)
         d, f, bias = config.d_model, config.d_ff, config.bias
         self.in_projection = d * f + (f if bias else 0)  # d -> d_ff (up, and gate for SwiGLU)
         self.out_projection = f * d + (d if bias else 0)  # d_ff -> d
@@ -245,7 +244,7 @@ class _Builder:
             # RoPE / ALiBi tags sit on the attention box's top edge and need a taller header.
             y += BLOCK_HEADER + (0.7 if c.positional in ("rope", "alibi") else 0.0)
             first_part = len(self.parts)
-            sublayers = ["attention"] + (["cross_attention"] if decoder_of_pair else []) + ["ffn"]
+            sublayers = ["attention"] + (["cross_attention"] if decoder_of_pair else []) + ([] if c.attention_only else ["ffn"])
             for sublayer in sublayers:
                 new_y, target = self.sublayer_row(tower, sx, direction, y, index, sublayer, cursor)
                 if target is not None:
@@ -264,8 +263,10 @@ class _Builder:
                      parameters=block.total, shape=self.d(), panel=PANEL_PARAMETERS,
                      explanation=f"Block {index}: self-attention (tokens exchange information)"
                      + (", cross-attention (the decoder reads the encoder)" if decoder_of_pair else "")
-                     + f" and a feed-forward network (each token on its own), each added back onto the residual "
-                     f"stream, with the norm {placement}.")
+                     + (" and no feed-forward network (an attention-only model): the block adds attention's output "
+                        f"to the residual stream, with the norm {placement}." if c.attention_only else
+                        f" and a feed-forward network (each token on its own), each added back onto the residual "
+                        f"stream, with the norm {placement}."))
             previous = index
         self.unify_frames(frames, sx, direction)
 

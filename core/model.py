@@ -232,7 +232,10 @@ class HeadTransform(nn.Module):
 
 
 class Block(nn.Module):
-    """Attention then FFN, each wrapped in a residual connection and a norm (pre or post)."""
+    """Attention then FFN, each wrapped in a residual connection and a norm (pre or post).
+
+    An attention-only block has no FFN, no norm for it and no hook_ffn_out: its output is x + attn.
+    """
 
     def __init__(self, config: ModelConfig, cross_attention: bool = False) -> None:
         super().__init__()
@@ -246,9 +249,11 @@ class Block(nn.Module):
             self.norm_cross = make_norm(config)
             self.cross_attn = Attention(config, cross=True)
             self.hook_resid_cross = HookPoint()
-        self.norm2 = make_norm(config)
-        self.ffn: nn.Module = MixtureOfExperts(config) if config.is_moe else FeedForward(config)
-        self.hook_ffn_out = HookPoint()  # what the FFN writes into the stream (TransformerLens's hook_mlp_out)
+        self.has_ffn = not config.attention_only
+        if self.has_ffn:
+            self.norm2 = make_norm(config)
+            self.ffn: nn.Module = MixtureOfExperts(config) if config.is_moe else FeedForward(config)
+            self.hook_ffn_out = HookPoint()  # what the FFN writes into the stream (TransformerLens's hook_mlp_out)
         self.hook_resid_post = HookPoint()
 
     def _sublayer(self, x: torch.Tensor, norm: nn.Module, sublayer, hook: HookPoint | None = None) -> torch.Tensor:
@@ -257,6 +262,12 @@ class Block(nn.Module):
             return x + (hook(update) if hook else update)  # (B, T, D)
         update = sublayer(x)  # (B, T, D)
         return norm(x + (hook(update) if hook else update))  # (B, T, D)
+
+    def feed_forward(self, x: torch.Tensor) -> torch.Tensor:
+        """The FFN sublayer with its residual and norm; an attention-only block passes the stream on as it is."""
+        if not self.has_ffn:
+            return x
+        return self._sublayer(x, self.norm2, self.ffn, self.hook_ffn_out)  # (B, T, D)
 
     def forward(
         self,
@@ -273,7 +284,7 @@ class Block(nn.Module):
         if hasattr(self, "cross_attn"):
             x = self._sublayer(x, self.norm_cross, lambda h: self.cross_attn(h, memory=memory, mask_mode="none"))
             x = self.hook_resid_cross(x)  # (B, T, D)
-        x = self._sublayer(x, self.norm2, self.ffn, self.hook_ffn_out)  # (B, T, D)
+        x = self.feed_forward(x)  # (B, T, D)
         return self.hook_resid_post(x)  # (B, T, D)
 
 
@@ -342,9 +353,11 @@ class Transformer(nn.Module):
         by sqrt(2 * n_layers), the deep-stack recipe of GPT-2 (two writes per block).
         """
         generator = torch.Generator().manual_seed(seed)
-        # Each encoder block writes twice into its stream; decoder blocks with cross-attention thrice.
-        writes_per_block = 3 if self.config.architecture == "encoder-decoder" else 2
-        n_writes = max(1, writes_per_block * self.config.n_layers + 2 * self.config.encoder_layers)
+        # Each encoder block writes twice into its stream (attention, FFN); decoder blocks with cross-attention
+        # thrice; an attention-only block once fewer.
+        ffn_writes = 0 if self.config.attention_only else 1
+        writes_per_block = (2 if self.config.architecture == "encoder-decoder" else 1) + ffn_writes
+        n_writes = max(1, writes_per_block * self.config.n_layers + (1 + ffn_writes) * self.config.encoder_layers)
         seen: set[int] = set()
         with torch.no_grad():
             for name, param in self.named_parameters():

@@ -29,9 +29,9 @@ class BlockBreakdown:
     """Parameters of one block (one FFN when experts are present: `ffn` counts all experts)."""
 
     attention: int  # self-attention, plus cross-attention in a decoder block of an encoder-decoder
-    ffn: int  # the dense FFN, or every expert together
+    ffn: int  # the dense FFN, or every expert together (0 for an attention-only block)
     router: int  # the MoE router (0 for a dense block)
-    norms: int  # the block's two (three with cross-attention) norms
+    norms: int  # the block's norms: one per sublayer (two, three with cross-attention, one fewer without an FFN)
     expert: int  # one expert's FFN (equals ffn for a dense block)
 
     @property
@@ -78,7 +78,8 @@ class ParameterBreakdown:
         }
 
 
-def _norm_params(config: ModelConfig) -> int:
+def norm_params(config: ModelConfig) -> int:
+    """One norm: a scale per feature, and a shift too for LayerNorm with biases."""
     if config.norm == "rmsnorm":
         return config.d_model
     return config.d_model * (2 if config.bias else 1)
@@ -105,13 +106,14 @@ def ffn_params(config: ModelConfig) -> int:
 
 
 def block_breakdown(config: ModelConfig, cross_attention: bool) -> BlockBreakdown:
-    expert = ffn_params(config)
+    expert = 0 if config.attention_only else ffn_params(config)
     n_experts = max(config.n_experts, 1)
+    sublayers = (2 if cross_attention else 1) + (0 if config.attention_only else 1)  # each has its norm
     return BlockBreakdown(
         attention=attention_params(config) * (2 if cross_attention else 1),
         ffn=expert * n_experts,
         router=config.d_model * config.n_experts,
-        norms=_norm_params(config) * (3 if cross_attention else 2),
+        norms=norm_params(config) * sublayers,
         expert=expert,
     )
 
@@ -127,7 +129,7 @@ def parameter_breakdown(config: ModelConfig) -> ParameterBreakdown:
 
     final_norms = 0
     if config.final_norm:
-        final_norms = _norm_params(config) * (2 if encoder else 1)
+        final_norms = norm_params(config) * (2 if encoder else 1)
     groups = {
         "token_embeddings": V * d,
         "position_embeddings": config.context_length * d if config.positional == "learned" else 0,
@@ -135,9 +137,9 @@ def parameter_breakdown(config: ModelConfig) -> ParameterBreakdown:
         "ffn": n_stack * decoder.ffn + (n_encoder * encoder.ffn if encoder else 0),
         "router": n_stack * decoder.router + (n_encoder * encoder.router if encoder else 0),
         "norms": n_stack * decoder.norms + (n_encoder * encoder.norms if encoder else 0) + final_norms
-        + (_norm_params(config) if config.embed_norm else 0),
+        + (norm_params(config) if config.embed_norm else 0),
         "head": (0 if config.tie_embeddings else V * d) + (V if config.head_bias else 0)
-        + (_linear(d, d, config.bias) + _norm_params(config) if config.head_transform else 0),
+        + (_linear(d, d, config.bias) + norm_params(config) if config.head_transform else 0),
     }
     total = sum(groups.values())
     idle_experts = max(config.n_experts - config.top_k, 0) if config.is_moe else 0
@@ -168,7 +170,7 @@ def gpt2_small_textbook_lines(config: ModelConfig) -> list[tuple[str, str]]:
     block = b.decoder_block
     assert block is not None
     layers = config.n_layers
-    final_norm = _norm_params(config) if config.final_norm else 0
+    final_norm = norm_params(config) if config.final_norm else 0
     return [
         ("token embeddings", f"{b.groups['token_embeddings']:>12,}"),
         ("position embeddings", f"{b.groups['position_embeddings']:>12,}"),

@@ -140,6 +140,20 @@ PRESETS: dict[str, ModelConfig] = {
             positional="learned",
             tie_embeddings=True,
         ),
+        ModelConfig(  # tiny-induction without FFNs: the attention-only two-layer model of Olsson et al. (2022)
+            name="tiny-induction-attn",
+            vocab_size=len(LETTERS) + 1,
+            context_length=64,
+            d_model=64,
+            n_heads=4,
+            n_layers=2,
+            d_ff=256,  # unused: attention-only blocks have no FFN
+            norm="layernorm",
+            activation="gelu",
+            positional="learned",
+            tie_embeddings=True,
+            attention_only=True,
+        ),
         ModelConfig(  # tiny-gpt over a 1,536-token byte-level BPE: the bundled subword model
             name="tiny-gpt-bpe",
             vocab_size=BPE_VOCAB,

@@ -63,9 +63,13 @@ BUNDLED_RECIPES: dict[str, dict[str, float | int | bool]] = {
     # Top-2 of 4 experts, and the dense model of the same active size trained alike (its yardstick).
     "tiny-moe": {"steps": 3000, "batch_size": 32, "seq_len": 128, "lr": 3e-3, "seed": 0},
     "tiny-moe-dense": {"steps": 3000, "batch_size": 32, "seq_len": 128, "lr": 3e-3, "seed": 0},
+    # Without FFNs, 3e-3 settles in a positional look-back instead (no induction head after 8,000 steps); at 1e-3
+    # the heads form between steps 700 and 900 (about 50 s on one thread).
+    "tiny-induction-attn": {"steps": 3000, "batch_size": 32, "seq_len": 64, "lr": 1e-3, "seed": 0, "warmup_steps": 50},
 }
 # The corpus a bundled recipe trains on when none is given: the bundled Shakespeare unless named here.
-BUNDLED_CORPORA: dict[str, str] = {"tiny-induction": "repeated-letters", "tiny-encoder-decoder": "dates"}
+BUNDLED_CORPORA: dict[str, str] = {"tiny-induction": "repeated-letters", "tiny-induction-attn": "repeated-letters",
+                                   "tiny-encoder-decoder": "dates"}
 DEFAULT_RECIPE: dict[str, float | int | bool] = {"steps": 1000, "batch_size": 16, "seq_len": 128, "lr": 1e-3, "seed": 0}
 
 # What each objective's check_loss re-scores: the held-out split's first predictions, windows or pairs.
@@ -85,6 +89,7 @@ MAX_GRAD_NORM_RECORDS = 512  # per-block gradient norms kept per run; beyond it 
 ProgressCallback = Callable[[int, float, float, float, "float | None"], None]
 SampleCallback = Callable[[int, str], None]
 GradNormCallback = Callable[[int, tuple[float, ...]], None]  # (step, one norm per block)
+ProbeCallback = Callable[[int, Transformer], "dict[str, float]"]  # (step, model in eval mode) -> named figures
 
 
 class TrainingError(ValueError):
@@ -157,6 +162,7 @@ class TrainResult:
     val_history: list[tuple[int, float]] = field(default_factory=list)  # (step, estimate on eval_windows windows)
     # (step, one parameter-gradient norm per block, before clipping), every grad_norm_every steps (thinned)
     grad_norms: list[tuple[int, tuple[float, ...]]] = field(default_factory=list)
+    probes: list[tuple[int, dict[str, float]]] = field(default_factory=list)  # (step, what `probe` returned)
     final_val_loss: float = float("nan")  # nats/char over the WHOLE validation split (see evaluate_loss)
     check_loss: float = float("nan")  # nats/token over the first CHECK_PREDICTIONS predictions of that split
     val_loss_per_token: float = float("nan")  # nats/token over the whole split (= per char for "char")
@@ -277,6 +283,8 @@ def train(
     on_grad_norms: GradNormCallback | None = None,
     start_from: tuple[Transformer, Tokenizer] | None = None,
     on_expert_load: Callable[[int, list[list[float]]], None] | None = None,
+    probe: ProbeCallback | None = None,
+    probe_every: int = 0,
     **options: Any,
 ) -> TrainResult:
     """Train a model of `config` on `text` and return it with its history.
@@ -288,6 +296,9 @@ def train(
     first character. on_grad_norms(step, norms) receives each grad_norm_every-th step's per-block
     gradient norms. `options` sets the other TrainSettings fields (warmup_steps, weight_decay,
     grad_clip, bf16_autocast, mask_mode, grad_norm_every, ...).
+
+    probe(step, model) runs after the optimizer step of step 1 and of every probe_every-th step, with
+    the model in eval mode and no gradients; what it returns goes to result.probes.
 
     start_from=(model, tokenizer) fine-tunes a copy of that model with its own tokenizer instead of
     starting from seeded random weights; the corpus must be written in the tokenizer's vocabulary. The
@@ -380,6 +391,11 @@ def train(
                     on_expert_load(done, shares)
         if sample_every and on_sample is not None and done % sample_every == 0:
             on_sample(done, data.sample(model, settings))
+            model.train()
+        if probe is not None and probe_every > 0 and (done == 1 or done % probe_every == 0):
+            model.eval()
+            with torch.no_grad():
+                result.probes.append((done, probe(done, model)))
             model.train()
         tokens_per_s = done * tokens_per_step / max(train_time, 1e-9)
         if on_progress is not None:
@@ -615,6 +631,7 @@ __all__ = [
     "CHECK_PREDICTIONS",
     "DEFAULT_RECIPE",
     "MAX_GRAD_NORM_RECORDS",
+    "ProbeCallback",
     "TRAIN_MASK_MODES",
     "VALIDATION_FRACTION",
     "TrainResult",

@@ -49,6 +49,7 @@ class TrainRequest:
     state_seed: int  # the lab's seed, recorded so the main window sees the model as built
     mask_mode: str = "causal"  # the training forward's mask (core.choices.TRAIN_MASK_MODES)
     start_from: Any = None  # (model, tokenizer) to fine-tune; None: fresh weights from `seed`
+    track_induction: bool = False  # probe the induction score during the run (core.experiments.induction.letter_probe)
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,9 @@ class TrainOutcome:
     steps_done: int
     stopped: bool
     tokens_per_s: float
+    probe_history: tuple[tuple[int, float], ...] = ()  # (step, induction score) when the run tracked it
+    probe: Any = None  # the run's core.experiments.induction.InductionProbe, when it tracked one
+    probe_note: str = ""  # why a run that asked for the induction score has none
 
 
 @dataclass(frozen=True)
@@ -74,6 +78,9 @@ class TrainingProgress:
     sample: tuple[int, str] | None = None  # (step, text) of a sample made in this batch
     # mixture of experts: (step, per layer each expert's share of the routing assignments since the last record)
     expert_load: tuple[int, list[list[float]]] | None = None
+    probes: tuple[tuple[int, float], ...] = ()  # (step, induction score) of the probes made in this batch
+    probe: Any = None  # the run's core.experiments.induction.InductionProbe (every batch of a run that tracks one)
+    probe_note: str = ""  # why a run that asked for the induction score has none
 
 
 class TrainingControl:
@@ -93,6 +100,9 @@ class _ProgressBatcher:
         self._validation: list[tuple[int, float]] = []
         self._sample: tuple[int, str] | None = None
         self._expert_load: tuple[int, list[list[float]]] | None = None
+        self._probes: list[tuple[int, float]] = []
+        self.probe: Any = None
+        self.probe_note = ""
         self._speed = (0.0, math.inf)  # tokens/s, ETA of the newest step
         self._sent = time.perf_counter()
 
@@ -107,6 +117,8 @@ class _ProgressBatcher:
 
     def add_expert_load(self, step: int, shares: list[list[float]]) -> None:
         self._expert_load = (step, shares)
+    def add_probe(self, step: int, value: float) -> None:
+        self._probes.append((step, value))
 
     def send(self, force: bool = False) -> None:
         """Send what has gathered: at once when forced (pause, the last step), else once the interval has passed."""
@@ -114,8 +126,9 @@ class _ProgressBatcher:
         if not self._losses or (not force and now - self._sent < PARTIAL_INTERVAL_S):
             return
         record = TrainingProgress(tuple(self._losses), tuple(self._validation), *self._speed, sample=self._sample,
-                                  expert_load=self._expert_load)
-        self._losses, self._validation, self._sample, self._expert_load = [], [], None, None
+                                  expert_load=self._expert_load, probes=tuple(self._probes), probe=self.probe,
+                                  probe_note=self.probe_note)
+        self._losses, self._validation, self._sample, self._expert_load, self._probes = [], [], None, None, []
         self._sent = now
         self._token.partial(record)
 
@@ -159,15 +172,29 @@ def run_training(request: TrainRequest, control: TrainingControl, token: JobToke
     def on_sample(step: int, text: str) -> None:
         batcher.add_sample(step, text)
 
+    probe = induction_probe(request) if request.track_induction else None
+    if isinstance(probe, str):
+        batcher.probe_note, probe = f"No induction score: {probe}.", None
+    batcher.probe = probe
+
+    def on_probe(step: int, model) -> dict[str, float]:
+        value = probe.score(model)
+        batcher.add_probe(step, value)
+        return {"induction": value}
+
     result = train(
         request.config, request.corpus.text, steps=request.steps, batch_size=request.batch_size,
         seq_len=request.seq_len, lr=request.lr, seed=request.seed, device=device, on_progress=on_progress,
         should_stop=should_stop, sample_every=max(1, request.steps // SAMPLE_EVERY_RUNS), on_sample=on_sample,
         warmup_steps=min(100, max(1, request.steps // 10)), eval_every=max(1, request.steps // 20),
         mask_mode=request.mask_mode, start_from=request.start_from, on_expert_load=batcher.add_expert_load,
+        probe=on_probe if probe is not None else None, probe_every=probe.every(request.steps) if probe is not None else 0,
     )
     metadata = result.metadata()
     metadata["corpus"] = request.corpus.name
+    history = tuple((step, figures["induction"]) for step, figures in result.probes)
+    if probe is not None:
+        metadata["induction_probe"] = probe.record(history)
     result.model.trained_mask_mode = request.mask_mode  # the model's description and Generate say so
     how = "fine-tuned" if request.start_from is not None else "trained"
     source = f"{how} here ({result.steps_done:,} steps on {request.corpus.name})"
@@ -176,7 +203,21 @@ def run_training(request: TrainRequest, control: TrainingControl, token: JobToke
     loaded = LabModel(result.model, result.config, device, source, count_parameters(result.model), "",
                       result.tokenizer, request.state_seed, metadata)
     return TrainOutcome(loaded, metadata, tuple(result.loss_history), tuple(result.val_history),
-                        float(result.final_val_loss), result.steps_done, result.stopped, float(result.tokens_per_s))
+                        float(result.final_val_loss), result.steps_done, result.stopped, float(result.tokens_per_s),
+                        history, probe, batcher.probe_note)
+
+
+def induction_probe(request: TrainRequest):
+    """The run's induction probe (core.experiments.induction.InductionProbe), or a clause saying why there is none.
+
+    Its letters are token ids of the tokenizer the run will have: the loaded model's when fine-tuning,
+    else the characters of the corpus, as core.training.train makes it.
+    """
+    from core.experiments.induction import letter_probe
+    from core.tokenizers import CharTokenizer
+
+    tokenizer = request.start_from[1] if request.start_from is not None else CharTokenizer.from_text(request.corpus.text)
+    return letter_probe(tokenizer, request.config.context_length, request.config.n_layers)
 
 
 def format_duration(seconds: float) -> str:
@@ -199,5 +240,6 @@ __all__ = [
     "TrainingControl",
     "TrainingProgress",
     "format_duration",
+    "induction_probe",
     "run_training",
 ]

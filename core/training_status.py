@@ -13,8 +13,9 @@ from core.training_job import TrainingProgress, TrainOutcome, TrainRequest, form
 
 
 def progress_line(request: TrainRequest, progress: TrainingProgress | None, last_validation: float | None,
-                  paused: bool, stopping: bool, discarding: bool) -> str | None:
-    """The line under the controls while a run is on; None when there is nothing new to say."""
+                  paused: bool, stopping: bool, discarding: bool, last_probe: float | None = None) -> str | None:
+    """The line under the controls while a run is on; None when there is nothing new to say. last_probe: the
+    newest induction score of a run that tracks it."""
     if stopping:
         # What the wait is for, until the model arrives: no step count or ETA of a run that has ended.
         held_out = len(request.corpus.text) // 10
@@ -28,6 +29,7 @@ def progress_line(request: TrainRequest, progress: TrainingProgress | None, last
         return "Paused before the first step; the other panels keep computing." if paused else None
     step, loss = progress.losses[-1]
     val = f", validation {last_validation:.3f}" if last_validation is not None else ""
+    val += f", induction score {last_probe:.3f}" if last_probe is not None else ""
     eta = "paused; the other panels keep computing" if paused else f"ETA {format_duration(progress.eta_s)}"
     load = ""
     if progress.expert_load is not None:
@@ -76,8 +78,12 @@ def outcome_headline(outcome: TrainOutcome, installed: bool, config_applied_afte
     if load:
         scored += "; expert load at the end: " + "; ".join(
             f"layer {layer} " + " ".join(f"{share:.0%}" for share in row) for layer, row in enumerate(load[-1][1]))
+    induction = ""
+    if outcome.probe_history:
+        step, score = outcome.probe_history[-1]
+        induction = f" Induction score {score:.3f} at step {step:,}."
     return (f"<b>{how} after {outcome.steps_done:,} steps</b>: {scored}, "
-            f"{outcome.tokens_per_s:,.0f} tokens/s. {where}; Save model... writes it.")
+            f"{outcome.tokens_per_s:,.0f} tokens/s.{induction} {where}; Save model... writes it.")
 
 
 __all__ = ["outcome_headline", "progress_line"]

@@ -16,6 +16,7 @@ def small_configs(draw, max_layers: int = 3, architectures=("decoder", "encoder"
     architecture = draw(st.sampled_from(architectures))
     attention = "bidirectional" if architecture == "encoder" else draw(st.sampled_from(["causal", "bidirectional"]))
     n_experts = draw(st.sampled_from([0, 0, 2, 3]))
+    attention_only = not n_experts and draw(st.sampled_from([False, False, True]))
     return ModelConfig(
         name="drawn",
         vocab_size=draw(st.integers(5, 40)),
@@ -39,4 +40,5 @@ def small_configs(draw, max_layers: int = 3, architectures=("decoder", "encoder"
         n_experts=n_experts,
         top_k=draw(st.integers(1, n_experts)) if n_experts else 2,
         final_norm=draw(st.booleans()),
+        attention_only=attention_only,
     ).validated()

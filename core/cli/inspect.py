@@ -40,7 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _describe(config: ModelConfig) -> str:
-    parts = [config.architecture, config.positional, config.norm, config.activation]
+    parts = [config.architecture, config.positional, config.norm, "attention-only" if config.attention_only else config.activation]
     if config.is_moe:
         parts.append(f"{config.n_experts} experts, top-{config.top_k}")
     return ", ".join(parts)
@@ -59,7 +59,7 @@ def run_presets(args: argparse.Namespace) -> int:
                 str(config.n_layers if config.architecture != "encoder-decoder" else f"{config.encoder_layers}+{config.n_layers}"),
                 str(config.d_model),
                 f"{config.n_heads}/{config.kv_heads}",
-                str(config.d_ff),
+                "-" if config.attention_only else str(config.d_ff),
                 f"{config.vocab_size:,}",
                 f"{b.total:,}",
                 _describe(config),
@@ -106,7 +106,9 @@ def run_params(args: argparse.Namespace) -> int:
     ]
     print_table(rows, ["group", "parameters", "share"], {1, 2})
     for label, block in (("decoder block" if b.encoder_block else "one block", b.decoder_block), ("encoder block", b.encoder_block)):
-        if block is not None:
+        if block is not None and config.attention_only:
+            print(f"{label}: {block.total:,} (attention {block.attention:,}, norms {block.norms:,}); attention-only, no FFN")
+        elif block is not None:
             print(
                 f"{label}: {block.total:,} (attention {block.attention:,}, FFN {block.ffn:,}, norms {block.norms:,}"
                 f"{f', router {block.router:,}' if block.router else ''}); FFN share {block.ffn_share:.1%}"

@@ -58,6 +58,7 @@ DATES = "dates"  # --corpus's name for core.date_corpus's pairs
 # in barriers. Other runs take as many threads as torch picks.
 BUNDLED_THREADS = 1
 DEFAULT_TEMPERATURE = 0.8
+PROBE_MARK = 0.4  # the induction score the summary line reports the first step of: a head that copies clearly
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -82,8 +83,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     trainer.add_argument("--device", metavar="D", help="cpu, cuda, cuda:N or mps (default: the best present)")
     trainer.add_argument("--corpus", metavar="FILE", help="a UTF-8 text file (for an encoder-decoder: one source<TAB>target "
                          "pair per line), repeated-letters: random letter sequences each written twice, made from the seed, "
-                         "for induction heads, or dates: dates in words and their ISO form, made from the seed (default: "
-                         "the bundled Shakespeare; tiny-induction: repeated-letters; tiny-encoder-decoder: dates)")
+                         "for induction heads (a run on it records the induction score in training.json), or dates: dates "
+                         "in words and their ISO form, made from the seed (default: the bundled Shakespeare; tiny-induction "
+                         "and tiny-induction-attn: repeated-letters; tiny-encoder-decoder: dates)")
     trainer.add_argument(
         "--tokenizer",
         choices=("char", "bpe"),
@@ -316,9 +318,13 @@ def _train_and_save(
             + ", ".join(f"{k} {v}" for k, v in recipe.items()),
             file=sys.stderr,
         )
+    probe = _induction_probe(config, recipe, corpus_path, text)
+    tracking = {} if probe is None else {
+        "probe": lambda step, model: {"induction": probe.score(model)}, "probe_every": probe.every(int(recipe["steps"])),
+    }
     with _stop_on_first_interrupt() as stop_requested:
         try:
-            result = train(config, text, device=device, on_progress=bar, should_stop=stop_requested, **recipe)
+            result = train(config, text, device=device, on_progress=bar, should_stop=stop_requested, **recipe, **tracking)
         except TrainingError as error:
             raise CliError(str(error)) from None
         finally:
@@ -338,6 +344,9 @@ def _train_and_save(
         parameters=sum(p.numel() for p in result.model.parameters()),
         finished_utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     )
+    history = [(step, figures["induction"]) for step, figures in result.probes]
+    if probe is not None:
+        metadata["induction_probe"] = probe.record(history)
     try:
         save_model(result.model.cpu(), out, tokenizer=result.tokenizer, metadata=metadata)
     except CheckpointError as error:  # the destination changed during the run (disk filled, unmounted)
@@ -353,6 +362,8 @@ def _train_and_save(
     )
     for line in quality_lines(result.quality, result.expert_load):
         print(line)
+    if probe is not None and history:
+        print(_probe_summary(probe.description(), history))
     if result.settings.mask_mode != "causal" and result.loss_history:
         print(f"trained with the {result.settings.mask_mode} mask (recorded in training.json); the validation loss is "
               f"scored with the causal mask, last training loss {result.loss_history[-1][1]:.4f}")
@@ -374,6 +385,24 @@ def quality_lines(quality: dict, expert_load: list) -> list[str]:
             lines.append(f"expert load, layer {layer} (steps to {step:,}): "
                          + " ".join(f"{share:.0%}" for share in layer_shares))
     return lines
+def _induction_probe(config: ModelConfig, recipe: dict, corpus_path: Path, text: str):
+    """The induction probe of a character-level run on repeated-letters (recorded in training.json), else None."""
+    if corpus_path.name != REPEATED_LETTERS or recipe.get("tokenizer", "char") != "char":
+        return None
+    from core.experiments.induction import letter_probe
+    from core.tokenizers import CharTokenizer
+
+    probe = letter_probe(CharTokenizer.from_text(text), config.context_length, config.n_layers)
+    return None if isinstance(probe, str) else probe
+
+
+def _probe_summary(what: str, history: list[tuple[int, float]]) -> str:
+    """One line: the score at the first and last probe, and the first step it reached PROBE_MARK."""
+    (first_step, first), (last_step, last) = history[0], history[-1]
+    reached = next((step for step, value in history if value >= PROBE_MARK), None)
+    mark = (f"; first at or above {PROBE_MARK} at step {reached:,}" if reached is not None
+            else f"; never at or above {PROBE_MARK}")
+    return f"{what}: {first:.3f} at step {first_step:,}, {last:.3f} at step {last_step:,}{mark}"
 
 
 # ---- logits, generate, evaluate -----------------------------------------------------------------

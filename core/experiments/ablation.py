@@ -64,6 +64,13 @@ def _ablate(mode: str, head: int | None):
     return replace
 
 
+def ffn_problem(config) -> str | None:
+    """Why this model has no FFNs to ablate (a sentence), or None when it has."""
+    if config.attention_only:
+        return f"attention-only {config.name} has no FFN in its blocks to ablate; ablate heads"
+    return None
+
+
 def ablation_hooks(model: Transformer, heads: Sequence[tuple[int, int]], ffns: Sequence[int], mode: str):
     """(pattern, intervention) pairs that ablate the chosen parts; an AblationError for a part the model lacks."""
     config = model.config
@@ -75,6 +82,8 @@ def ablation_hooks(model: Transformer, heads: Sequence[tuple[int, int]], ffns: S
             raise AblationError(f"there is no head {head} in block {layer}: the model has {config.n_layers} blocks "
                                 f"of {config.n_heads} heads")
         hooks.append((f"blocks.{layer}.attn.hook_z", _ablate(mode, head)))
+    if ffns and ffn_problem(config):
+        raise AblationError(ffn_problem(config))
     for layer in ffns:
         if not 0 <= layer < config.n_layers:
             raise AblationError(f"there is no FFN in block {layer}: the model has {config.n_layers} blocks")

@@ -3,7 +3,7 @@
 In a pre-norm decoder the final residual stream is a sum: the token embedding, the positional
 embedding (a learned or sinusoidal table), and every sublayer's write. Attention's write is itself
 a sum over heads, each head's output `hook_z` times its own slice of W_O, plus the output bias; a
-mixture of experts writes the routed sum of its experts. The final norm is linear once its scale
+mixture of experts writes the routed sum of its experts; an attention-only model has no FFN parts. The final norm is linear once its scale
 is fixed: LayerNorm subtracts the mean and divides by the standard deviation of *this run's* final
 residual, RMSNorm divides by its root mean square. With that scale taken from the run (never a
 cached or averaged one), each part's share of the logit is exact and the parts sum to the logit the
@@ -124,8 +124,9 @@ def direct_logit_attribution(
     n_layers = config.n_layers
     names = ["hook_embed"]
     for layer in range(n_layers):
-        names += [f"blocks.{layer}.hook_resid_pre", f"blocks.{layer}.attn.hook_z",
-                  f"blocks.{layer}.hook_resid_mid", f"blocks.{layer}.hook_ffn_out"]
+        names += [f"blocks.{layer}.hook_resid_pre", f"blocks.{layer}.attn.hook_z", f"blocks.{layer}.hook_resid_mid"]
+        if not config.attention_only:
+            names.append(f"blocks.{layer}.hook_ffn_out")
         if config.is_moe:
             names.append(f"blocks.{layer}.ffn.hook_routing")
     with torch.no_grad(), capture(model, names) as seen:
@@ -173,6 +174,8 @@ def _final_residual(model: Transformer, seen, position: int) -> torch.Tensor:
     last = model.config.n_layers - 1
     if last < 0:
         return seen["hook_embed"][0, position].double()
+    if model.config.attention_only:  # the block's output is its stream after attention
+        return seen[f"blocks.{last}.hook_resid_mid"][0, position].double()
     # hook_resid_post is not captured: resid_mid + ffn_out is the same float32 sum the block made.
     return (seen[f"blocks.{last}.hook_resid_mid"][0, position] + seen[f"blocks.{last}.hook_ffn_out"][0, position]).double()
 
@@ -257,6 +260,8 @@ def _block_parts(model: Transformer, seen, position: int):
             parts.append((f"L{layer}H{head}", "head", layer, head, slice_ @ z[head]))
         if block.attn.out_proj.bias is not None:
             parts.append((f"L{layer} attn bias", "attn_bias", layer, None, block.attn.out_proj.bias.double()))
+        if not block.has_ffn:
+            continue
         if isinstance(block.ffn, MixtureOfExperts):
             routing = seen[f"blocks.{layer}.ffn.hook_routing"][0, position]  # (E,)
             normed = block.norm2(seen[f"blocks.{layer}.hook_resid_mid"][:, position:position + 1])  # (1, 1, D)

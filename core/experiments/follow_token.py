@@ -119,7 +119,8 @@ def stage_plan(model: Transformer, tower: str = "decoder") -> list[tuple[str, st
         for index in range(config.encoder_layers):
             prefix = f"encoder_blocks.{index}"
             plan.append((f"block {index}: + {attention}{then_norm}", "attention", index, f"{prefix}.hook_resid_mid"))
-            plan.append((f"block {index}: + {ffn}{then_norm}", "ffn", index, f"{prefix}.hook_resid_post"))
+            if not config.attention_only:
+                plan.append((f"block {index}: + {ffn}{then_norm}", "ffn", index, f"{prefix}.hook_resid_post"))
         if config.final_norm:
             plan.append(("final norm (the memory)", "final-norm", -1, "hook_encoder_out"))
         return plan
@@ -129,6 +130,8 @@ def stage_plan(model: Transformer, tower: str = "decoder") -> list[tuple[str, st
         if pair:
             plan.append((f"block {index}: + cross-attention{then_norm}", "cross-attention", index,
                          f"blocks.{index}.hook_resid_cross"))
+        if config.attention_only:  # the block's output is its stream after attention: no FFN stage
+            continue
         plan.append((f"block {index}: + {ffn}{then_norm}", "ffn", index, f"blocks.{index}.hook_resid_post"))
     if config.final_norm:
         plan.append(("final norm", "final-norm", -1, "hook_final"))

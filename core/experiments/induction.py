@@ -61,11 +61,9 @@ def period_problem(model: Transformer, period: int) -> str | None:
     return None
 
 
-def induction(model: Transformer, period: int = DEFAULT_PERIOD, seed: int = 0) -> Induction:
-    problem = period_problem(model, period)
-    if problem:
-        raise InductionError(problem)
-    ids = repeated_tokens(model.config.vocab_size, period, seed)
+def head_scores(model: Transformer, ids: list[int], period: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(induction score (L, H), previous-token score (L, H), logits (1, 2N, V), patterns (L, H, 2N, 2N)) of
+    the sequence `ids`, whose second half repeats its first N = period tokens."""
     tokens = torch.tensor([ids], device=next(model.parameters()).device)  # (1, 2N)
     names = [f"blocks.{layer}.attn.hook_pattern" for layer in range(model.config.n_layers)]
     with torch.no_grad(), capture(model, names) as seen:
@@ -75,6 +73,16 @@ def induction(model: Transformer, period: int = DEFAULT_PERIOD, seed: int = 0) -
     induction_score = patterns[:, :, queries, queries - period + 1].mean(dim=-1)  # (L, H)
     later = torch.arange(1, 2 * period)
     previous_score = patterns[:, :, later, later - 1].mean(dim=-1)  # (L, H)
+    return induction_score, previous_score, logits, patterns
+
+
+def induction(model: Transformer, period: int = DEFAULT_PERIOD, seed: int = 0) -> Induction:
+    problem = period_problem(model, period)
+    if problem:
+        raise InductionError(problem)
+    ids = repeated_tokens(model.config.vocab_size, period, seed)
+    tokens = torch.tensor([ids], device=next(model.parameters()).device)  # (1, 2N)
+    induction_score, previous_score, logits, patterns = head_scores(model, ids, period)
     losses = position_losses(logits, tokens).double().cpu()  # (2N - 1,)
     return Induction(
         tokens=tuple(ids), period=period, repeat_start=period, seed=seed,
@@ -82,3 +90,89 @@ def induction(model: Transformer, period: int = DEFAULT_PERIOD, seed: int = 0) -
         loss_first=losses[: period - 1].numpy(), loss_second=losses[period: 2 * period - 1].numpy(),
         patterns=patterns.float().cpu().numpy(),
     )
+
+
+# ---- the score a training run tracks ----------------------------------------------------------------
+PROBE_PERIOD = 20  # letters of the tracked sequence (fewer where the context or the vocabulary is short)
+PROBE_SEED = 0
+PROBES_PER_RUN = 100  # probes along a training run (and one at step 1): a smooth curve, a few ms each
+
+
+@dataclass(frozen=True)
+class InductionProbe:
+    """A fixed sequence of distinct letters written twice, and the best induction score of a model's heads on it.
+
+    Only heads from the second layer on are scored: an induction head reads what a previous-token head
+    of an earlier layer wrote, so a first-layer head that scores high copies by position, not by content.
+    A one-layer model has no earlier layer, so its own heads are scored.
+    """
+
+    ids: tuple[int, ...]  # (2N,) the letters' token ids, the second half repeating the first
+    text: str  # the letters as written
+    period: int  # N
+    seed: int
+    first_layer: int  # the first layer whose heads are scored
+    n_layers: int
+
+    @property
+    def heads_text(self) -> str:
+        if self.first_layer == 0:
+            return "layer-0 heads (the model has one layer)"
+        if self.n_layers == 2:
+            return "layer-1 heads"
+        return f"the heads of layers 1 to {self.n_layers - 1}"
+
+    def description(self) -> str:
+        return (f"best induction score over {self.heads_text}, on {self.period} random letters written twice "
+                f"(seed {self.seed})")
+
+    @property
+    def uniform_score(self) -> float:
+        """The score of a head that spreads each query evenly over the keys it may read: mean of 1 / (q + 1)."""
+        return sum(1.0 / (query + 1) for query in range(self.period, 2 * self.period)) / self.period
+
+    def score(self, model: Transformer) -> float:
+        """The best induction score of the scored heads (the caller chooses the mode and grad state)."""
+        induction_score, *_ = head_scores(model, list(self.ids), self.period)
+        return float(induction_score[self.first_layer:].max())
+
+    @staticmethod
+    def every(steps: int) -> int:
+        """Steps between probes of a run of `steps` steps."""
+        return max(1, steps // PROBES_PER_RUN)
+
+    def record(self, history: list[tuple[int, float]] | tuple[tuple[int, float], ...]) -> dict:
+        """The probe and its history, as training.json keeps them."""
+        return {"what": self.description(), "text": self.text, "period": self.period, "seed": self.seed,
+                "layers_scored": list(range(self.first_layer, self.n_layers)),
+                "history": [[int(step), float(value)] for step, value in history]}
+
+
+def letter_probe(tokenizer, context_length: int, n_layers: int, seed: int = PROBE_SEED) -> InductionProbe | str:
+    """The probe for a model with this tokenizer and shape, or a sentence saying why there is none.
+
+    The letters are those of core.repeated_corpus that the tokenizer holds as one token each, drawn
+    without repeats from `seed`, so each query of the second copy has exactly one earlier occurrence.
+    """
+    import random
+
+    from core.repeated_corpus import LETTERS
+
+    if n_layers < 1:
+        return "the model has no attention layers"
+    ids_of: dict[str, int] = {}
+    for letter in LETTERS:
+        try:
+            encoded = tokenizer.encode(letter)
+        except Exception:  # each tokenizer has its own unknown-token error
+            continue
+        if len(encoded) == 1 and encoded[0] not in ids_of.values():
+            ids_of[letter] = int(encoded[0])
+    period = min(PROBE_PERIOD, context_length // 2, len(ids_of))
+    if period < 2:
+        return (f"the induction score needs at least 2 distinct letters written twice; the vocabulary holds "
+                f"{len(ids_of)} letters and the context {context_length} tokens")
+    letters = random.Random(seed).sample(sorted(ids_of), period)
+    ids = [ids_of[letter] for letter in letters] * 2
+    return InductionProbe(ids=tuple(ids), text="".join(letters) * 2, period=period, seed=seed,
+                          first_layer=1 if n_layers >= 2 else 0, n_layers=n_layers)

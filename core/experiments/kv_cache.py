@@ -4,7 +4,7 @@ Prefill runs the model's own forward over the first tokens and keeps what every 
 computed for them: K and V after RoPE, one (B, H_kv, S, d_head) pair per layer (grouped-query
 heads are cached before they are repeated to the query heads). Each decode step then embeds one
 token at its position and passes it through the model's own modules (the block's norms, its qkv and
-output projections, its FFN and residual wiring): the new token's k and v are appended to the
+output projections, its FFN if it has one, and its residual wiring): the new token's k and v are appended to the
 cache and its one query attends to every cached key, so no earlier position is recomputed.
 
 The proof compares each decoded position's logits with a recompute of the whole sequence up to it,
@@ -218,7 +218,7 @@ def decode_step(model: Transformer, token_id: int, position: int,
 
         x = block.hook_resid_pre(x)  # (1, 1, D)
         x = block._sublayer(x, block.norm1, cached_attention)  # (1, 1, D) the block's own residual and norm wiring
-        x = block._sublayer(x, block.norm2, block.ffn, block.hook_ffn_out)  # (1, 1, D)
+        x = block.feed_forward(x)  # (1, 1, D) the stream as it is in an attention-only block
         outputs.append(x)
     x = model.final_norm(x)  # (1, 1, D)
     return model.unembed(x)[0, 0], outputs  # (V,)

@@ -53,12 +53,23 @@ MAX_BATCH_ELEMENTS = 2**24  # floats of one patched batch's stream (B * T * D): 
 MAX_MAP_FLOPS = 2e13
 
 
+def site_problem(config, site: str) -> str | None:
+    """Why `site` is not in this model (a sentence), or None when it is."""
+    if site not in SITES:
+        return f"unknown site {site!r}; choose one of {', '.join(SITES)}"
+    if site == "mlp_out" and config.attention_only:
+        return (f"attention-only {config.name} has no FFN in its blocks, so there is no mlp_out to patch; "
+                "patch resid_pre, attn_out or head")
+    return None
+
+
 def map_cost(config, n_tokens: int, site: str) -> float:
     """FLOPs of a map's patched runs: each column re-runs the blocks from its layer on, every block ~24 d^2 per token."""
     n_columns = n_tokens if SITES[site].axis == "position" else config.n_heads
     block_passes = config.n_layers * (config.n_layers + 1) / 2  # a run from layer l passes L - l blocks
     width = config.d_model
-    per_token = 2 * (4 * width * width + 2 * width * config.d_ff * max(1, config.n_experts) + 2 * n_tokens * width)
+    ffn = 0 if config.attention_only else 2 * width * config.d_ff * max(1, config.n_experts)
+    per_token = 2 * (4 * width * width + ffn + 2 * n_tokens * width)
     return n_columns * n_tokens * block_passes * per_token
 
 
@@ -160,8 +171,9 @@ def activation_patch(
     hands each finished row over as it is made. checks=False leaves out the patch-all and patch-none
     forward passes (a benchmark of the map alone).
     """
-    if site not in SITES:
-        raise PatchingError(f"unknown site {site!r}; choose one of {', '.join(SITES)}")
+    problem = site_problem(model.config, site)
+    if problem:
+        raise PatchingError(problem)
     spec = SITES[site]
     config = model.config
     for role, token in (("answer", answer), ("foil", foil)):
@@ -238,6 +250,9 @@ def _full_patch_equal(model: Transformer, corrupt_t: torch.Tensor, clean_cache, 
 def naive_patch(model: Transformer, clean: Sequence[int], corrupt: Sequence[int], answer: int, foil: int | None,
                 site: str = "resid_pre", position: int | None = None) -> np.ndarray:
     """The same map by one full corrupted forward per cell: the baseline the fast path is measured against."""
+    problem = site_problem(model.config, site)
+    if problem:
+        raise PatchingError(problem)
     spec = SITES[site]
     clean_t, corrupt_t = check_pair(model, clean, corrupt)
     n_layers = model.config.n_layers

@@ -150,11 +150,14 @@ def meta_model(config: ModelConfig, dtype: torch.dtype = torch.float32) -> Trans
 def _hook_patterns(config: ModelConfig, pair: bool) -> list[str]:
     block = "blocks.0"
     patterns = ["hook_embed", *(f"{block}.attn.hook_{part}" for part in ("q", "k", "v", "scores", "pattern", "out")),
-                f"{block}.hook_resid_mid", f"{block}.hook_ffn_out", f"{block}.hook_resid_post", "hook_final"]
+                f"{block}.hook_resid_mid", *([] if config.attention_only else [f"{block}.hook_ffn_out"]),
+                f"{block}.hook_resid_post", "hook_final"]
     if pair:
         patterns += ["hook_encoder_embed", "encoder_blocks.0.attn.hook_pattern", "hook_encoder_out",
                      *(f"{block}.cross_attn.hook_{part}" for part in ("q", "k", "v", "scores", "pattern", "out")),
                      f"{block}.hook_resid_cross"]
+    if config.attention_only:
+        return patterns
     if config.is_moe:
         patterns += [f"{block}.ffn.hook_router_logits", f"{block}.ffn.hook_routing", f"{block}.ffn.experts.0.hook_hidden"]
     else:
@@ -282,7 +285,9 @@ def _steps(config: ModelConfig, seq: int, source_seq: int | None, tokens, source
             ("residual after cross-attention", f"{b}.hook_resid_cross", seen[f"{b}.hook_resid_cross"],
              "(B, T, d_model) x + cross-attention", False),
         ]
-    if c.is_moe:
+    if c.attention_only:
+        pass  # no FFN: the block's output is the stream after attention
+    elif c.is_moe:
         router = seen[f"{b}.ffn.hook_router_logits"]
         chosen = router.topk(c.top_k, dim=-1).indices  # (B, T, k): what the router keeps
         steps += [
@@ -302,7 +307,8 @@ def _steps(config: ModelConfig, seq: int, source_seq: int | None, tokens, source
         steps.append(("FFN hidden", hidden, seen[hidden], f"(B, T, d_ff) expansion layer: {expansion}", False))
         steps.append(("FFN output", f"{b}.hook_ffn_out", seen[f"{b}.hook_ffn_out"], "(B, T, d_model) projected back", False))
     steps.append(("block output", f"{b}.hook_resid_post", seen[f"{b}.hook_resid_post"],
-                  "(B, T, d_model) ready for the next block", False))
+                  "(B, T, d_model) = the residual after attention (no FFN), ready for the next block"
+                  if c.attention_only else "(B, T, d_model) ready for the next block", False))
     if c.final_norm:
         steps.append(("final norm", "hook_final", seen["hook_final"], "(B, T, d_model) after the last block, before the head",
                       False))

@@ -56,6 +56,7 @@ def causal_decoder_needs(config: ModelConfig) -> list[str]:
         (config.architecture == "decoder" and config.self_attention_causal, "a causal decoder"),
         (config.norm_placement == "pre", "pre-norm"),
         (config.final_norm, "a final norm"),
+        (not config.attention_only, "an FFN in every block (they have no attention-only form)"),
         (config.n_experts == 0, "a dense FFN (no experts)"),
         (not config.embed_scale and not config.embed_norm, "plain token embeddings (no scale, no norm)"),
         (not config.head_transform and not config.head_bias, "a plain vocabulary head (no transform, no bias)"),

@@ -72,8 +72,9 @@ def describe_config(config: ModelConfig) -> str:
     depth = (f"{config.encoder_layers} + {config.decoder_layers} blocks" if config.architecture == "encoder-decoder"
              else f"{config.n_layers} block{'s' * (config.n_layers != 1)}")
     ffn = f"MoE top-{config.top_k} of {config.n_experts}" if config.is_moe else config.activation
+    ffn = "attention-only (no FFN)" if config.attention_only else f"{ffn} FFN"
     return (f"<b>{html.escape(config.name)}</b>: {ARCHITECTURE_NAMES[config.architecture]}, {depth}, "
-            f"{config.norm_placement}-norm {config.norm}, {POSITIONAL_NAMES[config.positional]}, {ffn} FFN, "
+            f"{config.norm_placement}-norm {config.norm}, {POSITIONAL_NAMES[config.positional]}, {ffn}, "
             f"{'tied' if config.tie_embeddings else 'untied'} head; {format_count(total)} parameters")
 
 

@@ -15,14 +15,13 @@ as a job of the same kind on the same channel, so a run and a comparison never o
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
-import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import (
+    QCheckBox,
     QComboBox,
     QDoubleSpinBox,
     QFileDialog,
@@ -54,11 +53,10 @@ from gui import theme
 from gui.panels.base import Panel
 from gui.panels.train_compare import ComparePage
 from gui.panels.train_config_guard import RunConfigGuard
+from gui.panels.train_curves import RunPlots
 from gui.panels.train_generate import GeneratePage, spin
 from gui.widgets.flow_layout import FlowLayout, control_group
-from gui.widgets.legend import legend_below
 from gui.widgets.page_tabs import PageTabs
-from gui.widgets.plot_titles import wrap_title
 from gui.widgets.turning_splitter import TurningSplitter
 
 GENERATE_CHANNEL = "train-generate"  # not the training channel: a request there would cancel the run
@@ -84,8 +82,6 @@ class TrainPanel(Panel):
         self.comparing = False  # the job under `control` is a comparison
         self.request: TrainRequest | None = None
         self.outcome: TrainOutcome | None = None
-        self.train_points: tuple[list[float], list[float]] = ([], [])
-        self.val_points: tuple[list[float], list[float]] = ([], [])
         self.last_progress: TrainingProgress | None = None
         self.guard = RunConfigGuard(state, self, self._run_config, self.stop_training, self._config_answered)
         layout = self.layout()
@@ -127,6 +123,10 @@ class TrainPanel(Panel):
             self.mask_combo.setItemData(self.mask_combo.count() - 1, MASK_MODE_DESCRIPTIONS[mode], Qt.ItemDataRole.ToolTipRole)
         self.mask_combo.setToolTip("the self-attention mask of the training forward; the reading's leaky pitfalls are "
                                    "here to train on purpose (validation is always scored with the causal mask)")
+        self.track_check = QCheckBox("Track induction score")
+        self.track_check.setToolTip("measure the induction score of the second layer's heads on a seeded sequence of "
+                                    "letters written twice, at step 1 and every hundredth of the run, and plot it under "
+                                    "the loss (on for the repeated letters, where induction heads form)")
         # Two short rows rather than one long one: at the projector's text size one row outgrows the window.
         # A row of its own, so the wide file button does not set the width of a settings column.
         # Flows, not fixed columns: beside a lesson at projector text the settings wrap instead of scrolling.
@@ -142,6 +142,7 @@ class TrainPanel(Panel):
             label = QLabel(caption)
             label.setBuddy(box)
             settings_row.addWidget(control_group(label, box))
+        settings_row.addWidget(self.track_check)
         grid.addLayout(settings_row, 1, 0, 1, 7)
         buttons = QHBoxLayout()
         self.train_button = QPushButton("Train")
@@ -166,28 +167,13 @@ class TrainPanel(Panel):
 
         # ---- loss curves | samples and generation ----
         splitter = TurningSplitter()  # the side tabs go below the plots where the panel is narrow (a lesson beside it)
-        self.loss_plot = wrap_title(pg.PlotWidget())
-        self.loss_plot.setMenuEnabled(False)
-        self.loss_plot.setTitle("Loss (nats per character)")
-        self.loss_plot.setLabel("bottom", "step")
-        self.loss_plot.setLabel("left", "loss")
-        self.loss_plot.showGrid(x=True, y=True, alpha=0.25)
-        self.loss_plot.getAxis("left").enableAutoSIPrefix(False)
-        self.loss_plot.getAxis("bottom").enableAutoSIPrefix(False)
-        legend_below(self.loss_plot)
-        self.train_curve = self.loss_plot.plot([], [], name="train (batch)")
-        # Redrawn ten times a second with every step so far: long runs are drawn at screen resolution.
-        self.train_curve.setDownsampling(auto=True, method="peak")
-        self.train_curve.setClipToView(True)
-        self.val_curve = self.loss_plot.plot([], [], name="validation", symbol="o", symbolSize=7)
-        # The final validation loss is a different measurement (the whole split, in windows of the context
-        # length), so it gets its own marker instead of extending the estimates' line.
-        self.final_val_marker = self.loss_plot.plot([], [], name="validation, whole split", pen=None, symbol="star",
-                                                    symbolSize=14)
-        # A legend entry rather than a line label: at the projector's text size a label collides with the legend.
-        self.uniform_line = self.loss_plot.plot([], [], name="uniform guess, ln V")
+        plots = self.run_plots = RunPlots()
+        # The names lessons, tests and exports reach the run's plots by.
+        self.loss_plot, self.induction_plot = plots.loss_plot, plots.induction_plot
+        self.train_curve, self.val_curve, self.final_val_marker = plots.train_curve, plots.val_curve, plots.final_val_marker
+        self.uniform_line = plots.uniform_line
         self.plot_tabs = PageTabs()  # sized by the page on show
-        self.plot_tabs.addTab(self.loss_plot, "This run")
+        self.plot_tabs.addTab(plots, "This run")
         self.compare_page = ComparePage()
         self.plot_tabs.addTab(self.compare_page, "Compare pitfalls")
         # The names lessons quote and cover.
@@ -248,6 +234,7 @@ class TrainPanel(Panel):
 
     def _on_corpus_chosen(self, index: int) -> None:
         data = self.corpus_combo.itemData(index)
+        self.track_check.setChecked(data == "repeated")  # the text induction heads form on
         if data == "bundled":
             self._use_bundled_corpus()
         elif data == "repeated":
@@ -305,6 +292,14 @@ class TrainPanel(Panel):
     def training(self) -> bool:
         return self.control is not None
 
+    @property
+    def train_points(self) -> tuple[list[float], list[float]]:
+        return self.run_plots.train_points
+
+    @property
+    def val_points(self) -> tuple[list[float], list[float]]:
+        return self.run_plots.val_points
+
     def refresh(self) -> None:
         """No computation: the limits and the corpus check follow the config (the run itself starts on Train)."""
         self.seq_spin.setMaximum(max(2, self.state.config.context_length))
@@ -342,18 +337,13 @@ class TrainPanel(Panel):
             return False
         self.request = TrainRequest(config, self.corpus, self.steps_spin.value(), self.batch_spin.value(), seq_len,
                                     self.lr_spin.value(), self.seed_spin.value(), self.state.device, self.state.seed,
-                                    self.mask_combo.currentData(), start_from)
+                                    self.mask_combo.currentData(), start_from, self.track_check.isChecked())
         self.guard.pending, self.guard.discard = None, False
         control = self.control = TrainingControl()
         request = self.request
         self.outcome = None
-        self.train_points, self.val_points = ([], []), ([], [])
         self.last_progress = None
-        self.train_curve.setData([], [])
-        self.val_curve.setData([], [])
-        self.final_val_marker.setData([], [])
-        self.uniform_line.setData([0, request.steps], [math.log(config.vocab_size)] * 2)
-        self.loss_plot.setXRange(0, request.steps, padding=0.02)
+        self.run_plots.start(request.steps, config.vocab_size, request.track_induction)
         self.sample_text.setPlainText("")
         self.sample_caption.setText("Samples appear here during the run.")
         self.side_tabs.setCurrentIndex(0)
@@ -441,19 +431,12 @@ class TrainPanel(Panel):
         """GUI thread: a batch of steps from the worker goes into the curves, labels and sample box."""
         if self.control is None:
             return
-        for step, loss in progress.losses:
-            self.train_points[0].append(step)
-            self.train_points[1].append(loss)
-        for step, loss in progress.validation:
-            self.val_points[0].append(step)
-            self.val_points[1].append(loss)
+        self.run_plots.add(progress)
         if progress.sample is not None:
             step, text = progress.sample
             self.sample_caption.setText(f"Sample at step {step:,}")
             self.sample_text.setPlainText(text)
         self.last_progress = progress
-        self.train_curve.setData(self.train_points[0], self.train_points[1])
-        self.val_curve.setData(self.val_points[0], self.val_points[1])
         self._show_progress()
 
     def _show_progress(self) -> None:
@@ -463,19 +446,14 @@ class TrainPanel(Panel):
         line = progress_line(self.request, self.last_progress, self.val_points[1][-1] if self.val_points[1] else None,
                              paused=control is not None and control.paused.is_set(),
                              stopping=control is not None and control.stop_requested.is_set(),
-                             discarding=self.guard.discard)
+                             discarding=self.guard.discard, last_probe=self.run_plots.last_probe())
         if line is not None:
             self.status_label.setText(line)
 
     def _on_trained(self, outcome: TrainOutcome) -> None:
         self._finish_run()
         self.outcome = outcome
-        self.train_points = ([s for s, _ in outcome.loss_history], [v for _, v in outcome.loss_history])
-        estimates = outcome.val_history[:-1]  # the last entry is the whole-split score at the end
-        self.val_points = ([s for s, _ in estimates], [v for _, v in estimates])
-        self.train_curve.setData(*self.train_points)
-        self.val_curve.setData(*self.val_points)
-        self.final_val_marker.setData([outcome.steps_done], [outcome.final_val_loss])
+        self.run_plots.finish(outcome)
         config = outcome.loaded.config
         window_note = ""
         if self.request is not None and self.request.seq_len < config.context_length:
@@ -553,7 +531,7 @@ class TrainPanel(Panel):
                                         else "sample from the current model")
         page = self.compare_page
         for box in (self.start_combo, self.corpus_combo, self.corpus_button, self.steps_spin, self.batch_spin, self.seq_spin,
-                    self.lr_spin, self.seed_spin, self.mask_combo, page.compare_button, page.experiment_combo,
+                    self.lr_spin, self.seed_spin, self.mask_combo, self.track_check, page.compare_button, page.experiment_combo,
                     page.steps_spin, page.seed_spin):
             box.setEnabled(not training)
 
@@ -615,21 +593,7 @@ class TrainPanel(Panel):
 
     # ---- theme, export, session ----------------------------------------------------------------
     def apply_theme(self) -> None:
-        super().apply_theme()
-        self.train_curve.setPen(theme.pen("primary"))
-        self.val_curve.setPen(theme.pen("secondary"))
-        self.val_curve.setSymbolBrush(theme.brush("secondary"))
-        self.val_curve.setSymbolPen(theme.pen("secondary", width=1))
-        self.val_curve.setSymbolSize(4 + 2 * theme.current().line_width)
-        self.final_val_marker.setSymbolBrush(theme.brush("tertiary"))
-        self.final_val_marker.setSymbolPen(theme.pen("tertiary", width=1))
-        self.final_val_marker.setSymbolSize(10 + 2 * theme.current().line_width)
-        self.uniform_line.setPen(theme.pen("muted", width=max(1.0, theme.current().line_width / 2), style=Qt.PenStyle.DashLine))
-        legend = self.loss_plot.getPlotItem().legend
-        fill = theme.color("base")
-        fill.setAlpha(220)  # the dashed line and early losses pass behind the legend
-        legend.setBrush(pg.mkBrush(fill))
-        legend.setPen(theme.pen("muted", width=1))
+        super().apply_theme()  # the run's plots restyle themselves in it (train_curves.RunPlots.apply_theme)
         mono = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
         mono.setPointSizeF(theme.font().pointSizeF())
         for box in (self.sample_text, self.generated_text):
@@ -638,6 +602,7 @@ class TrainPanel(Panel):
 
     def export_targets(self) -> list[tuple[str, Any]]:
         return [(self.title, self), ("Loss curves (plot)", self.loss_plot.getPlotItem()),
+                ("Induction score (plot)", self.induction_plot.getPlotItem()),
                 ("Pitfall comparison, losses (plot)", self.compare_plot.getPlotItem()),
                 ("Pitfall comparison, block gradient norms (plot)", self.gradient_plot.getPlotItem())]
 
@@ -653,6 +618,7 @@ class TrainPanel(Panel):
             "temperature": self.temperature_spin.value(),
             "top_k": self.top_k_spin.value(),
             "mask_mode": self.mask_combo.currentData(),
+            "track_induction": self.track_check.isChecked(),
             "start": self.start_combo.currentData(),
             "plot_tab": "compare" if self.plot_tabs.currentIndex() == 1 else "run",
             "compare_experiment": self.compare_page.experiment_combo.currentData(),
@@ -679,6 +645,8 @@ class TrainPanel(Panel):
             return
         if data.get("mask_mode") in TRAIN_MASK_MODES:
             self.mask_combo.setCurrentIndex(self.mask_combo.findData(data["mask_mode"]))
+        if isinstance(data.get("track_induction"), bool):
+            self.track_check.setChecked(data["track_induction"])
         if data.get("start") in ("fresh", "fine-tune"):
             self.start_combo.setCurrentIndex(self.start_combo.findData(data["start"]))
         page = self.compare_page

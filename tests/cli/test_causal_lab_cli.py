@@ -79,3 +79,18 @@ def test_bad_input_is_one_line_and_exit_2(capsys, argv, message):
     code, out, err = run(capsys, *argv)
     assert code == 2 and out == ""
     assert len(err.strip().splitlines()) == 1 and message in err
+
+
+def test_patching_the_ffn_of_an_attention_only_model_is_refused_in_one_line(capsys, tmp_path):
+    from core.model import Transformer
+    from core.model_saving import save_model
+    from core.presets import get_preset
+
+    folder = save_model(Transformer.from_seed(get_preset("tiny-induction-attn"), seed=0), tmp_path / "attn-only")
+    argv = ["patch", "--checkpoint", str(folder), "--clean-ids", "1,2,3", "--corrupt-ids", "1,5,3", "--answer-id", "4"]
+    code, out, err = run(capsys, *argv, "--site", "mlp_out")
+    assert code == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1
+    assert "attention-only tiny-induction-attn has no FFN in its blocks, so there is no mlp_out to patch" in err
+    code, out, _err = run(capsys, *argv, "--site", "attn_out", "--json")
+    assert code == 0 and np.array(json.loads(out)["values"]).shape == (2, 3)

@@ -221,3 +221,32 @@ def test_first_ctrl_c_requests_a_stop_and_the_second_aborts():
         with pytest.raises(KeyboardInterrupt):
             os.kill(os.getpid(), signal.SIGINT)
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_train_on_repeated_letters_records_the_induction_score(tmp_path, capsys):
+    from core.experiments.induction import letter_probe
+    from core.repeated_corpus import repeated_letters
+    from core.tokenizers import CharTokenizer
+
+    out = tmp_path / "attn"
+    argv = ["train", "--preset", "tiny-induction-attn", "--out", str(out), "--steps", "4", "--batch", "2", "--quiet"]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    record = resolve_checkpoint(out).metadata["induction_probe"]
+    probe = letter_probe(CharTokenizer.from_text(repeated_letters(seed=0)), 64, 2)
+    assert record["what"] == probe.description() and record["text"] == probe.text
+    assert [step for step, _ in record["history"]] == [1, 2, 3, 4]  # every step of a run this short
+    first, last = record["history"][0][1], record["history"][-1][1]
+    assert f"{probe.description()}: {first:.3f} at step 1, {last:.3f} at step 4; never at or above 0.4" in printed
+
+
+def test_export_refuses_an_attention_only_model_before_writing(tmp_path, capsys):
+    from core.model import Transformer
+    from core.model_saving import save_model
+    from core.presets import get_preset
+
+    folder = save_model(Transformer.from_seed(get_preset("tiny-induction-attn"), seed=0), tmp_path / "attn")
+    out = tmp_path / "hf"
+    line = _error_line(capsys, ["export", "--checkpoint", str(folder), "--out", str(out), "--quiet"])
+    assert "tiny-induction-attn has no Hugging Face equivalent" in line and "an FFN in every block" in line
+    assert not out.exists()

@@ -57,7 +57,9 @@ def _check_layout(diagram: Diagram) -> None:
 
 
 def _expected_kinds(config) -> set[str]:
-    kinds = {"input", "token_embedding", "attention", "add", "ffn" if config.n_experts == 0 else "experts", "head"}
+    kinds = {"input", "token_embedding", "attention", "add", "head"}
+    if not config.attention_only:
+        kinds.add("ffn" if config.n_experts == 0 else "experts")
     if config.architecture == "encoder-decoder":
         kinds |= {"cross_attention", "memory"}
     if config.n_experts:

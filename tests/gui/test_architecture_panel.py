@@ -52,13 +52,14 @@ def check_diagram(config: ModelConfig, diagram: Diagram) -> None:
         else:
             assert drawn == tuple(range(depth)) and not ellipses
         cross = pair and tower == "decoder"
-        sublayers = ["attention"] + (["cross_attention"] if cross else []) + ["ffn"]
+        ffn = not config.attention_only
+        sublayers = ["attention"] + (["cross_attention"] if cross else []) + (["ffn"] if ffn else [])
         norms = diagram.of_kind("norm", tower)
         assert len(norms) == len(drawn) * len(sublayers)
         assert {n.placement for n in norms} == {config.norm_placement}
         for layer in drawn:
             prefix = f"{tower}.block{layer}."
-            for sublayer, norm_name in zip(sublayers, (["norm1"] + (["norm_cross"] if cross else []) + ["norm2"])):
+            for sublayer, norm_name in zip(sublayers, (["norm1"] + (["norm_cross"] if cross else []) + ["norm2"] * ffn)):
                 norm, add = diagram.part(prefix + norm_name), diagram.part(prefix + f"add_{sublayer}")
                 if config.norm_placement == "pre":
                     # On the branch, in the sublayer's row, before the ⊕.
@@ -68,6 +69,9 @@ def check_diagram(config: ModelConfig, diagram: Diagram) -> None:
                     # On the stream, after the ⊕.
                     assert norm.on_stream and norm.center[0] == pytest.approx(add.center[0])
                     assert norm.rect[1] > add.rect[1] + add.rect[3]
+            assert (prefix + "add_ffn" in keys) == ffn
+            if not ffn:
+                continue
             if config.is_moe:
                 assert diagram.part(prefix + "router").detail == f"top-{config.top_k} of {config.n_experts}"
                 assert f"top-{config.top_k} of {config.n_experts}" in diagram.part(prefix + "experts").detail
@@ -78,9 +82,9 @@ def check_diagram(config: ModelConfig, diagram: Diagram) -> None:
                 diagram.part(prefix + "ffn")
         moe_parts = len(drawn) if config.is_moe else 0
         assert len(diagram.of_kind("router", tower)) == len(diagram.of_kind("experts", tower)) == moe_parts
-        gated = config.activation == "swiglu" and not config.is_moe
+        gated = config.activation == "swiglu" and not config.is_moe and ffn
         assert len(diagram.of_kind("ffn_gate", tower)) == (len(drawn) if gated else 0)
-        assert len(diagram.of_kind("ffn", tower)) == (0 if gated or config.is_moe else len(drawn))
+        assert len(diagram.of_kind("ffn", tower)) == (0 if gated or config.is_moe or not ffn else len(drawn))
         attention_boxes = diagram.of_kind("attention", tower)
         assert len(attention_boxes) == len(drawn)
         causal = config.self_attention_causal and tower == "decoder"
@@ -474,3 +478,19 @@ def test_a_model_of_another_vocabulary_is_read_in_ids_in_the_picker_and_the_capt
     caption = panel.follow_caption.text()
     assert f"Token {position} <b>id {token}</b>" in caption and "Token ids only" in caption
     assert all(part.strip().startswith("id ") for part in panel.table.item(0, LENS_COLUMN).text().split("│"))
+
+
+def test_an_attention_only_model_is_followed_through_one_add_per_block(qtbot, followed, bundled):
+    from core.model import Transformer
+
+    panel, state = followed, followed.state
+    config = bundled.model.config.replace(attention_only=True, name="attn-only")
+    with qtbot.waitSignal(panel.follow.result_shown, timeout=RESULT_TIMEOUT_MS):
+        state.set_config(config)
+        state.set_model(Transformer.from_seed(config, seed=1).eval())
+    expected = expected_follow(panel)
+    assert_shows(panel, expected)
+    assert expected.n_stages == config.n_layers + 2  # the embedding, one add per block, the final norm
+    keys = {panel.follow.stage_part_key(row) for row in range(expected.n_stages)}
+    assert len(keys) == expected.n_stages and keys == set(panel.view.annotation_items)
+    assert "attention-only (no FFN)" in panel.config_label.text()

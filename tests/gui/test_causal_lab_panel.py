@@ -124,3 +124,32 @@ def test_an_empty_answer_measures_the_top_prediction(qtbot, lab, loaded):
     assert f"the model's own {expected.total:.6g}" in view.summary_label.text()
     panel.answer_edit.setText("#999")
     qtbot.waitUntil(lambda: view.showing_message and "outside the vocabulary" in view.message.text(), timeout=5000)
+
+
+def test_an_attention_only_model_has_no_ffn_parts_site_or_field(qtbot, lab, loaded):
+    from core.model import Transformer
+
+    state, panel = lab
+    model = Transformer.from_seed(loaded.config.replace(attention_only=True, name="attn-only"), seed=0)
+    view = panel.attribution_view
+    with qtbot.waitSignal(view.result_shown, timeout=RESULT_TIMEOUT_MS):
+        state.set_model(model)
+    expected = direct_logit_attribution(model, loaded.tokenizer.encode(TEXT), loaded.tokenizer.id_of(" "),
+                                        loaded.tokenizer.id_of("e"))
+    assert "ffn" not in {part.kind for part in expected.components}
+    assert f"sum to {expected.parts_sum:.6g}" in view.summary_label.text() and "they agree" in view.summary_label.text()
+    assert "attention-only, so no FFN writes" in view.key_label.text()
+    assert view.parts_plot.getPlotItem().titleLabel.text == "Biases (no FFNs)"
+
+    patching = _show_tab(qtbot, panel, "Patching")
+    patching.site_combo.setCurrentIndex(patching.site_combo.findData("mlp_out"))
+    qtbot.waitUntil(lambda: patching.showing_message and "Attention-only attn-only has no FFN in its blocks, so "
+                    "there is no mlp_out to patch" in patching.message.text(), timeout=5000)
+
+    ablation = _show_tab(qtbot, panel, "Ablation")
+    edit = ablation.ffns_edit
+    assert not edit.isEnabled() and edit.placeholderText() == "none: attention-only"
+    edit.setText("0")  # as a lesson or a session could
+    qtbot.waitUntil(lambda: ablation.showing_message and "has no FFN in its blocks to ablate" in ablation.message.text(), timeout=5000)
+    state.set_model(loaded.model)
+    assert edit.isEnabled() and edit.placeholderText() == ""

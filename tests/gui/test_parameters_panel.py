@@ -313,3 +313,20 @@ def test_an_encoder_decoder_spells_out_its_base_layer_then_the_decoder_block(qtb
     pick(qtbot, panel, "gpt2-small")
     one = parameter_breakdown(get_preset("gpt2-small")).decoder_block
     assert panel.block_label.text().startswith(f"One block: {one.total:,} = attention")
+
+
+def test_an_attention_only_model_has_no_ffn_wedge_and_one_norm_per_block(qtbot, panel):
+    pick(qtbot, panel, "tiny-induction-attn")
+    config = get_preset("tiny-induction-attn")
+    breakdown = parameter_breakdown(config)
+    assert_pie_is_breakdown(panel, breakdown)
+    qtbot.waitUntil(lambda: AGREES in panel.agree_label.text(), timeout=30_000)
+    assert panel.pie_values().get("ffn", 0) == 0
+    block = breakdown.decoder_block
+    one_norm = 2 * config.d_model  # a LayerNorm's scale and shift
+    assert block.norms == one_norm and block.attention == 4 * config.d_model * (config.d_model + 1)
+    assert panel.block_label.text() == (f"One block: {block.total:,} = attention {block.attention:,} + norms "
+                                        f"{block.norms:,}; attention-only, no FFN.")
+    legend = panel.breakdown_view.legend_table
+    labels = [legend.item(row, 0).text().strip() for row in range(legend.rowCount()) if legend.item(row, 0)]
+    assert "attention" in labels and not any("FFN" in label or "feed-forward" in label for label in labels)

@@ -312,3 +312,31 @@ def test_a_missing_accelerator_falls_back_to_the_cpu_with_a_message(qtbot, windo
     assert window.loaded.device == "cpu"
     assert "CUDA is not available" in window.statusBar().currentMessage()
     assert window.device_label.text() == "device: cpu"
+
+
+def test_the_attention_only_box_builds_a_model_without_ffns(qtbot, window):
+    check = field_editor(window, "attention_only")
+    labels = window.sidebar.form.labels
+    names = list(labels)
+    assert names.index("attention_only") == names.index("architecture") + 1  # beside the other architecture choices
+    panel = shapes_panel(window)
+    with qtbot.waitSignal(window.model_loaded, timeout=30_000):
+        check.setChecked(True)
+    config, model = window.state.config, window.state.model
+    assert config.attention_only and config.name == "tiny-gpt (edited)"
+    assert not any(".ffn." in name for name, _ in model.named_parameters())
+    wait_for_trace(qtbot, panel)
+    rows = [panel.table.item(r, 0).text() for r in range(panel.table.rowCount())]
+    assert "FFN hidden" not in rows and rows[rows.index("residual after attention") + 1] == "block output"
+    with qtbot.waitSignal(window.model_loaded, timeout=30_000):
+        check.setChecked(False)
+    assert window.state.config == get_preset("tiny-gpt").replace(name="tiny-gpt (edited)")
+
+    combo = window.sidebar.preset_combo
+    with qtbot.waitSignal(window.model_loaded, timeout=30_000):
+        combo.setCurrentText("tiny-moe")
+        combo.activated.emit(combo.currentIndex())
+    check.setChecked(True)
+    error = window.sidebar.form.error_labels["attention_only"]
+    assert not error.isHidden() and "no experts either" in error.text()
+    assert window.state.config == get_preset("tiny-moe")

@@ -464,3 +464,53 @@ def test_a_mixture_of_experts_run_shows_its_expert_load(qtbot, panel):
     load = panel.outcome.metadata["expert_load"]
     assert load and all(sum(row) == pytest.approx(1.0) for row in load[-1][1])
     assert "expert load at the end: layer 0 " in panel.status_label.text()
+
+
+def test_a_run_on_repeated_letters_plots_its_induction_score_live_under_the_loss(qtbot, panel):
+    from core.presets import get_preset
+    from tests.core.test_induction_probe import hand_score
+
+    panel.state.set_config(get_preset("tiny-induction-attn"))
+    assert not panel.track_check.isChecked() and panel.induction_plot.isHidden()
+    panel.corpus_combo.setCurrentIndex(panel.corpus_combo.findData("repeated"))
+    assert panel.track_check.isChecked()  # the text induction heads form on: tracked unless unticked
+    panel.steps_spin.setValue(100_000)
+    assert panel.start_training()
+    assert panel.induction_plot.isVisible() and not panel.track_check.isEnabled()
+    qtbot.waitUntil(lambda: len(panel.run_plots.probe_points[0]) >= 2, timeout=30_000)
+    panel.toggle_pause()
+    probe(qtbot, panel.compute)  # the paused run has sent every step it made
+    steps, scores = panel.run_plots.induction_curve.getData()
+    assert list(steps) == panel.run_plots.probe_points[0][:len(steps)] and steps[0] == 1
+    assert steps[1] == 1000 and all(0 <= score <= 1 for score in scores)  # every hundredth of 100,000 steps
+    title = panel.induction_plot.getPlotItem().titleLabel.text
+    assert title == "Best induction score over layer-1 heads, on 20 random letters written twice (seed 0)"
+    assert f", induction score {panel.run_plots.probe_points[1][-1]:.3f}. " in panel.status_label.text()
+    with qtbot.waitSignal(panel.training_finished, timeout=60_000):
+        panel.stop_training()
+    outcome = panel.outcome
+    steps, scores = panel.run_plots.induction_curve.getData()
+    assert [(int(s), float(v)) for s, v in zip(steps, scores)] == list(outcome.probe_history)
+    assert outcome.metadata["induction_probe"]["history"] == [list(entry) for entry in outcome.probe_history]
+    step, score = outcome.probe_history[-1]
+    assert f"Induction score {score:.3f} at step {step:,}." in panel.status_label.text()
+    _, uniform = panel.run_plots.uniform_attention_line.getData()
+    assert list(uniform) == [outcome.probe.uniform_score] * 2
+
+    panel.steps_spin.setValue(3)
+    train_to_end(qtbot, panel)  # 3 steps, a probe after each: the last one on the model the lab now holds
+    assert panel.outcome.probe_history[-1][0] == 3
+    assert panel.outcome.probe_history[-1][1] == pytest.approx(hand_score(panel.state.model, panel.outcome.probe),
+                                                               abs=1e-6)
+
+    panel.corpus_combo.setCurrentIndex(panel.corpus_combo.findData("bundled"))
+    assert not panel.track_check.isChecked()
+    assert panel.induction_plot.isVisible()  # the last run's score stays until the next run starts
+    panel.state.set_config(TINY)
+    panel.steps_spin.setValue(2)
+    train_to_end(qtbot, panel)
+    assert panel.induction_plot.isHidden() and panel.outcome.probe_history == ()
+    assert panel.run_plots.induction_curve.getData()[0] is None or len(panel.run_plots.induction_curve.getData()[0]) == 0
+    assert panel.settings()["track_induction"] is False
+    panel.restore_settings({"track_induction": True})
+    assert panel.track_check.isChecked()

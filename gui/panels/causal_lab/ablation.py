@@ -86,6 +86,7 @@ class AblationView(View):
             edit.setMaxLength(MAX_PARTS_CHARS + 1)
             edit.textChanged.connect(self.inputs_changed)
         self.mode_combo.currentIndexChanged.connect(self.inputs_changed)
+        state.signal("model").connect(self._offer_ffns)
         labelled(row, "heads", self.heads_edit)
         labelled(row, "FFN layers", self.ffns_edit)
         labelled(row, "ablation", self.mode_combo)
@@ -103,6 +104,14 @@ class AblationView(View):
         self.stale_labels.append(self.top_label)
         splitter.addWidget(self.top_label)
         column.addWidget(splitter, 1)
+        self._offer_ffns()
+
+    def _offer_ffns(self) -> None:
+        """An attention-only model has no FFNs to pick: the field is off and says so."""
+        model = self.state.model
+        none = model is not None and model.config.attention_only
+        self.ffns_edit.setEnabled(not none)
+        self.ffns_edit.setPlaceholderText("none: attention-only" if none else "")
 
     def inputs(self):
         model = self.state.model
@@ -126,6 +135,12 @@ class AblationView(View):
                                            model.config.n_heads)
         if problem:
             return Refusal(problem[0].upper() + problem[1:] + ".")
+        if ffns:
+            from core.experiments.ablation import ffn_problem  # torch is loaded: a model is
+
+            problem = ffn_problem(model.config)
+            if problem:
+                return Refusal(problem[0].upper() + problem[1:] + ".")
         return AblationInputs(model, tokens, heads, ffns, self.mode_combo.currentData())
 
     def show_result(self, result) -> None:

@@ -19,6 +19,12 @@ from gui.widgets.heatmap import Heatmap
 from gui.widgets.legend import legend_below
 
 
+KEY_TEXT = ("Bars per layer: its attention bias (upper, blue) and its FFN or experts (lower, orange). The lens "
+            "reads the stream before block 0 (emb) and after each block.")
+KEY_TEXT_ATTENTION_ONLY = ("Bars per layer: its attention bias; the model is attention-only, so no FFN writes into the "
+                           "stream. The lens reads the stream before block 0 (emb) and after each block.")
+
+
 @dataclass(frozen=True)
 class AttributionInputs:
     model: Any
@@ -57,9 +63,7 @@ class AttributionView(View):
         self.summary_label = plain_label(name="attribution-summary")
         self.stale_labels.append(self.summary_label)
         column.addWidget(self.summary_label)
-        self.key_label = plain_label("Bars per layer: its attention bias (upper, blue) and its FFN or experts (lower, "
-                                     "orange). The lens reads the stream before block 0 (emb) and after each block.",
-                                     name="attribution-key")
+        self.key_label = plain_label(KEY_TEXT, name="attribution-key")
         column.addWidget(self.key_label)
         splitter = QSplitter(Qt.Orientation.Horizontal)
         self.heads_map = Heatmap("head", "layer", "Direct effect of each head")
@@ -128,6 +132,8 @@ class AttributionView(View):
         self.heads_map.set_data(grid, [f"L{layer}" for layer in range(config.n_layers)],
                                 [f"H{head}" for head in range(config.n_heads)], levels=(-bound, bound))
         self._show_parts(result, config.n_layers)
+        self.key_label.setText(KEY_TEXT_ATTENTION_ONLY if config.attention_only else KEY_TEXT)
+        self.parts_plot.setTitle("Biases (no FFNs)" if config.attention_only else "Biases and FFNs")
         streams = np.arange(len(result.lens))
         self.lens_plot.getAxis("bottom").setTicks(
             [[(0, "emb"), *((i, f"L{i - 1}") for i in range(1, len(result.lens)))]])

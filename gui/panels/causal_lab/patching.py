@@ -69,9 +69,9 @@ def patching_refusal(model, clean, corrupt, site: str) -> str:
     if len(corrupt) != len(clean):
         return (f"The clean input has {len(clean)} tokens and the corrupted one {len(corrupt)}: patching compares "
                 "activations position by position, so replace tokens without inserting or deleting any.")
-    from core.experiments.patching import cost_problem
+    from core.experiments.patching import cost_problem, site_problem
 
-    problem = cost_problem(model.config, len(clean), site)
+    problem = site_problem(model.config, site) or cost_problem(model.config, len(clean), site)
     return problem[0].upper() + problem[1:] + "." if problem else ""
 
 

@@ -118,6 +118,8 @@ class BreakdownView(View):
         holds = "experts hold" if config.is_moe else "FFN holds"
 
         def spelled(block) -> str:
+            if config.attention_only:
+                return f"{block.total:,} = attention {block.attention:,} + norms {block.norms:,}; attention-only, no FFN"
             router = f" + router {block.router:,}" if block.router else ""
             return (f"{block.total:,} = attention {block.attention:,} + {ffn} {block.ffn:,}{router} + norms {block.norms:,};"
                     f" the {holds} {format_share(block.ffn_share)} of it")
@@ -125,8 +127,9 @@ class BreakdownView(View):
         encoder, decoder = breakdown.encoder_block, breakdown.decoder_block
         if encoder is None:
             return f"One block: {spelled(decoder)}."
+        share = "" if config.attention_only else f", the {holds} {format_share(decoder.ffn_share)}"
         return (f"One encoder block (the base layer): {spelled(encoder)}. A decoder block adds cross-attention:"
-                f" {decoder.total:,}, the {holds} {format_share(decoder.ffn_share)}.")
+                f" {decoder.total:,}{share}.")
 
     @staticmethod
     def _tying_text(config: ModelConfig, result: BreakdownResult) -> str:
