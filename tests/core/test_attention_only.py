@@ -141,7 +141,8 @@ def test_follow_token_reads_one_stage_per_block(model):
     assert "ffn" not in result.stage_kinds
     with torch.no_grad(), capture(model, ["blocks.1.hook_resid_post"]) as seen:
         model(torch.tensor([IDS]))
-    assert result.norms[2] == pytest.approx(float(seen["blocks.1.hook_resid_post"][0, 5].double().norm()), rel=1e-12)
+    # The stage reads the stream after attention, which is the block's output: the norm, summed in float32.
+    assert result.norms[2] == pytest.approx(float(seen["blocks.1.hook_resid_post"][0, 5].double().norm()), rel=1e-6)
 
 
 def test_shapes_skip_the_ffn_rows():

@@ -331,8 +331,8 @@ def test_open_model_folder_takes_a_hugging_face_gpt2_folder(qtbot, window, tmp_p
         window.open_model(tmp_path / "hf-gpt2")
     assert window.state.config.d_model == 16 and window.state.config.context_length == 32
     assert window.state.model is window.loaded.model and "Hugging Face" in window.loaded.source
-    qtbot.wait(50)
-    assert not window.compute.busy and window.state.model is window.loaded.model
+    qtbot.waitUntil(lambda: not window.compute.busy, timeout=30_000)  # the visible panel's views compute on it
+    assert window.state.model is window.loaded.model  # and nothing replaced it meanwhile
 
 
 def start_long_paused_run(qtbot, win, panel) -> None:
