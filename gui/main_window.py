@@ -283,9 +283,18 @@ class MainWindow(SessionFiles, ModelFiles, QMainWindow):
         loaded = self.loaded
         if not force and loaded is not None and (loaded.config, loaded.seed, loaded.device) == (config, seed, device):
             return
-        self.compute.submit("model", lambda: load_model(config, seed, device), self._on_model_loaded,
-                            f"building {config.name}", cancellable=False,
-                            on_error=lambda message: self._on_model_failed(message, (config, seed, device)))
+        requested = (config, seed, device)
+        self.compute.submit("model", lambda: load_model(config, seed, device),
+                            lambda built: self._on_model_built(built, requested), f"building {config.name}",
+                            cancellable=False, on_error=lambda message: self._on_model_failed(message, requested))
+
+    def _on_model_built(self, loaded: LoadedModel, requested: tuple) -> None:
+        """A model request_model asked for: installed unless the sidebar moved on while it built (an undo and a
+        redo, say): then the model the sidebar names is the one loaded already, or a newer request follows."""
+        if requested != (self.state.config, self.state.seed, self.state.device):
+            self.compute.dispose(loaded)
+            return
+        self._on_model_loaded(loaded)
 
     def _on_model_loaded(self, loaded: LoadedModel) -> None:
         previous = (self.loaded, self.state.model)
