@@ -79,8 +79,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     trainer.add_argument("--device", metavar="D", help="cpu, cuda, cuda:N or mps (default: the best present)")
     trainer.add_argument("--corpus", metavar="FILE", help="a UTF-8 text file, or repeated-letters: random letter sequences "
                          "each written twice, made from the seed, for induction heads (default: the bundled Shakespeare; "
-                         "tiny-induction and tiny-induction-attn: repeated-letters; a run on it records the induction score "
-                         "in training.json)")
+                         "tiny-induction and tiny-induction-attn: repeated-letters; a run on it records the "
+                         "induction score in training.json)")
     trainer.add_argument(
         "--tokenizer",
         choices=("char", "bpe"),
@@ -312,11 +312,13 @@ def _train_and_save(
         )
     probe = _induction_probe(config, recipe, corpus_path, text)
     tracking = {} if probe is None else {
-        "probe": lambda step, model: {"induction": probe.score(model)}, "probe_every": probe.every(int(recipe["steps"])),
+        "probe": lambda step, model: {"induction": probe.score(model)},
+        "probe_every": probe.every(int(recipe["steps"])),
     }
     with _stop_on_first_interrupt() as stop_requested:
         try:
-            result = train(config, text, device=device, on_progress=bar, should_stop=stop_requested, **recipe, **tracking)
+            result = train(config, text, device=device, on_progress=bar, should_stop=stop_requested, **recipe,
+                           **tracking)
         except TrainingError as error:
             raise CliError(str(error)) from None
         finally:

@@ -189,7 +189,8 @@ def trace_shapes(
             f"(B, T, d_ff) expansion layer: {expansion}" + (", per expert" if c.is_moe else ""),
             False,
         ),
-        ("FFN output", f"{block_prefix}.hook_ffn_out", seen[f"{block_prefix}.hook_ffn_out"], "(B, T, d_model) projected back", False),
+        ("FFN output", f"{block_prefix}.hook_ffn_out", seen[f"{block_prefix}.hook_ffn_out"],
+         "(B, T, d_model) projected back", False),
     ]
     block_output = ("(B, T, d_model) = the residual after attention (no FFN), ready for the next block"
                     if c.attention_only else "(B, T, d_model) ready for the next block")
@@ -224,7 +225,8 @@ def trace_shapes(
         ("attention output", f"{block_prefix}.attn.hook_out", seen[f"{block_prefix}.attn.hook_out"], "(B, T, d_model) after the output projection", False),
         ("residual after attention", f"{block_prefix}.hook_resid_mid", seen[f"{block_prefix}.hook_resid_mid"], "(B, T, d_model) x + attention", False),
         *ffn_steps,
-        ("block output", f"{block_prefix}.hook_resid_post", seen[f"{block_prefix}.hook_resid_post"], block_output, False),
+        ("block output", f"{block_prefix}.hook_resid_post", seen[f"{block_prefix}.hook_resid_post"], block_output,
+         False),
         ("final norm", "hook_final", seen["hook_final"], "(B, T, d_model) after the last block, before the head", False),
         ("logits", "head", logits, "(B, T, vocab_size) one score per vocabulary entry", False),
     ]
