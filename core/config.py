@@ -48,7 +48,7 @@ class ModelConfig:
     rope_scale: float = 1.0  # RoPE position interpolation: positions are divided by this factor
     attention: AttentionKind = "causal"  # self-attention of a decoder: causal mask or none
     architecture: Architecture = "decoder"  # decoder-only, encoder-only, or two towers with cross-attention
-    attention_only: bool = False  # blocks without an FFN (and its norm): the two-layer attention-only models of the induction-heads papers
+    attention_only: bool = False  # blocks without an FFN or its norm: the attention-only models of the induction papers
     bias: bool = True  # bias vectors on linear layers and LayerNorm shifts
     qkv_bias: bool = False  # biases on the query, key and value projections even when bias is off (Qwen2)
     tie_embeddings: bool = True  # the output head reuses the token embedding matrix
@@ -140,8 +140,8 @@ _LITERAL_CHOICES: dict[str, tuple[str, ...]] = {
 _INT_FIELDS = {"vocab_size", "context_length", "d_model", "n_heads", "n_layers", "d_ff", "n_experts", "top_k"}
 _OPTIONAL_INT_FIELDS = {"n_kv_heads", "n_encoder_layers"}
 _FLOAT_FIELDS = {"norm_eps", "rope_base", "rope_scale"}
-BOOL_FIELDS = frozenset({"attention_only", "bias", "qkv_bias", "tie_embeddings", "final_norm", "embed_scale", "embed_norm",
-                         "sinusoidal_halves", "head_transform", "head_bias"})
+BOOL_FIELDS = frozenset({"attention_only", "bias", "qkv_bias", "tie_embeddings", "final_norm", "embed_scale",
+                         "embed_norm", "sinusoidal_halves", "head_transform", "head_bias"})
 
 MAX_NAME_CHARS = 256  # one line in the title bar, status bar and captions; a folder name (255 bytes) fits
 # Beyond these sizes a single dimension is a typo, not a model (Llama-3 405B has d_model 16384).

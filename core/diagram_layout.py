@@ -244,7 +244,8 @@ class _Builder:
             # RoPE / ALiBi tags sit on the attention box's top edge and need a taller header.
             y += BLOCK_HEADER + (0.7 if c.positional in ("rope", "alibi") else 0.0)
             first_part = len(self.parts)
-            sublayers = ["attention"] + (["cross_attention"] if decoder_of_pair else []) + ([] if c.attention_only else ["ffn"])
+            sublayers = (["attention"] + (["cross_attention"] if decoder_of_pair else [])
+                         + ([] if c.attention_only else ["ffn"]))
             for sublayer in sublayers:
                 new_y, target = self.sublayer_row(tower, sx, direction, y, index, sublayer, cursor)
                 if target is not None:

@@ -188,7 +188,8 @@ def run_training(request: TrainRequest, control: TrainingControl, token: JobToke
         should_stop=should_stop, sample_every=max(1, request.steps // SAMPLE_EVERY_RUNS), on_sample=on_sample,
         warmup_steps=min(100, max(1, request.steps // 10)), eval_every=max(1, request.steps // 20),
         mask_mode=request.mask_mode, start_from=request.start_from, on_expert_load=batcher.add_expert_load,
-        probe=on_probe if probe is not None else None, probe_every=probe.every(request.steps) if probe is not None else 0,
+        probe=on_probe if probe is not None else None,
+        probe_every=probe.every(request.steps) if probe is not None else 0,
     )
     metadata = result.metadata()
     metadata["corpus"] = request.corpus.name
@@ -216,7 +217,8 @@ def induction_probe(request: TrainRequest):
     from core.experiments.induction import letter_probe
     from core.tokenizers import CharTokenizer
 
-    tokenizer = request.start_from[1] if request.start_from is not None else CharTokenizer.from_text(request.corpus.text)
+    start_from, text = request.start_from, request.corpus.text
+    tokenizer = start_from[1] if start_from is not None else CharTokenizer.from_text(text)
     return letter_probe(tokenizer, request.config.context_length, request.config.n_layers)
 
 

@@ -40,7 +40,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _describe(config: ModelConfig) -> str:
-    parts = [config.architecture, config.positional, config.norm, "attention-only" if config.attention_only else config.activation]
+    ffn = "attention-only" if config.attention_only else config.activation
+    parts = [config.architecture, config.positional, config.norm, ffn]
     if config.is_moe:
         parts.append(f"{config.n_experts} experts, top-{config.top_k}")
     return ", ".join(parts)
@@ -107,7 +108,8 @@ def run_params(args: argparse.Namespace) -> int:
     print_table(rows, ["group", "parameters", "share"], {1, 2})
     for label, block in (("decoder block" if b.encoder_block else "one block", b.decoder_block), ("encoder block", b.encoder_block)):
         if block is not None and config.attention_only:
-            print(f"{label}: {block.total:,} (attention {block.attention:,}, norms {block.norms:,}); attention-only, no FFN")
+            print(f"{label}: {block.total:,} (attention {block.attention:,}, norms {block.norms:,}); "
+                  "attention-only, no FFN")
         elif block is not None:
             print(
                 f"{label}: {block.total:,} (attention {block.attention:,}, FFN {block.ffn:,}, norms {block.norms:,}"

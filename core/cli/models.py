@@ -320,11 +320,13 @@ def _train_and_save(
         )
     probe = _induction_probe(config, recipe, corpus_path, text)
     tracking = {} if probe is None else {
-        "probe": lambda step, model: {"induction": probe.score(model)}, "probe_every": probe.every(int(recipe["steps"])),
+        "probe": lambda step, model: {"induction": probe.score(model)},
+        "probe_every": probe.every(int(recipe["steps"])),
     }
     with _stop_on_first_interrupt() as stop_requested:
         try:
-            result = train(config, text, device=device, on_progress=bar, should_stop=stop_requested, **recipe, **tracking)
+            result = train(config, text, device=device, on_progress=bar, should_stop=stop_requested, **recipe,
+                           **tracking)
         except TrainingError as error:
             raise CliError(str(error)) from None
         finally:

@@ -3,11 +3,12 @@
 In a pre-norm decoder the final residual stream is a sum: the token embedding, the positional
 embedding (a learned or sinusoidal table), and every sublayer's write. Attention's write is itself
 a sum over heads, each head's output `hook_z` times its own slice of W_O, plus the output bias; a
-mixture of experts writes the routed sum of its experts; an attention-only model has no FFN parts. The final norm is linear once its scale
-is fixed: LayerNorm subtracts the mean and divides by the standard deviation of *this run's* final
-residual, RMSNorm divides by its root mean square. With that scale taken from the run (never a
-cached or averaged one), each part's share of the logit is exact and the parts sum to the logit the
-model produced, up to float32 rounding; the result carries both and their difference.
+mixture of experts writes the routed sum of its experts; an attention-only model writes no FFN part.
+The final norm is linear once its scale is fixed: LayerNorm subtracts the mean and divides by the
+standard deviation of *this run's* final residual, RMSNorm divides by its root mean square. With that
+scale taken from the run (never a cached or averaged one), each part's share of the logit is exact and
+the parts sum to the logit the model produced, up to float32 rounding; the result carries both and
+their difference.
 
 A post-norm stack normalises inside every block, so its output is not a sum of per-part terms:
 it is refused in words, as is BERT's masked-LM head, whose dense layer, activation and norm stand

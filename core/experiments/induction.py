@@ -61,7 +61,9 @@ def period_problem(model: Transformer, period: int) -> str | None:
     return None
 
 
-def head_scores(model: Transformer, ids: list[int], period: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+def head_scores(
+    model: Transformer, ids: list[int], period: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """(induction score (L, H), previous-token score (L, H), logits (1, 2N, V), patterns (L, H, 2N, 2N)) of
     the sequence `ids`, whose second half repeats its first N = period tokens."""
     tokens = torch.tensor([ids], device=next(model.parameters()).device)  # (1, 2N)
@@ -158,8 +160,6 @@ def letter_probe(tokenizer, context_length: int, n_layers: int, seed: int = PROB
 
     from core.repeated_corpus import LETTERS
 
-    if n_layers < 1:
-        return "the model has no attention layers"
     ids_of: dict[str, int] = {}
     for letter in LETTERS:
         try:

@@ -124,9 +124,9 @@ class TrainPanel(Panel):
         self.mask_combo.setToolTip("the self-attention mask of the training forward; the reading's leaky pitfalls are "
                                    "here to train on purpose (validation is always scored with the causal mask)")
         self.track_check = QCheckBox("Track induction score")
-        self.track_check.setToolTip("measure the induction score of the second layer's heads on a seeded sequence of "
-                                    "letters written twice, at step 1 and every hundredth of the run, and plot it under "
-                                    "the loss (on for the repeated letters, where induction heads form)")
+        self.track_check.setToolTip("measure the induction score of the second layer's heads on a seeded sequence "
+                                    "of letters written twice, at step 1 and every hundredth of the run, and plot it "
+                                    "under the loss (on for the repeated letters, where induction heads form)")
         # Two short rows rather than one long one: at the projector's text size one row outgrows the window.
         # A row of its own, so the wide file button does not set the width of a settings column.
         # Flows, not fixed columns: beside a lesson at projector text the settings wrap instead of scrolling.
@@ -170,7 +170,8 @@ class TrainPanel(Panel):
         plots = self.run_plots = RunPlots()
         # The names lessons, tests and exports reach the run's plots by.
         self.loss_plot, self.induction_plot = plots.loss_plot, plots.induction_plot
-        self.train_curve, self.val_curve, self.final_val_marker = plots.train_curve, plots.val_curve, plots.final_val_marker
+        self.train_curve, self.val_curve = plots.train_curve, plots.val_curve
+        self.final_val_marker = plots.final_val_marker
         self.uniform_line = plots.uniform_line
         self.plot_tabs = PageTabs()  # sized by the page on show
         self.plot_tabs.addTab(plots, "This run")
@@ -531,7 +532,8 @@ class TrainPanel(Panel):
                                         else "sample from the current model")
         page = self.compare_page
         for box in (self.start_combo, self.corpus_combo, self.corpus_button, self.steps_spin, self.batch_spin, self.seq_spin,
-                    self.lr_spin, self.seed_spin, self.mask_combo, self.track_check, page.compare_button, page.experiment_combo,
+                    self.lr_spin, self.seed_spin, self.mask_combo, self.track_check, page.compare_button,
+                    page.experiment_combo,
                     page.steps_spin, page.seed_spin):
             box.setEnabled(not training)
 

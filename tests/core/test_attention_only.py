@@ -85,7 +85,8 @@ def test_a_block_has_no_ffn_and_writes_exactly_x_plus_attention(model):
     with torch.no_grad(), capture(model, names) as seen:
         model(torch.tensor([IDS]))
     for layer in range(2):
-        pre, attn, post = (seen[f"blocks.{layer}.{hook}"] for hook in ("hook_resid_pre", "hook_attn_out", "hook_resid_post"))
+        hooks = ("hook_resid_pre", "hook_attn_out", "hook_resid_post")
+        pre, attn, post = (seen[f"blocks.{layer}.{hook}"] for hook in hooks)
         assert torch.equal(post, pre + attn)  # the same float32 sum, bit for bit
     with pytest.raises(KeyError), capture(model, ["blocks.0.hook_ffn_out"]):
         pass
@@ -102,7 +103,8 @@ def test_logits_and_attention_equal_a_forward_written_from_the_weights(model):
 
 
 @pytest.mark.parametrize("changes", [{}, {"norm": "rmsnorm", "bias": False, "activation": "swiglu"},
-                                     {"architecture": "encoder-decoder"}, {"norm_placement": "post", "tie_embeddings": False}])
+                                     {"architecture": "encoder-decoder"},
+                                     {"norm_placement": "post", "tie_embeddings": False}])
 def test_parameter_counts_agree_with_the_model(changes):
     config = CONFIG.replace(**changes)
     breakdown = parameter_breakdown(config)

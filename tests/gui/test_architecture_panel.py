@@ -59,7 +59,8 @@ def check_diagram(config: ModelConfig, diagram: Diagram) -> None:
         assert {n.placement for n in norms} == {config.norm_placement}
         for layer in drawn:
             prefix = f"{tower}.block{layer}."
-            for sublayer, norm_name in zip(sublayers, (["norm1"] + (["norm_cross"] if cross else []) + ["norm2"] * ffn)):
+            norm_names = ["norm1"] + (["norm_cross"] if cross else []) + ["norm2"] * ffn
+            for sublayer, norm_name in zip(sublayers, norm_names):
                 norm, add = diagram.part(prefix + norm_name), diagram.part(prefix + f"add_{sublayer}")
                 if config.norm_placement == "pre":
                     # On the branch, in the sublayer's row, before the ⊕.

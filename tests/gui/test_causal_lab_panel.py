@@ -150,6 +150,7 @@ def test_an_attention_only_model_has_no_ffn_parts_site_or_field(qtbot, lab, load
     edit = ablation.ffns_edit
     assert not edit.isEnabled() and edit.placeholderText() == "none: attention-only"
     edit.setText("0")  # as a lesson or a session could
-    qtbot.waitUntil(lambda: ablation.showing_message and "has no FFN in its blocks to ablate" in ablation.message.text(), timeout=5000)
+    qtbot.waitUntil(lambda: ablation.showing_message and "no FFN in its blocks to ablate" in ablation.message.text(),
+                    timeout=5000)
     state.set_model(loaded.model)
     assert edit.isEnabled() and edit.placeholderText() == ""

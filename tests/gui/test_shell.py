@@ -340,3 +340,27 @@ def test_the_attention_only_box_builds_a_model_without_ffns(qtbot, window):
     error = window.sidebar.form.error_labels["attention_only"]
     assert not error.isHidden() and "no experts either" in error.text()
     assert window.state.config == get_preset("tiny-moe")
+
+
+def test_a_model_built_for_a_config_undone_meanwhile_is_not_installed(qtbot, window, monkeypatch):
+    import threading
+
+    import gui.main_window
+
+    state, kept = window.state, window.loaded
+    gate = threading.Event()
+    built = gui.main_window.load_model
+
+    def slow_load(*args):
+        gate.wait(30)
+        return built(*args)
+
+    monkeypatch.setattr(gui.main_window, "load_model", slow_load)
+    state.set_config(get_preset("tiny-llama"))
+    qtbot.waitUntil(lambda: window.compute.busy_with("model"), timeout=5000)
+    state.undo_stack.undo()  # back to the loaded tiny-gpt while tiny-llama builds
+    assert state.config == kept.config
+    gate.set()
+    qtbot.waitUntil(lambda: not window.compute.busy, timeout=30_000)
+    qtbot.wait(50)  # a delivered result would be installed by now
+    assert window.loaded is kept and state.model is kept.model and state.config == kept.config

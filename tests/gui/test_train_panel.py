@@ -510,7 +510,8 @@ def test_a_run_on_repeated_letters_plots_its_induction_score_live_under_the_loss
     panel.steps_spin.setValue(2)
     train_to_end(qtbot, panel)
     assert panel.induction_plot.isHidden() and panel.outcome.probe_history == ()
-    assert panel.run_plots.induction_curve.getData()[0] is None or len(panel.run_plots.induction_curve.getData()[0]) == 0
+    steps, _ = panel.run_plots.induction_curve.getData()
+    assert steps is None or len(steps) == 0
     assert panel.settings()["track_induction"] is False
     panel.restore_settings({"track_induction": True})
     assert panel.track_check.isChecked()

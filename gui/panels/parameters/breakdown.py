@@ -119,7 +119,8 @@ class BreakdownView(View):
 
         def spelled(block) -> str:
             if config.attention_only:
-                return f"{block.total:,} = attention {block.attention:,} + norms {block.norms:,}; attention-only, no FFN"
+                return (f"{block.total:,} = attention {block.attention:,} + norms {block.norms:,}; "
+                        "attention-only, no FFN")
             router = f" + router {block.router:,}" if block.router else ""
             return (f"{block.total:,} = attention {block.attention:,} + {ffn} {block.ffn:,}{router} + norms {block.norms:,};"
                     f" the {holds} {format_share(block.ffn_share)} of it")
