@@ -33,6 +33,20 @@ _LLAMA = dict(
     tie_embeddings=False,
 )
 
+_TINY_MOE = ModelConfig(  # top-2 of 4 experts: the bundled mixture of experts
+    name="tiny-moe",
+    vocab_size=CHAR_VOCAB,
+    context_length=128,
+    d_model=64,
+    n_heads=4,
+    n_kv_heads=2,
+    n_layers=2,
+    d_ff=128,
+    n_experts=4,
+    top_k=2,
+    **_LLAMA,
+)
+
 PRESETS: dict[str, ModelConfig] = {
     preset.name: preset.validated()
     for preset in [
@@ -196,30 +210,9 @@ PRESETS: dict[str, ModelConfig] = {
             positional="rope",
             architecture="encoder-decoder",
         ),
-        ModelConfig(
-            name="tiny-moe",
-            vocab_size=CHAR_VOCAB,
-            context_length=128,
-            d_model=64,
-            n_heads=4,
-            n_kv_heads=2,
-            n_layers=2,
-            d_ff=128,
-            n_experts=4,
-            top_k=2,
-            **_LLAMA,
-        ),
-        ModelConfig(  # tiny-moe with one dense FFN as wide as its two active experts: the same active size
-            name="tiny-moe-dense",
-            vocab_size=CHAR_VOCAB,
-            context_length=128,
-            d_model=64,
-            n_heads=4,
-            n_kv_heads=2,
-            n_layers=2,
-            d_ff=256,
-            **_LLAMA,
-        ),
+        _TINY_MOE,
+        # tiny-moe with one dense FFN as wide as its active experts together: the same active size, its yardstick
+        _TINY_MOE.replace(name="tiny-moe-dense", d_ff=_TINY_MOE.top_k * _TINY_MOE.d_ff, n_experts=0),
     ]
 }
 
