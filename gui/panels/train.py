@@ -194,7 +194,9 @@ class TrainPanel(Panel):
         self.sample_caption.setWordWrap(True)
         self.sample_text = QPlainTextEdit()
         self.sample_text.setReadOnly(True)
-        self.sample_text.setToolTip("200 characters sampled at temperature 0.8 from the corpus's first character")
+        self.sample_text.setToolTip("what the model makes as it trains: a decoder, 200 characters sampled at temperature "
+                                    "0.8 from the corpus's first character; an encoder, held-out text with its blanks "
+                                    "and then its fill; an encoder-decoder, a held-out source and its greedy rewrite")
         sample_layout.addWidget(self.sample_caption)
         sample_layout.addWidget(self.sample_text, 1)
         self.side_tabs.addTab(sample_page, "Samples")
