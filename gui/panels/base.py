@@ -60,6 +60,7 @@ from typing import Any, ClassVar
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, Qt, QTimer, Signal
 from PySide6.QtWidgets import QGraphicsOpacityEffect, QLabel, QPushButton, QStackedLayout, QVBoxLayout, QWidget
+from shiboken6 import isValid
 
 from gui import theme
 from gui.compute import ComputeController
@@ -306,10 +307,11 @@ class View(QWidget):
         self.requested_inputs = inputs
         self.computations += 1
         compute_fn = type(self).compute_fn
+        # A result can arrive after the view is gone (its window closed while the worker finished): then no one reads it.
         self.compute.submit(self.channel, lambda token: compute_fn(inputs, token),
-                            lambda result: self._deliver(inputs, result), f"{self.name.lower()}",
-                            on_error=lambda message: self._failed(inputs, message),
-                            on_partial=lambda partial: self._partial(inputs, partial))
+                            lambda result: isValid(self) and self._deliver(inputs, result), f"{self.name.lower()}",
+                            on_error=lambda message: isValid(self) and self._failed(inputs, message),
+                            on_partial=lambda partial: isValid(self) and self._partial(inputs, partial))
 
     def schedule_update(self) -> None:
         if not self.update_scheduled:

@@ -181,3 +181,21 @@ def test_a_view_says_computing_once_its_inputs_are_valid_and_a_refusal_goes_with
     with qtbot.waitSignal(view.result_shown, timeout=TIMEOUT_MS):
         GATE.set()
     assert view.value_label.text() == "5^2 = 25"
+
+
+def test_a_result_that_arrives_after_its_view_is_deleted_is_dropped(qtbot, setup):
+    from shiboken6 import isValid
+
+    state, compute, tabs, view = setup
+    show_seed(qtbot, state, view, 3)
+    errors = []
+    compute.error.connect(errors.append)
+    GATE.clear()
+    state.set_seed(5)  # in flight
+    qtbot.waitUntil(lambda: compute.busy, timeout=TIMEOUT_MS)
+    tabs.removeTab(0)
+    view.deleteLater()
+    qtbot.waitUntil(lambda: not isValid(view), timeout=TIMEOUT_MS)
+    GATE.set()
+    qtbot.waitUntil(lambda: not compute.busy, timeout=TIMEOUT_MS)  # the result came back to a deleted view
+    assert errors == []  # and was dropped: no "already deleted" from reading its widgets
