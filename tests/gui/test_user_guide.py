@@ -108,3 +108,11 @@ def test_every_link_of_the_readme_and_the_guide_reaches_a_page_and_heading():
                     assert fragment in headings(destination), f"{page.name}: {target}"
                 checked += 1
     assert checked >= 30
+
+
+def test_no_page_holds_an_html_tag_outside_code():
+    """Qt reads raw HTML in Markdown: a stray `<TAB>` in prose swallowed the rest of a page in the guide window."""
+    for page in sorted(guide_folder().glob("*.md")):
+        prose = re.sub(r"```.*?```", "", page.read_text(encoding="utf-8"), flags=re.S)
+        prose = re.sub(r"`[^`\n]*`", "", prose)
+        assert not re.findall(r"<[A-Za-z/!][^>\n]*>", prose), page.name
