@@ -34,9 +34,13 @@ def progress_line(request: TrainRequest, progress: TrainingProgress | None, last
     load = ""
     if progress.expert_load is not None:
         at, shares = progress.expert_load
-        load = " Expert load to step {:,}: {}.".format(at, "; ".join(
-            f"layer {layer} " + " ".join(f"{share:.0%}" for share in row) for layer, row in enumerate(shares)))
+        load = f" Expert load to step {at:,}: {expert_load_text(shares)}."
     return f"Step {step:,} of {request.steps:,}: loss {loss:.3f}{val}. {progress.tokens_per_s:,.0f} tokens/s, {eta}.{load}"
+
+
+def expert_load_text(shares: list[list[float]]) -> str:
+    """Each layer's share of routing assignments per expert, as the status line reads them."""
+    return "; ".join(f"layer {layer} " + " ".join(f"{share:.0%}" for share in row) for layer, row in enumerate(shares))
 
 
 def objective_name(config) -> str:
@@ -76,8 +80,7 @@ def outcome_headline(outcome: TrainOutcome, installed: bool, config_applied_afte
                   f"the causal mask (uniform guess {math.log(vocab):.3f})")
     load = outcome.metadata.get("expert_load")
     if load:
-        scored += "; expert load at the end: " + "; ".join(
-            f"layer {layer} " + " ".join(f"{share:.0%}" for share in row) for layer, row in enumerate(load[-1][1]))
+        scored += "; expert load at the end: " + expert_load_text(load[-1][1])
     induction = ""
     if outcome.probe_history:
         step, score = outcome.probe_history[-1]

@@ -144,14 +144,14 @@ def greedy_decode(model: torch.nn.Module, source: torch.Tensor, start_id: int, e
     """The most likely token at each step, every row until all have produced END or max_new tokens.
 
     source (B, S) -> (B, n) the produced tokens (START not included); a row that has ended keeps going,
-    and what it produces after END is not read. The encoder runs once; each step re-runs the decoder on
-    the tokens so far (a tiny model: the cache would save little).
+    and what it produces after END is not read. Each step re-runs the model, encoder included, on the tokens so
+    far: for a tiny model a cache would save little. Batched, for scoring many pairs; the Cross-attention
+    view's one-source decoder with its maps is core.experiments.cross_attention.greedy_decode.
     """
-    memory_source = source
     tokens = torch.full((source.shape[0], 1), start_id, dtype=torch.long, device=source.device)  # (B, 1)
     limit = min(max_new, model.config.context_length - 1)
     for _ in range(limit):
-        logits = model(tokens, source=memory_source)[:, -1]  # (B, V)
+        logits = model(tokens, source=source)[:, -1]  # (B, V)
         tokens = torch.cat([tokens, logits.argmax(-1, keepdim=True)], dim=1)  # (B, t+1)
         if bool((tokens[:, 1:] == end_id).any(dim=1).all()):
             break

@@ -362,5 +362,5 @@ def test_a_model_built_for_a_config_undone_meanwhile_is_not_installed(qtbot, win
     assert state.config == kept.config
     gate.set()
     qtbot.waitUntil(lambda: not window.compute.busy, timeout=30_000)
-    qtbot.wait(50)  # a delivered result would be installed by now
+    QApplication.processEvents()  # the build's result, queued to the window, is handled now
     assert window.loaded is kept and state.model is kept.model and state.config == kept.config
