@@ -35,10 +35,8 @@ from core.model_saving import save_model
 from core.presets import get_preset
 from core.date_corpus import date_pairs
 from core.repeated_corpus import repeated_letters
+from core.recipes import BUNDLED_CORPORA, BUNDLED_RECIPES, DEFAULT_RECIPE
 from core.training import (
-    BUNDLED_CORPORA,
-    BUNDLED_RECIPES,
-    DEFAULT_RECIPE,
     TRAIN_MASK_MODES,
     TrainingError,
     TrainSettings,
