@@ -77,3 +77,20 @@ def test_a_recipe_reads_as_one_line_from_its_table_and_its_record():
     seconds = round(record["wall_time_s"])
     took = recipe_of("tiny-induction").took()
     assert took.startswith(f"the bundled run took {seconds // 60} min {seconds % 60:02d} s on 1 CPU thread (")
+
+
+def test_the_models_guide_lists_every_recipe_as_the_table_has_it():
+    from core.recipes import CORPUS_TITLES
+
+    page = (resource_path().parent / "docs" / "models.md").read_text(encoding="utf-8")
+    for name in BUNDLED_RECIPES:
+        recipe = recipe_of(name)
+        s = recipe.settings
+        also = []
+        if recipe.tokenizer == "bpe":
+            also.append(f"a byte-level BPE of {s['bpe_vocab']:,} tokens")
+        if s.get("bf16_autocast"):
+            also.append("bfloat16 matmuls")
+        row = (f"| `{name}` | {s['steps']:,} | {s['batch_size']} x {s['seq_len']} | {s['lr']:g} | {recipe.warmup_steps} "
+               f"| {s['seed']} | {', '.join(also) or '-'} | {CORPUS_TITLES[recipe.corpus]} |")
+        assert row in page, row
