@@ -91,20 +91,6 @@ class Recipe:
             parts.append("bfloat16 matmuls")
         return ", ".join(parts) + f"; corpus: {CORPUS_TITLES[self.corpus]}"
 
-    def took(self) -> str:
-        """How long the bundled run took and where, from its training.json; "" when there is none."""
-        from core.training_job import format_duration
-
-        record = self.record()
-        seconds = record.get("wall_time_s") if record else None
-        if not isinstance(seconds, (int, float)) or isinstance(seconds, bool):
-            return ""
-        threads = record.get("threads")
-        where = f" on {threads} CPU thread{'s' if threads != 1 else ''}" if isinstance(threads, int) else ""
-        machine = record.get("machine")
-        machine_text = f" ({machine})" if isinstance(machine, str) and machine else ""
-        return f"the bundled run took {format_duration(float(seconds))}{where}{machine_text}"
-
 
 @lru_cache(maxsize=None)
 def bundled_record(preset: str) -> dict[str, Any] | None:

@@ -16,15 +16,28 @@ from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtCore import QObject, Qt
-from PySide6.QtWidgets import QComboBox, QDoubleSpinBox, QLabel, QPushButton, QSpinBox, QWidget
+from PySide6.QtWidgets import QComboBox, QDoubleSpinBox, QHBoxLayout, QLabel, QPushButton, QSpinBox, QWidget
 
 from core.config import ModelConfig
 from core.recipes import BPE_VOCAB, DATES, REPEATED_LETTERS, SHAKESPEARE, Recipe, recipe_for
-from gui.widgets.flow_layout import FlowLayout
+from core.training_job import format_duration
 
 CORPUS_CHOICES = {SHAKESPEARE: "bundled", REPEATED_LETTERS: "repeated", DATES: "dates"}  # recipe -> corpus combo data
 FIELD_NAMES = {"steps": "steps", "batch_size": "batch", "seq_len": "seq len", "lr": "learning rate", "seed": "seed",
                "corpus": "corpus", "start": "start", "mask_mode": "mask"}
+
+
+def bundled_time(recipe: Recipe) -> str:
+    """How long the bundled run took and where, from its training.json; "" when there is none."""
+    record = recipe.record()
+    seconds = record.get("wall_time_s") if record else None
+    if not isinstance(seconds, (int, float)) or isinstance(seconds, bool):
+        return ""
+    threads = record.get("threads")
+    where = f" on {threads} CPU thread{'s' if threads != 1 else ''}" if isinstance(threads, int) else ""
+    machine = record.get("machine")
+    machine_text = f" ({machine})" if isinstance(machine, str) and machine else ""
+    return f"the bundled run took {format_duration(float(seconds))}{where}{machine_text}"
 
 
 class RecipeRow(QObject):
@@ -47,10 +60,10 @@ class RecipeRow(QObject):
         self.use_button.setToolTip("put the recipe back in the run's fields (steps, batch, sequence length, learning "
                                    "rate, seed, corpus; fresh weights, causal mask)")
         self.row = QWidget()
-        layout = FlowLayout(self.row, spacing=12)
+        layout = QHBoxLayout(self.row)  # the line takes the width the button leaves, and wraps in it
         layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(self.label)
-        layout.addWidget(self.use_button)
+        layout.addWidget(self.label, 1)
+        layout.addWidget(self.use_button, 0, Qt.AlignmentFlag.AlignTop)
         self.row.hide()
         self.use_button.clicked.connect(self.use_recipe)
         for box in self._spins.values():
@@ -138,7 +151,7 @@ class RecipeRow(QObject):
         bundled = recipe.record() is not None
         title = (f"Recipe of the bundled {recipe.preset}" if bundled
                  else f"Recipe of {recipe.preset} (not shipped trained; the Models guide gives its run's figures)")
-        took = recipe.took()
+        took = bundled_time(recipe)
         line = f"{title}: {recipe.summary()}" + (f"; {took}" if took else "") + "."
         differ = self.differences(self.values(), self.target(recipe))
         if differ:
@@ -150,4 +163,4 @@ class RecipeRow(QObject):
         self.row.show()
 
 
-__all__ = ["CORPUS_CHOICES", "RecipeRow"]
+__all__ = ["CORPUS_CHOICES", "RecipeRow", "bundled_time"]

@@ -54,7 +54,7 @@ def test_every_bundled_models_training_record_is_its_presets_recipe(name):
 
 def test_a_recipe_that_is_not_shipped_trained_names_no_record():
     recipe = recipe_of("tiny-induction-attn")
-    assert recipe is not None and recipe.record() is None and recipe.took() == ""
+    assert recipe is not None and recipe.record() is None
     assert "tiny-induction-attn" not in BUNDLED
 
 
@@ -73,10 +73,7 @@ def test_a_recipe_reads_as_one_line_from_its_table_and_its_record():
     bpe = recipe_of("tiny-gpt-bpe")
     assert bpe.summary() == ("1,000 steps, batch 16 x 256, lr 0.003, 100 warm-up steps, then cosine to 0.1 of it, "
                              "seed 1337, a byte-level BPE of 1,536 tokens, bfloat16 matmuls; corpus: Tiny Shakespeare")
-    record = json.loads(resource_path("models", "tiny-induction", "training.json").read_text(encoding="utf-8"))
-    seconds = round(record["wall_time_s"])
-    took = recipe_of("tiny-induction").took()
-    assert took.startswith(f"the bundled run took {seconds // 60} min {seconds % 60:02d} s on 1 CPU thread (")
+    assert recipe_of("tiny-induction").record()["wall_time_s"] > 0  # the time the Train view quotes
 
 
 def test_the_models_guide_lists_every_recipe_as_the_table_has_it():

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from PySide6.QtCore import Qt
 
@@ -10,6 +12,7 @@ from core.presets import get_preset
 from core.recipes import BUNDLED_RECIPES
 from gui.panels.train import TrainPanel
 from gui.state import LabState
+from resources import resource_path
 
 TINY = ModelConfig(name="test-tiny", vocab_size=65, context_length=32, d_model=32, n_heads=2, n_layers=1, d_ff=64)
 
@@ -55,7 +58,8 @@ def test_choosing_a_preset_with_a_recipe_fills_it_in_and_shows_it(panel):
     assert fields(panel) == recipe_fields("tiny-induction", "repeated")
     line = panel.recipe_label.text()
     assert line.startswith("Recipe of the bundled tiny-induction: 4,000 steps, batch 32 x 64, lr 0.003, ")
-    assert "; the bundled run took 1 min 24 s on 1 CPU thread (" in line  # from its training.json
+    seconds = round(json.loads(resource_path("models", "tiny-induction", "training.json").read_text(encoding="utf-8"))["wall_time_s"])
+    assert f"; the bundled run took {seconds // 60} min {seconds % 60:02d} s on 1 CPU thread (" in line
 
     panel.state.set_config(get_preset("gpt2-small"))  # no recipe: untouched fields go back to the defaults
     assert panel.recipe_row.row.isHidden()
