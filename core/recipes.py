@@ -124,4 +124,5 @@ def recipe_for(config: ModelConfig) -> Recipe | None:
 
 
 __all__ = ["BPE_VOCAB", "BUNDLED_CORPORA", "BUNDLED_RECIPES", "CORPUS_TITLES", "DATES", "DEFAULT_RECIPE",
-           "MIN_LR_RATIO", "REPEATED_LETTERS", "Recipe", "SHAKESPEARE", "WARMUP_STEPS", "bundled_record", "recipe_for", "recipe_of"]
+           "MIN_LR_RATIO", "REPEATED_LETTERS", "Recipe", "SHAKESPEARE", "WARMUP_STEPS", "bundled_record", "recipe_for",
+           "recipe_of"]

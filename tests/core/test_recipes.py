@@ -88,6 +88,6 @@ def test_the_models_guide_lists_every_recipe_as_the_table_has_it():
             also.append(f"a byte-level BPE of {s['bpe_vocab']:,} tokens")
         if s.get("bf16_autocast"):
             also.append("bfloat16 matmuls")
-        row = (f"| `{name}` | {s['steps']:,} | {s['batch_size']} x {s['seq_len']} | {s['lr']:g} | {recipe.warmup_steps} "
-               f"| {s['seed']} | {', '.join(also) or '-'} | {CORPUS_TITLES[recipe.corpus]} |")
+        row = (f"| `{name}` | {s['steps']:,} | {s['batch_size']} x {s['seq_len']} | {s['lr']:g} "
+               f"| {recipe.warmup_steps} | {s['seed']} | {', '.join(also) or '-'} | {CORPUS_TITLES[recipe.corpus]} |")
         assert row in page, row

@@ -30,7 +30,8 @@ def panel(qtbot, compute):
 
 
 def fields(panel: TrainPanel) -> dict:
-    return {"steps": panel.steps_spin.value(), "batch_size": panel.batch_spin.value(), "seq_len": panel.seq_spin.value(),
+    return {"steps": panel.steps_spin.value(), "batch_size": panel.batch_spin.value(),
+            "seq_len": panel.seq_spin.value(),
             "lr": round(panel.lr_spin.value(), 6), "seed": panel.seed_spin.value(),
             "corpus": panel.corpus_combo.currentData()}
 
@@ -58,7 +59,8 @@ def test_choosing_a_preset_with_a_recipe_fills_it_in_and_shows_it(panel):
     assert fields(panel) == recipe_fields("tiny-induction", "repeated")
     line = panel.recipe_label.text()
     assert line.startswith("Recipe of the bundled tiny-induction: 4,000 steps, batch 32 x 64, lr 0.003, ")
-    seconds = round(json.loads(resource_path("models", "tiny-induction", "training.json").read_text(encoding="utf-8"))["wall_time_s"])
+    record = resource_path("models", "tiny-induction", "training.json").read_text(encoding="utf-8")
+    seconds = round(json.loads(record)["wall_time_s"])
     assert f"; the bundled run took {seconds // 60} min {seconds % 60:02d} s on 1 CPU thread (" in line
 
     panel.state.set_config(get_preset("gpt2-small"))  # no recipe: untouched fields go back to the defaults
