@@ -59,7 +59,7 @@ class AttributionView(View):
         labelled(row, "position", self.position_spin)
         state.tokens_changed.connect(self._update_position_range)
         self._update_position_range()
-        column.addLayout(row)
+        self.add_controls(row)
         self.summary_label = plain_label(name="attribution-summary")
         self.stale_labels.append(self.summary_label)
         column.addWidget(self.summary_label)
