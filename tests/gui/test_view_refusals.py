@@ -209,3 +209,92 @@ def _walk_bounded(qtbot, view: View) -> None:
             spin.setValue(getattr(spin, end)())
             assert not isinstance(view.inputs(), Refusal), (type(view).__name__, spin.objectName(), end)
             spin.setValue(value)
+
+
+# ---- the four refusals found in class -----------------------------------------------------------------------
+@pytest.fixture
+def causal_lab(qtbot, base_model):
+    from gui.panels.causal_lab import CausalLabPanel
+
+    lab, compute = build(qtbot, CausalLabPanel, base_model)
+    yield lab
+    close_panel_lab(qtbot, compute, lab.panel)
+
+
+def _assert_refused_in_place(view: View, control: QWidget, phrase: str) -> None:
+    assert view.refused and phrase in view.message.text() and "\n" not in view.message.text(), view.message.text()
+    assert control.isVisible() and control.isEnabled() and view.controls_area.isVisible()
+    assert not view.content.isVisible() and view.result is None
+
+
+def test_ablation_picks_heads_instead_of_refusing_a_typed_l(qtbot, causal_lab):
+    panel = causal_lab.panel
+    view = panel.ablation_view
+    reveal(panel, view)
+    wait_for_result(qtbot, view)
+    picker = view.heads_picker
+    config = causal_lab.base.config
+    assert picker.shape == (config.n_layers, config.n_heads) and picker.selected() == ((0, 0),)
+    panel.restore_settings({"heads": "L", "ffns": ""})  # a session's or a lesson's text: nothing a model has
+    qtbot.waitUntil(lambda: view.refused, timeout=RESULT_TIMEOUT_MS)
+    _assert_refused_in_place(view, picker, "tick a head or an FFN layer")
+    with qtbot.waitSignal(view.result_shown, timeout=RESULT_TIMEOUT_MS):
+        picker.box(1, 1).setChecked(True)
+    assert "zero-ablating L1H1:" in view.summary_label.text()
+    assert panel.settings()["heads"] == "L1H1" and panel.settings()["ffns"] == ""
+
+
+def test_patching_at_mlp_out_of_an_attention_only_model_is_greyed_and_corrected_in_place(qtbot, causal_lab):
+    panel = causal_lab.panel
+    view = panel.patching_view
+    reveal(panel, view)
+    wait_for_result(qtbot, view)
+    combo = view.site_combo
+    combo.setCurrentIndex(combo.findData("mlp_out"))
+    wait_for_result(qtbot, view)
+    causal_lab.use(decoder(attention_only=True), text=TEXT)
+    qtbot.waitUntil(lambda: view.refused, timeout=RESULT_TIMEOUT_MS)
+    _assert_refused_in_place(view, combo, "Patch site: ")
+    assert "patch resid_pre, attn_out or head" in view.message.text()
+    item = combo.model().item(combo.findData("mlp_out"))
+    assert not item.isEnabled() and "no mlp_out" in item.toolTip()
+    with qtbot.waitSignal(view.result_shown, timeout=RESULT_TIMEOUT_MS):
+        combo.setCurrentIndex(combo.findData("attn_out"))
+
+
+def test_the_induction_period_stops_at_half_the_context(qtbot, causal_lab):
+    panel = causal_lab.panel
+    view = panel.induction_view
+    reveal(panel, view)
+    wait_for_result(qtbot, view)
+    spin = view.period_spin
+    assert spin.maximum() == CONTEXT // 2  # two repeats of 16 fill the context of 32
+    with qtbot.waitSignal(view.result_shown, timeout=RESULT_TIMEOUT_MS):
+        spin.setValue(10)
+    with qtbot.waitSignal(view.result_shown, timeout=RESULT_TIMEOUT_MS):
+        panel.restore_settings({"period": 40})  # a lesson's period for a longer context
+    assert spin.value() == CONTEXT // 2 and not view.showing_message
+    assert view.result.period == CONTEXT // 2
+    causal_lab.use(decoder(context_length=64), text=TEXT)
+    assert spin.maximum() == 32
+
+
+def test_cross_attention_names_the_character_outside_the_vocabulary_and_takes_the_fix(qtbot, base_model):
+    from gui.panels.families import FamiliesPanel
+
+    lab, compute = build(qtbot, FamiliesPanel, base_model)
+    panel = lab.panel
+    try:
+        view = panel.cross_view
+        reveal(panel, view)
+        lab.use(family_models.encoder_decoder(), family_models.date_tokenizer())
+        wait_for_result(qtbot, view)
+        panel.source_edit.setText("5 März 2021")
+        qtbot.waitUntil(lambda: view.refused, timeout=RESULT_TIMEOUT_MS)
+        _assert_refused_in_place(view, panel.source_edit, "Source: character 'ä'")
+        assert "remove it" in view.message.text() and panel.step_button.isEnabled()
+        with qtbot.waitSignal(view.result_shown, timeout=RESULT_TIMEOUT_MS):
+            panel.source_edit.setText("5 March 2021")
+        assert panel.cross_output.text().startswith("Source: 5 March 2021")
+    finally:
+        close_panel_lab(qtbot, compute, panel)
