@@ -31,6 +31,8 @@ class PartPicker(QToolButton):
         self._pending: set[Part] | None = None  # chosen before any model gave the grid a shape
         self._tip = ""
         self.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        # The arrow is part of the text: the style's own indicator overlaps short names at any text scale.
+        self.setStyleSheet("QToolButton::menu-indicator { image: none; width: 0px; }")
         menu = QMenu(self)
         self.grid_widget = QWidget()
         self.grid = QGridLayout(self.grid_widget)
@@ -108,7 +110,7 @@ class PartPicker(QToolButton):
         text = ", ".join(names[:SHOWN_IN_BUTTON]) or self._none_text
         if len(names) > SHOWN_IN_BUTTON:
             text += f" +{len(names) - SHOWN_IN_BUTTON} more"
-        self.setText(text)
+        self.setText(f"{text} ▾")
         chosen = f"Chosen: {', '.join(names) or self._none_text}"
         self.setToolTip(f"{self._tip}\n\n{chosen}" if self._tip else chosen)
 

@@ -156,8 +156,8 @@ def test_an_attention_only_model_has_no_ffn_parts_site_or_field(qtbot, lab, load
 
     ablation = _show_tab(qtbot, panel, "Ablation")
     picker = ablation.ffns_picker
-    assert not picker.isEnabled() and picker.text() == "none: attention-only" and picker.shape[0] == 0
+    assert not picker.isEnabled() and picker.text() == "none: attention-only ▾" and picker.shape[0] == 0
     panel.restore_settings({"ffns": "0"})  # as a lesson or a session could: there is no FFN to tick
     assert picker.selected() == () and not ablation.showing_message
     state.set_model(loaded.model)
-    assert picker.isEnabled() and picker.shape == (loaded.config.n_layers, 1) and picker.text() == "none"
+    assert picker.isEnabled() and picker.shape == (loaded.config.n_layers, 1) and picker.text() == "none ▾"
