@@ -21,7 +21,8 @@ class PartPicker(QToolButton):
 
     changed = Signal()
 
-    def __init__(self, label: Callable[[int, int], str], none_text: str = "none", parent: QWidget | None = None) -> None:
+    def __init__(self, label: Callable[[int, int], str], none_text: str = "none",
+                 parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._label = label
         self._none_text = none_text

@@ -156,7 +156,8 @@ RECIPES: dict[str, Recipe | None] = {
     "ShapesView": Recipe(_shapes_heads(7), lambda lab, view: _shapes_heads(4)(lab, view), phrase="divisible"),
     # Every input is a bounded control or a preset: there is nothing to refuse. (The Positions panel greys out
     # "q, k from the model" for a model without RoPE and falls back to the random pair.)
-    **dict.fromkeys(("ScrubberView", "GridsView", "HeadSplitView", "ReadingCausalView", "EncodingsView", "PermutationView", "ReadingPositionsView",
+    **dict.fromkeys(("ScrubberView", "GridsView", "HeadSplitView", "ReadingCausalView", "EncodingsView",
+                     "PermutationView", "ReadingPositionsView",
                      "BreakdownView", "CompareView", "SweepView", "BudgetView"), None),
 }
 
@@ -188,7 +189,8 @@ def test_every_view_keeps_its_controls_through_a_refusal_and_comes_back(qtbot, p
             if input_widgets(view):
                 assert view.controls_area.isVisible(), name
             # What was shown and usable beside the result still is (a choice a model lacks stays hidden).
-            assert {id(widget): (widget.isVisible(), widget.isEnabled()) for widget in input_widgets(view)} == before, name
+            after = {id(widget): (widget.isVisible(), widget.isEnabled()) for widget in input_widgets(view)}
+            assert after == before, name
             if edited is not None:
                 assert edited.isVisible() and edited.isEnabled(), name
             with qtbot.waitSignal(view.result_shown, timeout=RESULT_TIMEOUT_MS):
