@@ -110,7 +110,7 @@ def _text_back(lab, view):
     lab.state.set_text(TEXT)
 
 
-TEXT_TOO_LONG = Recipe(_long_text, _text_back, phrase=str(CONTEXT))
+TEXT_TOO_LONG = Recipe(_long_text, _text_back, phrase=f"delete at least {len(LONG) - CONTEXT} tokens")
 
 
 def _family(model_fn, tokenizer_fn, text=TEXT) -> Recipe:

@@ -125,9 +125,6 @@ class AblationView(View):
         tokens = tuple(self.state.tokens)
         if len(tokens) < 2:
             return Refusal("Text: the loss needs at least two tokens; type a longer text above.")
-        if len(tokens) > model.config.context_length:
-            return Refusal(f"Text: {len(tokens)} tokens, more than the model's context of "
-                           f"{model.config.context_length}; shorten it to at most {model.config.context_length}.")
         problem = sequence_refusal(model, list(tokens))
         if problem:
             return Refusal(problem)

@@ -60,8 +60,6 @@ def patching_refusal(model, clean, corrupt, site: str) -> str:
         return "Patching runs one stack; an encoder-decoder model reads a second sequence through its encoder."
     if not clean:
         return "Type a clean text above, then edit tokens of it in the corrupted strip."
-    if len(clean) > model.config.context_length:
-        return f"The text has {len(clean)} tokens, more than the model's context of {model.config.context_length}."
     for ids in (clean, corrupt):
         problem = sequence_refusal(model, list(ids))
         if problem:
