@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QCheckBox, QGridLayout, QMenu, QToolButton, QWidget, QWidgetAction
+from PySide6.QtWidgets import QCheckBox, QFrame, QGridLayout, QMenu, QScrollArea, QToolButton, QWidget, QWidgetAction
 
 Part = tuple[int, int]  # (layer, head); (layer, 0) for a picker of whole layers
 SHOWN_IN_BUTTON = 4  # parts named on the button before "+N more"
@@ -39,9 +39,15 @@ class PartPicker(QToolButton):
         self.grid = QGridLayout(self.grid_widget)
         self.grid.setContentsMargins(8, 6, 8, 6)
         self.grid.setSpacing(4)
+        # A model of many layers and heads (24 x 16) scrolls inside the popup instead of running off the screen.
+        self.scroll = QScrollArea()
+        self.scroll.setWidget(self.grid_widget)
+        self.scroll.setWidgetResizable(True)
+        self.scroll.setFrameShape(QFrame.Shape.NoFrame)
         action = QWidgetAction(menu)
-        action.setDefaultWidget(self.grid_widget)
+        action.setDefaultWidget(self.scroll)
         menu.addAction(action)
+        menu.aboutToShow.connect(self._fit_popup)
         self.setMenu(menu)
         self._update_text()
 
@@ -70,6 +76,16 @@ class PartPicker(QToolButton):
         self._update_text()
         if set(self.selected()) != before:
             self.changed.emit()
+
+    def _fit_popup(self) -> None:
+        """The grid's own size, up to most of the screen the button is on (the rest scrolls)."""
+        screen = self.screen().availableGeometry()
+        wanted = self.grid_widget.sizeHint()
+        bar = self.scroll.verticalScrollBar().sizeHint().width()
+        width = min(wanted.width(), int(screen.width() * 0.9))
+        height = min(wanted.height(), int(screen.height() * 0.6))
+        self.scroll.setFixedSize(width + (bar if height < wanted.height() else 0),
+                                 height + (bar if width < wanted.width() else 0))
 
     @property
     def shape(self) -> tuple[int, int]:
