@@ -28,7 +28,7 @@ A **view** shows one result (a sub-tab, or a whole small panel). It declares thr
             if self.state.model is None:
                 return None                      # "waiting for the model"
             if len(self.state.tokens) > self.state.model.config.context_length:
-                return Refusal("Text: 40 tokens, past the model's context of 32: shorten it to 32 tokens.")
+                return Refusal("Text: 40 tokens exceed the context length of 32; delete at least 8 tokens.")
             return AttentionInputs(self.state.model, tuple(self.state.tokens), self.layer_spin.value())
 
         def show_result(self, result):           # GUI thread: only ever called with a result of the
@@ -47,7 +47,7 @@ A view has two parts. Its inputs (spins, combos, pickers, buttons that change wh
 `controls_area` through `add_controls()`; its result goes in `content`. A `Refusal` (a text over the
 context length, a model the view cannot use, a value its controls allow but the model does not) is
 shown where the result would be, as one sentence in the warning colour that names the field and the
-fix ("Tokens per repeat N: 40 is past ... choose at most 15"); `content` is hidden under it and its
+fix ("Source: character 'ä' ... is not in the model's vocabulary; remove it"); `content` is hidden under it and its
 readouts and `stale_labels` are cleared, so no old number stays beside it. The controls stay visible
 and enabled, so the input is corrected where it was made, and the result comes back on the next
 valid inputs without leaving the view. A refusal with an `offer` shows a button that loads the model
@@ -453,6 +453,7 @@ class View(QWidget):
         if inputs != self._current_inputs():
             return  # the inputs moved on while it computed: the newer request (or a later show) follows
         self.last_error = ""
+        self.refusal = None
         self.shown_inputs, self.result = inputs, result
         self._stack.setCurrentWidget(self.content)
         self._stale.set(False)
