@@ -172,7 +172,7 @@ def test_every_view_keeps_its_controls_through_a_refusal_and_comes_back(qtbot, p
             recipe = RECIPES[type(view).__name__]
             reveal(panel, view)
             if recipe is None:
-                _walk_bounded(qtbot, view)
+                _walk_bounded(qtbot, panel, view)
                 continue
             recipe.prepare(lab, view)
             wait_for_result(qtbot, view)
@@ -184,6 +184,7 @@ def test_every_view_keeps_its_controls_through_a_refusal_and_comes_back(qtbot, p
             line = view.message.text()
             assert view.message.isVisible() and recipe.phrase in line and "\n" not in line, (name, line)
             assert theme.current().warning in view.message.styleSheet(), name
+            assert view.offer_button.isVisible() == bool(view.refusal.offer), name  # "Load tiny-encoder"
             assert view.result is None and not view.content.isVisible(), name
             assert all(label.text().strip() == "" for label in (*view.readouts, *view.stale_labels)), name
             if input_widgets(view):
@@ -200,12 +201,17 @@ def test_every_view_keeps_its_controls_through_a_refusal_and_comes_back(qtbot, p
         close_panel_lab(qtbot, compute, panel)
 
 
-def _walk_bounded(qtbot, view: View) -> None:
-    """A view with nothing to refuse: its result shows, and its spins at either end still give inputs, not a refusal."""
+def _walk_bounded(qtbot, panel: QWidget, view: View) -> None:
+    """A view with nothing to refuse: its result shows, and its spins and the panel's shared ones, at either end,
+    still give inputs, not a refusal."""
     from gui.panels.base import Refusal
 
     wait_for_result(qtbot, view)
-    for spin in view.controls_area.findChildren(QAbstractSpinBox):
+    others = [other for other in panel.views if other is not view]
+    spins = [spin for spin in panel.findChildren(QAbstractSpinBox)
+             if view.controls_area.isAncestorOf(spin) or not any(other.isAncestorOf(spin) for other in others)
+             and not view.content.isAncestorOf(spin)]
+    for spin in spins:
         for end in ("minimum", "maximum"):
             value = spin.value()
             spin.setValue(getattr(spin, end)())
