@@ -11,6 +11,9 @@ import re
 from typing import Any
 
 MAX_SEED = 2**31 - 1  # the window's seed boxes are 32-bit; torch and numpy take any of these
+# A token id typed or read from a file: below core.config's largest vocab_size (1 << 22; Gemma 3 has 262,144
+# tokens). A larger one is no token of any model, and past int64 it would overflow the id tensor.
+MAX_TOKEN_ID = (1 << 22) - 1
 MAX_TEXT_CHARS = 10_000  # the text the panels tokenize and draw as chips (a few model contexts of prose)
 MAX_TITLE_CHARS = 200  # a lesson's or a step's title: one line in a menu or a heading
 MAX_PROSE_CHARS = 20_000  # a lesson step's text, question or reveal
@@ -59,4 +62,4 @@ def settings_problem(settings: Any, where: str) -> str:
 
 __all__ = ["DEVICE_NAME", "DEVICE_NAMES_HINT", "MAX_MODEL_JSON_CONTAINERS", "MAX_MODEL_JSON_DIGITS",
            "MAX_MODEL_JSON_VALUES", "MAX_WINDOW_SIDE", "MAX_LESSON_STEPS", "MAX_PROSE_CHARS", "MAX_SEED", "MAX_SETTING_INT", "MAX_SETTING_ITEMS",
-           "MAX_TEXT_CHARS", "MAX_TITLE_CHARS", "settings_problem"]
+           "MAX_TEXT_CHARS", "MAX_TITLE_CHARS", "MAX_TOKEN_ID", "settings_problem"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 
 from core.cli import CliError
-from core.cli.bounds import MAX_IDS_CHARS, bounded_text, whole_number
+from core.cli.bounds import bounded_text, token_ids, whole_number
 from core.cli.causal_lab import _load, _sequence
 from core.cli.common import print_json, print_table
 from core.limits import MAX_TEXT_CHARS
@@ -38,7 +38,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _add_checkpoint(fill, "an encoder (tiny-encoder, a BERT folder)")
     text = fill.add_mutually_exclusive_group(required=True)
     text.add_argument("--text", metavar="TEXT", type=bounded_text(MAX_TEXT_CHARS), help="the text, blanks included")
-    text.add_argument("--ids", metavar="ID,ID,...", type=bounded_text(MAX_IDS_CHARS),
+    text.add_argument("--ids", metavar="ID,ID,...", type=token_ids(),
                       help="the text's ids, the mask token's id at each blank")
     fill.add_argument("--top", type=whole_number(1, MAX_TOP_K), default=5, metavar="K",
                       help="tokens listed per blank (default 5)")
@@ -53,7 +53,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _add_checkpoint(translate, "an encoder-decoder trained by the lab's seq2seq objective (tiny-encoder-decoder)")
     source = translate.add_mutually_exclusive_group(required=True)
     source.add_argument("--source", metavar="TEXT", type=bounded_text(MAX_TEXT_CHARS), help="the source text")
-    source.add_argument("--source-ids", metavar="ID,ID,...", type=bounded_text(MAX_IDS_CHARS), help="the source's ids")
+    source.add_argument("--source-ids", metavar="ID,ID,...", type=token_ids(), help="the source's ids")
     translate.add_argument("--max-new", type=whole_number(1, MAX_NEW_TOKENS), default=32, metavar="N",
                            help="most decoding steps (default 32); decoding stops after END")
     translate.add_argument("--top", type=whole_number(1, MAX_TOP_K), default=3, metavar="K",
@@ -69,7 +69,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _add_checkpoint(route, "a mixture of experts (tiny-moe)")
     tokens = route.add_mutually_exclusive_group(required=True)
     tokens.add_argument("--text", metavar="TEXT", type=bounded_text(MAX_TEXT_CHARS), help="the text")
-    tokens.add_argument("--ids", metavar="ID,ID,...", type=bounded_text(MAX_IDS_CHARS), help="the text's ids")
+    tokens.add_argument("--ids", metavar="ID,ID,...", type=token_ids(), help="the text's ids")
     route.set_defaults(run=run_route)
 
 

@@ -24,7 +24,7 @@ import torch
 
 from core.checkpoints import CheckpointError, LoadedModel, check_destination, resolve_checkpoint
 from core.cli import CliError
-from core.cli.bounds import MAX_IDS_CHARS, MAX_TEXT_FILE_BYTES, bounded_text, real_number, seed, whole_number
+from core.cli.bounds import MAX_TEXT_FILE_BYTES, bounded_text, real_number, seed, token_ids, whole_number
 from core.cli.progress import Progress, ProgressBar, add_quiet_argument
 from core.cli.progress import duration as _duration
 from core.config import ModelConfig
@@ -111,11 +111,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _add_checkpoint_argument(logits)
     source = logits.add_mutually_exclusive_group(required=True)
     source.add_argument("--text", type=bounded_text(MAX_TEXT_CHARS), help="text to tokenize with the model's tokenizer")
-    source.add_argument("--ids", type=bounded_text(MAX_IDS_CHARS), help="comma-separated token ids, e.g. 1,2,3")
+    source.add_argument("--ids", type=token_ids(), help="comma-separated token ids, e.g. 1,2,3")
     encoder_input = logits.add_mutually_exclusive_group()
     encoder_input.add_argument("--source", type=bounded_text(MAX_TEXT_CHARS),
                                help="an encoder-decoder model's encoder input as text (--text/--ids is the decoder's)")
-    encoder_input.add_argument("--source-ids", type=bounded_text(MAX_IDS_CHARS),
+    encoder_input.add_argument("--source-ids", type=token_ids(),
                                help="an encoder-decoder model's encoder input as comma-separated token ids")
     logits.add_argument("--out", metavar="FILE.npy", required=True, help="where to write the (T, V) float32 array")
     add_quiet_argument(logits)
@@ -410,16 +410,6 @@ def _probe_summary(what: str, history: list[tuple[int, float]]) -> str:
 # ---- logits, generate, evaluate -----------------------------------------------------------------
 
 
-def _parse_ids(text: str, option: str = "--ids") -> list[int]:
-    parts = [part.strip() for part in text.split(",") if part.strip()]
-    if not parts:
-        raise CliError(f"{option} needs at least one token id, e.g. {option} 1,2,3")
-    try:
-        return [int(part) for part in parts]
-    except ValueError:
-        raise CliError(f"{option} expects comma-separated whole numbers, got {text!r}") from None
-
-
 def _encode(loaded: LoadedModel, text: str) -> list[int]:
     if loaded.tokenizer is None:
         from core.families.registry import FAMILIES
@@ -451,11 +441,11 @@ def run_logits(args: argparse.Namespace) -> int:
         if source_given and not two_towers:
             raise CliError(f"--source and --source-ids are the encoder input of an encoder-decoder model; "
                            f"{loaded.source} is {_ONE_TOWER[loaded.config.architecture]} model")
-        ids = _parse_ids(args.ids) if args.ids is not None else _encode(loaded, args.text)
+        ids = list(args.ids) if args.ids is not None else _encode(loaded, args.text)
         device = next(loaded.model.parameters()).device
         source = None
         if two_towers:
-            source_ids = (_parse_ids(args.source_ids, "--source-ids") if args.source_ids is not None
+            source_ids = (list(args.source_ids) if args.source_ids is not None
                           else _encode(loaded, args.source))
             source = torch.tensor([source_ids], device=device)  # (1, S)
         progress.update(1, f"forward over {len(ids):,} tokens")

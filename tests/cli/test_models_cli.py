@@ -155,7 +155,7 @@ def test_checkpoint_accepts_hugging_face_folders(tmp_path, capsys):
         (["logits", "--checkpoint", "no-such-model", "--text", "a", "--out", "x.npy"], "neither a bundled model"),
         (
             ["logits", "--checkpoint", "tiny-gpt", "--ids", "1,x", "--out", "x.npy"],
-            "--ids expects comma-separated whole numbers",
+            "argument --ids: expects comma-separated whole numbers",
         ),
         (
             ["logits", "--checkpoint", "tiny-gpt", "--ids", "1,999", "--out", "x.npy"],
