@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.config import ModelConfig
+from core.limits import character_vocabulary_problem
 from core.tokenizers import CharTokenizer
 
 BUNDLED_CORPUS = "tinyshakespeare.txt"
@@ -81,6 +82,9 @@ def vocabulary_problem(config: ModelConfig, corpus: Corpus | None) -> str:
     if corpus is None:
         return ""
     needed = corpus.vocab_size
+    too_many = character_vocabulary_problem(corpus.name, needed, blank=objective == "masked-lm")
+    if too_many:
+        return f"{too_many}. Pick another corpus."
     if objective == "masked-lm":
         if MASK_CHAR in corpus.text:
             return (f"{corpus.name} contains {MASK_CHAR!r}, the blank a masked model fills; an encoder cannot train on "

@@ -30,7 +30,7 @@ from core.cli.progress import duration as _duration
 from core.config import ModelConfig
 from core.device import choose_device
 from core.hf_import import FOLDER_KEYS
-from core.limits import MAX_TEXT_CHARS
+from core.limits import MAX_TEXT_CHARS, character_vocabulary_problem
 from core.model_saving import save_model
 from core.presets import get_preset
 from core.date_corpus import date_pairs
@@ -45,6 +45,7 @@ from core.training import (
     check_run,
     evaluate_loss,
     generate,
+    objective_of,
     train,
     training_mask_mode,
 )
@@ -259,6 +260,11 @@ def run_train(args: argparse.Namespace) -> int:
         check_run(config, TrainSettings(**recipe))
     except TrainingError as error:
         raise CliError(str(error)) from None
+    if recipe.get("tokenizer", "char") == "char":  # a character vocabulary grows with the corpus: bound it first
+        blank = objective_of(config) == "masked-lm"
+        problem = character_vocabulary_problem(f"--corpus {corpus_path.name}", len(set(text)), blank)
+        if problem:
+            raise CliError(problem)
     # Before the first step: a run of minutes must not end in a folder it may not write.
     try:
         check_destination(out, needed_bytes=config_weights_bytes(config))

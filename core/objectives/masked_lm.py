@@ -16,6 +16,7 @@ import torch
 import torch.nn.functional as F
 
 from core.objectives.batch import IGNORED, Batch, scored_loss
+from core.limits import character_vocabulary_problem
 from core.tokenizers import CharTokenizer, UnknownTokenError
 
 SELECT_P = 0.15  # share of positions the loss is taken on
@@ -101,7 +102,11 @@ class MaskedLmTask:
         if MASK_CHAR in text:
             raise MaskingError(f"the corpus contains {MASK_CHAR!r}, the blank a masked model reads; "
                                "remove it from the text or train a decoder")
-        tokenizer = tokenizer or CharTokenizer.from_text(text + MASK_CHAR)
+        if tokenizer is None:
+            tokenizer = CharTokenizer.from_text(text + MASK_CHAR)
+            too_many = character_vocabulary_problem("the corpus", tokenizer.vocab_size - 1, blank=True)
+            if too_many:
+                raise MaskingError(too_many)
         try:
             self.mask_id = tokenizer.id_of(MASK_CHAR)
             ids = torch.tensor(tokenizer.encode(text), dtype=torch.long)  # (N,)
