@@ -10,6 +10,7 @@ from pathlib import Path
 
 from core.config import ModelConfig
 from core.limits import character_vocabulary_problem
+from core.text_files import decode_text
 from core.tokenizers import CharTokenizer
 
 BUNDLED_CORPUS = "tinyshakespeare.txt"
@@ -35,7 +36,7 @@ def read_corpus(path: str | Path) -> Corpus:
 
     path = Path(path)
     try:
-        text = read_regular_file(path, MAX_CORPUS_BYTES, "a corpus").decode("utf-8")
+        text = decode_text(read_regular_file(path, MAX_CORPUS_BYTES, "a corpus"))
     except UnicodeDecodeError as error:
         raise CorpusError(f"{path.name} is not UTF-8 text (byte {error.start} cannot be decoded)") from None
     except JsonFileError as error:

@@ -35,6 +35,7 @@ from core.model_saving import save_model
 from core.presets import get_preset
 from core.date_corpus import date_pairs
 from core.repeated_corpus import repeated_letters
+from core.text_files import decode_text, is_link_loop, link_loop_message
 from core.training import (
     BUNDLED_CORPORA,
     BUNDLED_RECIPES,
@@ -210,7 +211,7 @@ def _read_text(path_text: str) -> str:
     if path.is_file() and path.stat().st_size > MAX_TEXT_FILE_BYTES:
         raise CliError(f"{path} is {path.stat().st_size:,} bytes, more than the {MAX_TEXT_FILE_BYTES:,} a text file may have")
     try:
-        return path.read_text(encoding="utf-8")
+        return decode_text(path.read_bytes())
     except UnicodeDecodeError:
         raise CliError(f"{path} is not UTF-8 text") from None
 
@@ -435,7 +436,7 @@ def run_logits(args: argparse.Namespace) -> int:
     if out.suffix != ".npy":
         raise CliError(f"--out must name a .npy file, got {out}")
     if out.parent and not out.parent.is_dir():
-        raise CliError(f"the folder {out.parent} does not exist")
+        raise CliError(link_loop_message(out.parent) if is_link_loop(out.parent) else f"the folder {out.parent} does not exist")
     source_given = args.source is not None or args.source_ids is not None
     with Progress("logits", 3, "stage", quiet=args.quiet) as progress:
         progress.update(0, "loading the model")
