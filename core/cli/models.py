@@ -383,9 +383,10 @@ def quality_lines(quality: dict, expert_load: list) -> list[str]:
     """The objective's held-out figures and the experts' last load, as the end of a run prints them."""
     lines = []
     if "accuracy" in quality:
-        lines.append(f"held-out blanks ({quality['scored']:,}): {quality['accuracy']:.1%} filled right "
-                     f"(unigram baseline {quality['unigram_accuracy']:.1%}); loss {quality['loss']:.4f} nats "
-                     f"(unigram {quality['unigram_loss']:.4f})")
+        from core.objectives.masked_lm import blanks_filled_text
+
+        lines.append(f"held-out: {blanks_filled_text(quality)} (unigram baseline {quality['unigram_accuracy']:.1%}); "
+                     f"loss {quality['loss']:.4f} nats a chosen position (unigram {quality['unigram_loss']:.4f})")
     if "exact_match" in quality:
         lines.append(f"held-out pairs ({quality['pairs']:,}): {quality['exact_match']:.1%} exact match (greedy)")
     if expert_load:

@@ -265,3 +265,16 @@ def test_a_corpus_of_80000_distinct_characters_is_refused_before_training(capsys
     assert "--corpus wide.txt has 80,002 distinct characters" in line, line
     assert f"a character model trains on at most {MAX_CHARACTER_VOCAB:,} tokens" in line
     assert not out.exists()
+
+
+def test_a_masked_lm_run_prints_both_accuracies_each_named_by_what_it_counts():
+    from core.cli.models import quality_lines
+
+    quality = {"loss": 1.7, "accuracy": 0.5064, "unigram_loss": 3.35, "unigram_accuracy": 0.1514, "scored": 16_609,
+               "masked_accuracy": 0.4664, "masked": 13_212}
+    (line,) = quality_lines(quality, [])
+    assert ("46.6% of 13,212 blanked positions filled right; 50.6% of all 16,609 chosen positions (blanked, "
+            "randomised and kept as they were)") in line
+    older = {key: value for key, value in quality.items() if not key.startswith("masked")}  # a record made before
+    (line,) = quality_lines(older, [])
+    assert "50.6% of all 16,609 chosen positions (blanked, randomised and kept as they were) predicted right" in line
