@@ -367,7 +367,8 @@ def load_checkpoint(path: str | Path, device: str | torch.device = "cpu", source
     """Open a checkpoint folder written by save_checkpoint."""
     folder = Path(path)
     if not folder.exists():
-        raise CheckpointError(link_loop_message(folder) if is_link_loop(folder) else f"no checkpoint folder at {folder}")
+        raise CheckpointError(link_loop_message(folder) if is_link_loop(folder)
+                              else f"no checkpoint folder at {folder}")
     if not folder.is_dir():
         raise CheckpointError(f"{folder} is not a folder; a checkpoint is a folder with {MODEL_FILE} and {CONFIG_FILE}")
     header = read_json_file(folder / CONFIG_FILE, "the model config")

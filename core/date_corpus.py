@@ -59,8 +59,9 @@ def date_pairs(seed: int = 0, count: int = DEFAULT_PAIRS) -> str:
 # ordinal ("5th"), an abbreviated or lower-case month, other punctuation. On such a source it still answers, often
 # wrongly and with a confidence near 1: what it learned is these spellings, not dates.
 LEARNED_SPELLINGS = tuple(spell(datetime.date(2021, 3, 5), style) for style in range(3))
-_DAY_FIRST = re.compile(r"\s*(?:(?P<weekday>[^\s,]+),?\s+)?(?P<day>[^\s,]+)\s+(?P<month>[A-Za-z.]+),?\s+(?P<year>\S+)\s*")
-_MONTH_FIRST = re.compile(r"\s*(?:(?P<weekday>[^\s,]+),?\s+)?(?P<month>[A-Za-z.]+)\s+(?P<day>[^\s,]+),?\s+(?P<year>\S+)\s*")
+_WEEKDAY = r"\s*(?:(?P<weekday>[^\s,]+),?\s+)?"  # loose: each part is parsed wide, then checked one by one
+_DAY_FIRST = re.compile(_WEEKDAY + r"(?P<day>[^\s,]+)\s+(?P<month>[A-Za-z.]+),?\s+(?P<year>\S+)\s*")
+_MONTH_FIRST = re.compile(_WEEKDAY + r"(?P<month>[A-Za-z.]+)\s+(?P<day>[^\s,]+),?\s+(?P<year>\S+)\s*")
 
 
 def learned_spellings_text() -> str:
@@ -102,7 +103,8 @@ def spelling_problem(source: str) -> str:
     except ValueError:
         return f"{day} {month} {year} is no date"
     if weekday is not None and weekday != WEEKDAYS[date.weekday()]:
-        return f"{spell(date, 0)} was a {WEEKDAYS[date.weekday()]}, not {weekday!r}; it learned each date with its weekday"
+        actual = WEEKDAYS[date.weekday()]
+        return f"{spell(date, 0)} was a {actual}, not {weekday!r}; it learned each date with its own weekday"
     style = 2 if weekday is not None else 0 if day_first else 1
     if source != spell(date, style):
         return f"{source!r} is not spelled as it learned ({spell(date, style)!r}): spaces or commas differ"

@@ -39,7 +39,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     tokens = parser.add_mutually_exclusive_group()
     tokens.add_argument("--text", metavar="TEXT", type=bounded_text(MAX_TEXT_CHARS),
                         help="the sequence as text (character vocabulary, 65 tokens)")
-    tokens.add_argument("--ids", metavar="ID,ID,...", type=token_ids(), help="the sequence as comma-separated token ids")
+    tokens.add_argument("--ids", metavar="ID,ID,...", type=token_ids(),
+                        help="the sequence as comma-separated token ids")
     parser.add_argument(
         "--edit",
         metavar="POS=TOKEN",

@@ -437,7 +437,8 @@ def run_logits(args: argparse.Namespace) -> int:
     if out.suffix != ".npy":
         raise CliError(f"--out must name a .npy file, got {out}")
     if out.parent and not out.parent.is_dir():
-        raise CliError(link_loop_message(out.parent) if is_link_loop(out.parent) else f"the folder {out.parent} does not exist")
+        raise CliError(link_loop_message(out.parent) if is_link_loop(out.parent)
+                       else f"the folder {out.parent} does not exist")
     source_given = args.source is not None or args.source_ids is not None
     with Progress("logits", 3, "stage", quiet=args.quiet) as progress:
         progress.update(0, "loading the model")

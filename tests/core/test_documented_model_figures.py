@@ -124,7 +124,8 @@ def encoder_score():
 
 
 def test_the_encoders_two_accuracies_are_documented_each_named_by_what_it_counts(encoder_score):
-    masked = f"{encoder_score.masked_accuracy:.1%} of the {encoder_score.masked:,} blanked held-out positions filled right"
+    masked = (f"{encoder_score.masked_accuracy:.1%} of the {encoder_score.masked:,} blanked held-out positions "
+              "filled right")
     every = f"{encoder_score.accuracy:.1%} of all {encoder_score.scored:,} chosen positions"
     assert masked in MODELS_DOC and every in MODELS_DOC
     assert f"{encoder_score.masked_accuracy:.1%} of the held-out blanked positions filled right" in README
