@@ -139,6 +139,9 @@ def test_pairs_wider_than_the_character_vocabulary_bound_are_refused_before_any_
         MaskedLmTask("".join(characters))
     with pytest.raises(TrainingError, match=f"at most {MAX_CHARACTER_VOCAB:,}"):
         train(ENCODER_DECODER, text, steps=1, batch_size=2, seq_len=16)
+    decoder = ModelConfig(vocab_size=64, d_model=16, n_heads=2, n_layers=1, d_ff=32, context_length=16)
+    with pytest.raises(TrainingError, match=f"at most {MAX_CHARACTER_VOCAB:,}"):  # next-token, from Python too
+        train(decoder, "".join(characters), steps=1, batch_size=2, seq_len=8)
 
 
 def test_a_short_seq2seq_run_learns_and_reports_its_held_out_figures():
