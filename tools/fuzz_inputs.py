@@ -421,8 +421,9 @@ def new_half_state(rng: random.Random, tab: str, first: bool = True) -> tuple[st
 # The commands that share their code with those views (ablation has none: the GUI's Ablation view alone runs it).
 NEW_HALF_COMMANDS = {"patch": "tiny-gpt", "attribute": "tiny-gpt", "induction": "tiny-induction", "fill-mask": "tiny-encoder",
                      "translate": "tiny-encoder-decoder", "route": "tiny-moe"}
-ID_LISTS = ("39,99999999999999999999", str(PAST_INT64), f"1,{PAST_INT64 - 1}", f"1,{2**31}", "-1", "", ",", "1,,2", "0x10",
-            "1e3", "١", ",".join(["1"] * MAX_TEXT_CHARS), "9" * 5000, "1, 2")
+PAST_INT64_IDS = ("39,99999999999999999999", str(PAST_INT64), f"1,2,3,{PAST_INT64}", f"{-PAST_INT64 - 1},1")
+ID_LISTS = (*PAST_INT64_IDS, f"1,{PAST_INT64 - 1}", f"1,{2**31}", "-1", "", ",", "1,,2", "0x10", "1e3", "١",
+            ",".join(["1"] * MAX_TEXT_CHARS), "9" * 5000, "1, 2")
 WHOLE_NUMBERS = ("-1", "0", "1", "2", "5", "20", "32", "33", "63", "64", "65", "256", "1000", "10000", str(2**31), str(PAST_INT64),
                  "99999999999999999999", "-99999999999999999999", "x", "", "1.5", "nan")
 
@@ -466,8 +467,9 @@ def new_half_argv(rng: random.Random, checkpoints: tuple[str, ...] = ()) -> tupl
         if command == "attribute":
             either("--text", "--ids")
             maybe("--position", WHOLE_NUMBERS, 0.3)
-        maybe("--answer", TOKEN_TEXTS, 0.3)
-        maybe("--answer-id", WHOLE_NUMBERS, 0.2)
+        # One of the two is required: without it argparse refuses every case before the model is read.
+        if rng.random() < 0.95:
+            argv.extend(("--answer", rng.choice(TOKEN_TEXTS)) if rng.random() < 0.6 else ("--answer-id", rng.choice(WHOLE_NUMBERS)))
         maybe("--foil", TOKEN_TEXTS, 0.3)
         maybe("--foil-id", WHOLE_NUMBERS, 0.2)
     elif command == "induction":

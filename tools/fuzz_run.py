@@ -141,7 +141,8 @@ class Report:
     stall_cpu_s: float = 0.0  # the GUI thread's CPU time within that stall
     stall_process_cpu_s: float = 0.0  # the whole process's (the worker's and torch's threads too)
     stall_case: str = ""
-    stall_by_kind: dict[str, tuple[float, str]] = field(default_factory=dict)  # kind -> (longest stall, its case)
+    # kind -> (longest stall, its case, the GUI thread's own CPU in it: far less than the stall is a machine busy with others)
+    stall_by_kind: dict[str, tuple[float, str, float]] = field(default_factory=dict)
     peak_growth_bytes: int = 0
     growth_case: str = ""  # the case whose own rise (over the memory it started with) was largest
     largest_rise_bytes: int = 0
@@ -182,7 +183,7 @@ class Report:
             if kind in self.cases:
                 tracebacks = sum(1 for f in self.tracebacks if _kind_of(f.case) == kind)
                 hangs = sum(1 for f in self.hangs if _kind_of(f.case) == kind)
-                stall, case = self.stall_by_kind.get(kind, (None, ""))
+                stall, case, _cpu = self.stall_by_kind.get(kind, (None, "", 0.0))
                 stall_text = "-" if stall is None else f"{stall * 1000:.0f}" + ("!" if stall > STALL_GOAL_S else "")
                 lines.append(f"{kind:<14}{self.cases[kind]:>7}{tracebacks:>12}{hangs:>7}{stall_text:>10}  {case[:200]}")
         if self.view_outcomes:
@@ -201,7 +202,8 @@ class Report:
         lines.append(f"longest GUI-thread stall  {self.longest_stall_s * 1000:8.0f} ms  (bound {STALL_BOUND_S * 1000:.0f} ms)  "
                      f"{self.stall_case}")
         if self.longest_stall_s > STALL_GOAL_S:
-            over = [case for stall, case in self.stall_by_kind.values() if stall > STALL_GOAL_S]
+            over = [f"{case} ({stall * 1000:.0f} ms, {cpu * 1000:.0f} ms of it the GUI thread's CPU)"
+                    for stall, case, cpu in self.stall_by_kind.values() if stall > STALL_GOAL_S]
             lines.append(f"  over the {STALL_GOAL_S * 1000:.0f} ms goal (! above): " + "; ".join(over))
         lines.append(f"  GUI thread's CPU in it  {self.stall_cpu_s * 1000:8.0f} ms  (the process's {self.stall_process_cpu_s * 1000:.0f} ms; "
                      f"load average {_load_average()})")
@@ -225,12 +227,14 @@ class Report:
     def figures_row(self) -> str:
         """The run as one Markdown row: seed, minutes, date, CPUs, load, cases, tracebacks, hangs, stalls."""
         new_half = sum(self.cases[kind] for kind in NEW_KINDS)
-        over = sorted({case for stall, case in self.stall_by_kind.values() if stall > STALL_GOAL_S})
+        # A lesson's label joins its steps with "|", which would split the Markdown row.
+        over = sorted({f"{case[:100].replace('|', '/')} ({stall * 1000:.0f} ms, CPU {cpu * 1000:.0f} ms)"
+                       for stall, case, cpu in self.stall_by_kind.values() if stall > STALL_GOAL_S})
         minutes = f"{self.seconds / 60:.1f}"
         return (f"| {self.seed} | {minutes} | {self.started_at} | {os.cpu_count()} | {self.load_at_start} / "
                 f"{_load_average(short=True)} | {sum(self.cases.values())} ({new_half}) | {len(self.tracebacks)} | "
                 f"{len(self.hangs)} | {len(self.disagreements)} | {self.longest_stall_s * 1000:.0f} ms | "
-                f"{'; '.join(case[:80] for case in over) or 'none'} |")
+                f"{'; '.join(over) or 'none'} |")
 
 
 FIGURES_HEADER = ("| seed | minutes | date (UTC) | CPUs | load average, start / end | cases (new half) | tracebacks | hangs "
@@ -676,8 +680,8 @@ class FuzzRun:
         gap = now - self._last_tick
         if self._measuring:
             kind = self._case.split()[0] if self._case else ""
-            if gap > self.report.stall_by_kind.get(kind, (0.0, ""))[0]:
-                self.report.stall_by_kind[kind] = (gap, self._case)
+            if gap > self.report.stall_by_kind.get(kind, (0.0, "", 0.0))[0]:
+                self.report.stall_by_kind[kind] = (gap, self._case, cpu - self._last_tick_cpu)
         if self._measuring and gap > self.report.longest_stall_s:
             self.report.longest_stall_s, self.report.stall_case = gap, self._case
             # The GUI thread's own CPU time in the gap: far less than the gap is a machine busy with others.
