@@ -292,13 +292,14 @@ FAMILY_PRESETS = ("tiny-gpt", "tiny-induction", "tiny-encoder", "tiny-encoder-de
 ODD_PRESETS = ("tiny-induction-attn", "tiny-moe-dense", "tiny-gpt-bpe", "textbook-block")
 # The model each view is made for; the case draws it half of the time and another family's model (a router view on
 # a decoder, cross-attention on an encoder) or an odd preset the rest.
-VIEW_PRESETS = {"Attribution": "tiny-gpt", "Patching": "tiny-gpt", "Ablation": "tiny-induction", "Induction": "tiny-induction",
-                "Fill in the blank": "tiny-encoder", "Cross-attention": "tiny-encoder-decoder", "Router": "tiny-moe"}
+VIEW_PRESETS = {"Attribution": "tiny-gpt", "Patching": "tiny-gpt", "Ablation": "tiny-induction",
+                "Induction": "tiny-induction", "Fill in the blank": "tiny-encoder",
+                "Cross-attention": "tiny-encoder-decoder", "Router": "tiny-moe"}
 PAST_INT64 = 2**63  # one past the largest int64: numpy and torch overflow on it
 UNKNOWN_CHARACTERS = "Zürich € ☃ 名前 \U0001f4a5 \u0000 \u202e"  # in no bundled model's vocabulary
 ALL_HEADS = ",".join(f"L{layer}H{head}" for layer in range(4) for head in range(4))
-HEAD_SPECS = ("", "L0H0", "L1H0", "L1H3", "L0H0,L1H1", ALL_HEADS, "L3H3", "L9H9", "L0H99", "L99H0", "L", "H0", "L-1H0", "l1h0",
-              "L1 H0", "L0H0;L0H0", "L99999999999999999999H0", "L0H0," * 2000, RICH_TEXT, UNKNOWN_CHARACTERS)
+HEAD_SPECS = ("", "L0H0", "L1H0", "L1H3", "L0H0,L1H1", ALL_HEADS, "L3H3", "L9H9", "L0H99", "L99H0", "L", "H0", "L-1H0",
+              "l1h0", "L1 H0", "L0H0;L0H0", "L99999999999999999999H0", "L0H0," * 2000, RICH_TEXT, UNKNOWN_CHARACTERS)
 FFN_SPECS = ("", "0", "1", "0,1", "0,0", "3", "9", "L0", "-1", "x", "99999999999999999999", "0," * 2000)
 TOKEN_TEXTS = ("o", "e", "_", " ", "\n", "", "ab", "€", "\u0000", RICH_TEXT, "a" * 1000, "END", "[MASK]")
 SOURCES = ("Friday, 5 March 2021", "March 5, 2021", "5th of March 1850", "2021-03-05", "", " ", "\t", "Friday" * 20,
@@ -322,9 +323,11 @@ def new_half_text(rng: random.Random) -> tuple[str, str]:
         "a date": lambda: rng.choice(SOURCES[:4]),
         "repeated letters": lambda: repeat + repeat,
         "unknown characters": lambda: UNKNOWN_CHARACTERS,
-        "at a context's length": lambda: _letters(rng, rng.choice((31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257))),
+        "at a context's length": lambda: _letters(rng, rng.choice((31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256,
+                                                                   257))),
         "10,000 characters": lambda: _letters(rng, MAX_TEXT_CHARS, string.ascii_letters + " _"),
-        "10,000 characters, unknown ones among them": lambda: _letters(rng, MAX_TEXT_CHARS - 12) + UNKNOWN_CHARACTERS[:12],
+        "10,000 characters, unknown ones among them":
+            lambda: _letters(rng, MAX_TEXT_CHARS - 12) + UNKNOWN_CHARACTERS[:12],
         "rich text": lambda: RICH_TEXT,
     }
     label = rng.choice(sorted(makers))
@@ -337,7 +340,8 @@ def new_half_ids(rng: random.Random, length: int = 20) -> list[int]:
         lambda: [], lambda: [0], lambda: [rng.randrange(44) for _ in range(max(1, length))],
         lambda: [rng.randrange(44) for _ in range(max(1, length + rng.choice((-1, 1, 50))))],
         lambda: [rng.choice((43, 44, 53, 65, 66, 1535, 1536, 50_257))] * max(1, length),
-        lambda: [1] * (length - 1) + [2**31], lambda: [1] * (length - 1) + [PAST_INT64], lambda: [10**20] * max(1, length),
+        lambda: [1] * (length - 1) + [2**31], lambda: [1] * (length - 1) + [PAST_INT64],
+        lambda: [10**20] * max(1, length),
         lambda: [-1] * max(1, length), lambda: [1] * MAX_TEXT_CHARS,
     ]
     return rng.choice(makers)()
@@ -349,14 +353,14 @@ def _setting(rng: random.Random, values: list[Any], hostile: float = 0.1) -> Any
 
 
 def new_half_settings(rng: random.Random, panel: str, tab: str, text_length: int = 20) -> dict[str, Any]:
-    """Panel settings for the Causal lab or the Families panel, turned to `tab`, with values at and past their bounds."""
+    """Panel settings for the Causal lab or the Families panel, turned to `tab`, values at and past their bounds."""
     if panel == "Causal lab":
         values: dict[str, list[Any]] = {
             "answer": list(TOKEN_TEXTS), "foil": list(TOKEN_TEXTS),
             "corrupt": [new_half_ids(rng, text_length) for _ in range(3)],
             "site": ["resid_pre", "attn_out", "mlp_out", "head", "mlp_out", "nope", ""],
-            "metric_position": [-2, -1, 0, 1, text_length - 1, text_length, 32, 64, 256, MAX_TEXT_CHARS, MAX_TEXT_CHARS + 1,
-                                2**31, PAST_INT64],
+            "metric_position": [-2, -1, 0, 1, text_length - 1, text_length, 32, 64, 256, MAX_TEXT_CHARS,
+                                MAX_TEXT_CHARS + 1, 2**31, PAST_INT64],
             "heads": list(HEAD_SPECS), "ffns": list(FFN_SPECS), "ablation": ["zero", "mean", "resample", ""],
             "period": [0, 1, 2, 3, 20, 31, 32, 33, 40, 63, 64, 65, 128, 129, 512, 513, 2**31, PAST_INT64],
             "seed": [0, 1, MAX_SEED, MAX_SEED + 1, -1],
@@ -381,7 +385,8 @@ def new_half_settings(rng: random.Random, panel: str, tab: str, text_length: int
 
 def within_lesson_bounds(panel: str, settings: dict[str, Any]) -> dict[str, Any]:
     """The settings a lesson file may give (the declared kinds and bounds of core.lesson_parts), others dropped:
-    values a lesson's check passes but the view must still refuse (a head the model lacks, a period past its context)."""
+    values a lesson's check passes but the view must still refuse (a head the model lacks, a period past its
+    context)."""
     declared = PANEL_PARTS[panel].settings
     return {key: value for key, value in settings.items()
             if key in declared and not declared[key].problem(value) and not settings_problem({key: value}, key)}
@@ -398,7 +403,8 @@ def new_half_state(rng: random.Random, tab: str, first: bool = True) -> tuple[st
     label = []
     if first or rng.random() < 0.4:
         roll = rng.random()
-        preset = VIEW_PRESETS[tab] if roll < 0.5 else rng.choice(FAMILY_PRESETS) if roll < 0.85 else rng.choice(ODD_PRESETS)
+        preset = (VIEW_PRESETS[tab] if roll < 0.5 else rng.choice(FAMILY_PRESETS) if roll < 0.85
+                  else rng.choice(ODD_PRESETS))
         state["preset"] = preset
         state["seed"] = rng.choice((0, 0, 1, MAX_SEED))
         label.append(preset)
@@ -419,13 +425,13 @@ def new_half_state(rng: random.Random, tab: str, first: bool = True) -> tuple[st
 
 
 # The commands that share their code with those views (ablation has none: the GUI's Ablation view alone runs it).
-NEW_HALF_COMMANDS = {"patch": "tiny-gpt", "attribute": "tiny-gpt", "induction": "tiny-induction", "fill-mask": "tiny-encoder",
-                     "translate": "tiny-encoder-decoder", "route": "tiny-moe"}
+NEW_HALF_COMMANDS = {"patch": "tiny-gpt", "attribute": "tiny-gpt", "induction": "tiny-induction",
+                     "fill-mask": "tiny-encoder", "translate": "tiny-encoder-decoder", "route": "tiny-moe"}
 PAST_INT64_IDS = ("39,99999999999999999999", str(PAST_INT64), f"1,2,3,{PAST_INT64}", f"{-PAST_INT64 - 1},1")
 ID_LISTS = (*PAST_INT64_IDS, f"1,{PAST_INT64 - 1}", f"1,{2**31}", "-1", "", ",", "1,,2", "0x10", "1e3", "١",
             ",".join(["1"] * MAX_TEXT_CHARS), "9" * 5000, "1, 2")
-WHOLE_NUMBERS = ("-1", "0", "1", "2", "5", "20", "32", "33", "63", "64", "65", "256", "1000", "10000", str(2**31), str(PAST_INT64),
-                 "99999999999999999999", "-99999999999999999999", "x", "", "1.5", "nan")
+WHOLE_NUMBERS = ("-1", "0", "1", "2", "5", "20", "32", "33", "63", "64", "65", "256", "1000", "10000", str(2**31),
+                 str(PAST_INT64), "99999999999999999999", "-99999999999999999999", "x", "", "1.5", "nan")
 
 
 def new_half_argv(rng: random.Random, checkpoints: tuple[str, ...] = ()) -> tuple[str, list[str]]:
@@ -435,7 +441,8 @@ def new_half_argv(rng: random.Random, checkpoints: tuple[str, ...] = ()) -> tupl
     roll = rng.random()
     checkpoint = (NEW_HALF_COMMANDS[command] if roll < 0.6 else rng.choice(FAMILY_PRESETS) if roll < 0.9
                   else rng.choice(("tiny-moe-dense", "tiny-gpt-bpe", "tiny-induction-attn", "nope", "", *checkpoints)))
-    argv = [command, "--checkpoint", checkpoint, "--device", "cpu" if rng.random() < 0.95 else rng.choice(("cuda", "mps", "x"))]
+    device = "cpu" if rng.random() < 0.95 else rng.choice(("cuda", "mps", "x"))
+    argv = [command, "--checkpoint", checkpoint, "--device", device]
     if rng.random() < 0.5:
         argv.append("--json")
 
@@ -469,7 +476,8 @@ def new_half_argv(rng: random.Random, checkpoints: tuple[str, ...] = ()) -> tupl
             maybe("--position", WHOLE_NUMBERS, 0.3)
         # One of the two is required: without it argparse refuses every case before the model is read.
         if rng.random() < 0.95:
-            argv.extend(("--answer", rng.choice(TOKEN_TEXTS)) if rng.random() < 0.6 else ("--answer-id", rng.choice(WHOLE_NUMBERS)))
+            argv.extend(("--answer", rng.choice(TOKEN_TEXTS)) if rng.random() < 0.6
+                        else ("--answer-id", rng.choice(WHOLE_NUMBERS)))
         maybe("--foil", TOKEN_TEXTS, 0.3)
         maybe("--foil-id", WHOLE_NUMBERS, 0.2)
     elif command == "induction":
@@ -487,6 +495,7 @@ def new_half_argv(rng: random.Random, checkpoints: tuple[str, ...] = ()) -> tupl
     return f"view-cli {shown}", argv
 
 
-__all__ = ["FAMILY_PRESETS", "FILE_KINDS", "NEW_HALF_COMMANDS", "NEW_HALF_TABS", "PAST_INT64", "SAFETENSORS_KINDS", "VIEW_PRESETS", "damage_safetensors",
-           "hostile_value", "mutate", "nested", "new_half_argv", "new_half_ids", "new_half_settings", "new_half_state",
-           "new_half_text", "odd_name", "within_file_bounds", "within_lesson_bounds", "write_whole_file"]
+__all__ = ["FAMILY_PRESETS", "FILE_KINDS", "NEW_HALF_COMMANDS", "NEW_HALF_TABS", "PAST_INT64", "SAFETENSORS_KINDS",
+           "VIEW_PRESETS", "damage_safetensors", "hostile_value", "mutate", "nested", "new_half_argv",
+           "new_half_ids", "new_half_settings", "new_half_state", "new_half_text", "odd_name", "within_file_bounds",
+           "within_lesson_bounds", "write_whole_file"]

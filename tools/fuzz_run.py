@@ -90,7 +90,7 @@ HEARTBEAT_MS = 20
 SETTLED_S = 0.3  # the worker idle this long: the case's results are drawn
 CASE_TIMEOUT_S = 60.0  # a case whose jobs outlast this is a hang
 CLI_CASE_TIMEOUT_S = 40.0
-SCREENSHOT_SHARE = 0.1  # of the lesson cases check-lesson passes: also shot from the command line, in a process of its own
+SCREENSHOT_SHARE = 0.1  # of the lesson cases check-lesson passes: also shot with --screenshot, in a process of its own
 SCREENSHOT_TIMEOUT_S = 90.0  # the window's own wait for a lesson's results is 180 s; a refusal must end far sooner
 CHEAP_DEFAULTS = {"train": ["--steps", "2"], "pitfalls": ["--size", "ci", "--steps", "2"]}
 
@@ -141,7 +141,7 @@ class Report:
     stall_cpu_s: float = 0.0  # the GUI thread's CPU time within that stall
     stall_process_cpu_s: float = 0.0  # the whole process's (the worker's and torch's threads too)
     stall_case: str = ""
-    # kind -> (longest stall, its case, the GUI thread's own CPU in it: far less than the stall is a machine busy with others)
+    # kind -> (longest stall, its case, the GUI thread's own CPU in it: far less than the stall is a busy machine)
     stall_by_kind: dict[str, tuple[float, str, float]] = field(default_factory=dict)
     peak_growth_bytes: int = 0
     growth_case: str = ""  # the case whose own rise (over the memory it started with) was largest
@@ -195,7 +195,8 @@ class Report:
                              f"{counts['error']:>8}")
         if "view-lesson" in self.cases:
             lines.append(f"lessons check-lesson passed whose view then refused: {len(self.checked_then_refused)} "
-                         f"(not a failure: a refusal is drawn); lessons also shot with --screenshot: {self.screenshots}")
+                         f"(not a failure: a refusal is drawn); lessons also shot with --screenshot: "
+                         f"{self.screenshots}")
             for case in self.checked_then_refused[:5]:
                 lines.append(f"  {case[:300]}")
         lines.append("")
@@ -237,8 +238,9 @@ class Report:
                 f"{'; '.join(over) or 'none'} |")
 
 
-FIGURES_HEADER = ("| seed | minutes | date (UTC) | CPUs | load average, start / end | cases (new half) | tracebacks | hangs "
-                  "| disagreements | longest stall | cases over 100 ms |\n|---|---|---|---|---|---|---|---|---|---|---|")
+FIGURES_HEADER = ("| seed | minutes | date (UTC) | CPUs | load average, start / end | cases (new half) | tracebacks "
+                  "| hangs | disagreements | longest stall | cases over 100 ms |\n"
+                  "|---|---|---|---|---|---|---|---|---|---|---|")
 
 
 def _kind_of(case: str) -> str:
@@ -273,7 +275,7 @@ class TracebackCatcher(logging.Handler):
     def __init__(self) -> None:
         super().__init__(level=logging.WARNING)
         self.caught: list[str] = []
-        self.warned: list[str] = []  # Python warnings the app printed (to a terminal a user may watch): listed, not failed
+        self.warned: list[str] = []  # Python warnings the app printed (to a user's terminal): listed, not failed
         self._hooks = (sys.excepthook, threading.excepthook)
         self._showwarning = warnings.showwarning
 
@@ -512,7 +514,8 @@ class CaseMaker:
 
     # the Causal lab and Families views
     def view_session_case(self) -> tuple[str, Path, str, list[str]]:
-        """(label, session file, panel, sub-tabs to visit): a valid session whose model, text and panel settings aim at a view."""
+        """(label, session file, panel, sub-tabs to visit): a valid session whose model, text and settings aim at a
+        view."""
         from core.presets import get_preset
 
         rng = self.rng
@@ -551,8 +554,8 @@ class CaseMaker:
             settings = new_half_settings(rng, step_panel, tab, len(state.get("text", "")) or 20)
             if rng.random() < 0.8:  # what check-lesson lets through; the rest it must refuse
                 settings = within_lesson_bounds(step_panel, settings)
-            step: dict[str, Any] = {"title": f"Step {index + 1}", "text": f"The {tab} view on this text.", "panel": step_panel,
-                                    "panel_settings": settings}
+            step: dict[str, Any] = {"title": f"Step {index + 1}", "text": f"The {tab} view on this text.",
+                                    "panel": step_panel, "panel_settings": settings}
             if state:
                 step["state"] = state
             results = [name for name, kind in PANEL_PARTS[step_panel].sub_tabs.get(tab, {}).items() if kind == RESULT]
@@ -565,7 +568,8 @@ class CaseMaker:
                 step["focus"] = rng.choice(results)
             steps.append(step)
             labels.append(f"{step_panel}/{tab} on {state_label or 'the same state'}; {_brief(settings)}")
-        document = {"title": "Hostile lesson", "description": "Aimed at the Causal lab and Families views.", "steps": steps}
+        document = {"title": "Hostile lesson", "description": "Aimed at the Causal lab and Families views.",
+                    "steps": steps}
         path = self._new_folder() / "lesson.json"
         path.write_text(json.dumps(document, ensure_ascii=True), encoding="utf-8")
         return "view-lesson " + " | ".join(labels), path, len(steps)
@@ -658,8 +662,8 @@ class FuzzRun:
                  keep: bool = False, replay: Path | None = None) -> None:
         self.seed = seed
         self.replaying = replay  # a file a run kept: run it alone
-        # The student's own moves inside a case: other values or a button in a view, Reveal, closing the lesson (a replay
-        # makes none, so that it does what the file says).
+        # The student's own moves inside a case: other values or a button in a view, Reveal, closing the lesson (a
+        # replay makes none, so that it does what the file says).
         self.tries_again = replay is None
         self.keep = keep  # keep the case files, their paths in the labels, to replay a finding
         self.kinds = kinds
@@ -858,7 +862,8 @@ class FuzzRun:
         self._gui_case(label, open_and_drive)
 
     def _drive(self, label: str, panel_title: str, tabs: list[str]) -> None:
-        """Bring the panel to the front and turn to each sub-tab in turn, so that its view computes; read how each ended."""
+        """Bring the panel to the front and turn to each sub-tab in turn, so that its view computes; read each
+        outcome."""
         panel = self.window.panel(panel_title)
         self.window.show_panel(panel_title)
         for tab in tabs:
@@ -867,7 +872,8 @@ class FuzzRun:
                 return  # the worker is still busy: the case is a hang
             view = panel.current_view()
             self._read_view(label, panel_title, view)
-            if self.tries_again and self.rng.random() < 0.4:  # the student tries again: other values in the same view, or a button
+            # The student tries again: other values in the same view, or a button.
+            if self.tries_again and self.rng.random() < 0.4:
                 if hasattr(view, "run_to_end") and self.rng.random() < 0.5:
                     self.rng.choice((view.step, view.run_to_end, view.reset))()
                 else:
@@ -878,7 +884,7 @@ class FuzzRun:
                 self._read_view(label, panel_title, panel.current_view())
 
     def _read_view(self, label: str, panel_title: str, view) -> str:
-        """What the view on screen ended with once the worker is idle: "result", "refusal: ..." or "stuck: ..." (a hang)."""
+        """What the view on screen ended with, the worker idle: "result", "refusal: ..." or "stuck: ..." (a hang)."""
         from gui.panels.base import COMPUTING, WAITING_FOR_MODEL
 
         name = f"{panel_title}/{view.name}"
@@ -904,8 +910,10 @@ class FuzzRun:
             counts["result"] += 1
             return "result"
         counts["stuck"] += 1
+        model = self.window.state.model
         problem += (f" (a request on its way: {view.requested_inputs is not None}; an update pending: "
-                    f"{view._pending_update or view.update_scheduled}; the model: {getattr(self.window.state.model, 'config', None) and self.window.state.model.config.name})")
+                    f"{view._pending_update or view.update_scheduled}; the model: "
+                    f"{model.config.name if model is not None else None})")
         self.report.findings.append(Finding("hang", f"{label} [{name}]", problem))
         return f"stuck: {problem}"
 
@@ -943,8 +951,8 @@ class FuzzRun:
             opened = (bool(ended) and ended[-1] == "") or (controller.lesson is not None
                                                            and controller.lesson.source == str(Path(path)))
             if passes is not None and settled and passes != opened:
-                what = (f"check-lesson passes it, the window refuses it: {ended[-1] if ended else 'no answer'}" if passes
-                        else "the window opens it, check-lesson refuses it")
+                what = (f"check-lesson passes it, the window refuses it: {ended[-1] if ended else 'no answer'}"
+                        if passes else "the window opens it, check-lesson refuses it")
                 self.report.findings.append(Finding("disagreement", label, what))
             if not opened or controller.lesson is None:
                 return
@@ -971,13 +979,14 @@ class FuzzRun:
             self._screenshot(label, path, self.rng.randint(1, n_steps))
 
     def _screenshot(self, label: str, path: Path, step: int) -> None:
-        """`--lesson FILE --step N --screenshot OUT` in a process of its own: a PNG, or exit 2 with the reason; never a wait
-        without end. Run between cases, outside the heartbeat's measure (the GUI thread waits for it)."""
+        """`--lesson FILE --step N --screenshot OUT` in a process of its own: a PNG, or exit 2 with the reason; never
+        a wait without end. Run between cases, outside the heartbeat's measure (the GUI thread waits for it)."""
         self.report.screenshots += 1
         out = path.parent / f"step-{step}.png"
-        env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "HOME": str(self.workdir / "cli-home"), "HF_HUB_OFFLINE": "1",
-               "PYTHONPATH": str(ROOT)}
-        argv = [sys.executable, str(ROOT / "main.py"), "--lesson", str(path), "--step", str(step), "--screenshot", str(out)]
+        env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "HOME": str(self.workdir / "cli-home"),
+               "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
+        argv = [sys.executable, str(ROOT / "main.py"), "--lesson", str(path), "--step", str(step),
+                "--screenshot", str(out)]
         where = f"{label} (--step {step} --screenshot)"
         try:
             done = subprocess.run(argv, cwd=str(path.parent), env=env, capture_output=True, text=True,
@@ -987,13 +996,14 @@ class FuzzRun:
             return
         lines = [line for line in done.stderr.splitlines() if line.strip()]
         if "Traceback" in done.stderr or done.returncode not in (0, 2):
-            self.report.findings.append(Finding("traceback", where, f"exit status {done.returncode}: " + " / ".join(lines[-2:])))
+            self.report.findings.append(Finding("traceback", where,
+                                                f"exit status {done.returncode}: " + " / ".join(lines[-2:])))
         elif done.returncode == 0 and not out.is_file():
             self.report.findings.append(Finding("traceback", where, "exit status 0 without the PNG"))
 
     def replay(self, path: Path) -> None:
-        """One case from a file a run kept: a lesson walked step by step, or a session driven through every sub-tab of the
-        Causal lab or Families panel it sets (the one its settings name first)."""
+        """One case from a file a run kept: a lesson walked step by step, or a session driven through every sub-tab
+        of the Causal lab or Families panel it sets (the one its settings name first)."""
         try:
             document = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -1006,7 +1016,8 @@ class FuzzRun:
         tab = panels[panel].get("tab") if isinstance(panels, dict) and isinstance(panels.get(panel), dict) else None
         tabs = NEW_HALF_TABS[panel]
         first = tab if tab in tabs else tabs[0]
-        self._view_session_case(f"view-session {path}", path, panel, [first, *(other for other in tabs if other != first)])
+        others = [other for other in tabs if other != first]
+        self._view_session_case(f"view-session {path}", path, panel, [first, *others])
 
     def _view_cli(self) -> None:
         label, argv = self.maker.view_cli_case()
@@ -1104,11 +1115,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=seed(), default=0, help="the run's seed (the same seed draws the same cases)")
     parser.add_argument("--minutes", type=real_number(0.01, 1440.0), default=10.0, help="how long to run (default 10)")
     parser.add_argument("--cases", type=whole_number(1, 10_000_000), default=None, help="stop after this many cases")
-    parser.add_argument("--kinds", default="all", help=f"comma-separated kinds of case ({', '.join(KINDS)}) or groups: old "
-                        f"({', '.join(OLD_KINDS)}), new ({', '.join(NEW_KINDS)}), all (the default; half the cases new)")
+    parser.add_argument("--kinds", default="all",
+                        help=f"comma-separated kinds of case ({', '.join(KINDS)}) or groups: "
+                             f"old ({', '.join(OLD_KINDS)}), new ({', '.join(NEW_KINDS)}), "
+                             "all (the default; half the cases new)")
     parser.add_argument("--keep", action="store_true", help="keep the case files and name them in the report, to replay findings")
-    parser.add_argument("--replay", type=Path, metavar="FILE", help="run one kept session or lesson file as a view case "
-                        "(with the same measures) instead of drawing cases")
+    parser.add_argument("--replay", type=Path, metavar="FILE",
+                        help="run one kept session or lesson file as a view case (same measures), no other case")
     parser.add_argument("--cli-worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.cli_worker:

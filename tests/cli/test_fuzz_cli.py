@@ -31,7 +31,8 @@ FLOATS = ["0", "-1", "0.5", "1", "2", "nan", "inf", "-inf", "1e-30", "abc", ""]
 TEXTS = ["abc", "", "To be, or not", "€☃", "\n\t", "z" * 200, "--json", "a b c", "a_b", "Friday, 5 March 2021",
          "z" * 9_990 + "€☃名前"]
 PAST_INT64 = ["9223372036854775808", "99999999999999999999"]
-IDS = ["1,2,3", "0", "", "x", "-1", "1,,2", "99999", "1, 2", "64,0,1", "39,99999999999999999999", "1,9223372036854775808"]
+IDS = ["1,2,3", "0", "", "x", "-1", "1,,2", "99999", "1, 2", "64,0,1", "39,99999999999999999999",
+       "1,9223372036854775808"]
 EDITS = ["1=b", "0=a", "=", "x=y", "99=a", "-1=a", "1=\\n", "2=5", "1", "a=b=c"]
 SETS = ["d_model=64", "n_heads=5", "n_layers=0", "junk", "=", "d_model=x", "vocab_size=-1", "norm=rmsnorm", "bias=maybe"]
 JUNK = ["", "-", "--", "-x", "--no-such-flag", "💥", "a" * 500, "--json"]
@@ -172,7 +173,8 @@ NEW_HALF_ARGVS = [
     ["translate", "--checkpoint", "tiny-encoder-decoder", "--source-ids", "1,9223372036854775808"],
     ["translate", "--checkpoint", "tiny-encoder-decoder", "--source", _LONG],
     ["translate", "--checkpoint", "tiny-encoder-decoder", "--source", "5 März 2021"],
-    ["translate", "--checkpoint", "tiny-encoder-decoder", "--source", "March 5, 2021", "--max-new", "99999999999999999999"],
+    ["translate", "--checkpoint", "tiny-encoder-decoder", "--source", "March 5, 2021", "--max-new",
+     "99999999999999999999"],
     ["translate", "--checkpoint", "tiny-moe", "--source", "March 5, 2021"],
     ["route", "--checkpoint", "tiny-moe", "--ids", "9223372036854775808"],
     ["route", "--checkpoint", "tiny-moe", "--text", _LONG],

@@ -272,7 +272,8 @@ def test_within_lesson_bounds_keeps_exactly_what_a_lesson_may_say():
 
     kept_any = dropped_any = False
     for panel, tabs in NEW_HALF_TABS.items():
-        for settings in _draws(lambda rng, panel=panel, tabs=tabs: new_half_settings(rng, panel, rng.choice(tabs)), 200):
+        draws = _draws(lambda rng, panel=panel, tabs=tabs: new_half_settings(rng, panel, rng.choice(tabs)), 200)
+        for settings in draws:
             kept = within_lesson_bounds(panel, settings)
             assert all(not PANEL_PARTS[panel].settings[key].problem(value) for key, value in kept.items())
             assert not settings_problem(kept, "panel_settings")
