@@ -762,6 +762,7 @@ class FuzzRun:
         reset_peak()
         start_rss = rss()
         self._case = label
+        self._actions: list[str] = []  # what the case did, for a finding's replay by hand
         self._last_tick, self._last_tick_cpu, self._last_tick_process = time.perf_counter(), time.thread_time(), time.process_time()
         self._measuring = True
         try:
@@ -868,6 +869,7 @@ class FuzzRun:
         self.window.show_panel(panel_title)
         for tab in tabs:
             panel.tabs.setCurrentIndex(NEW_HALF_TABS[panel_title].index(tab))
+            self._actions.append(f"turn to {tab}")
             if not self._settle():
                 return  # the worker is still busy: the case is a hang
             view = panel.current_view()
@@ -875,10 +877,14 @@ class FuzzRun:
             # The student tries again: other values in the same view, or a button.
             if self.tries_again and self.rng.random() < 0.4:
                 if hasattr(view, "run_to_end") and self.rng.random() < 0.5:
-                    self.rng.choice((view.step, view.run_to_end, view.reset))()
+                    button = self.rng.choice((view.step, view.run_to_end, view.reset))
+                    self._actions.append(f"press {button.__name__}")
+                    button()
                 else:
                     # What a session or lesson can hand the panel: the files' readers refuse numbers past 32 bits.
-                    panel.restore_settings(within_file_bounds(new_half_settings(self.rng, panel_title, view.name)))
+                    settings = within_file_bounds(new_half_settings(self.rng, panel_title, view.name))
+                    self._actions.append(f"restore_settings({_brief(settings)})")
+                    panel.restore_settings(settings)
                 if not self._settle():
                     return
                 self._read_view(label, panel_title, panel.current_view())
@@ -910,6 +916,7 @@ class FuzzRun:
             counts["result"] += 1
             return "result"
         counts["stuck"] += 1
+        problem += f"; the case's moves: {' -> '.join(getattr(self, '_actions', []))}"
         model = self.window.state.model
         problem += (f" (a request on its way: {view.requested_inputs is not None}; an update pending: "
                     f"{view._pending_update or view.update_scheduled}; the model: "
