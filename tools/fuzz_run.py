@@ -90,6 +90,7 @@ HEARTBEAT_MS = 20
 SETTLED_S = 0.3  # the worker idle this long: the case's results are drawn
 CASE_TIMEOUT_S = 60.0  # a case whose jobs outlast this is a hang
 CLI_CASE_TIMEOUT_S = 40.0
+ESCAPE_SHARE = 0.1  # of the sub-tabs a view case turns to: Cancel computation (Esc) while the view computes
 SCREENSHOT_SHARE = 0.1  # of the lesson cases check-lesson passes: also shot with --screenshot, in a process of its own
 SCREENSHOT_TIMEOUT_S = 90.0  # the window's own wait for a lesson's results is 180 s; a refusal must end far sooner
 CHEAP_DEFAULTS = {"train": ["--steps", "2"], "pitfalls": ["--size", "ci", "--steps", "2"]}
@@ -870,6 +871,8 @@ class FuzzRun:
         for tab in tabs:
             panel.tabs.setCurrentIndex(NEW_HALF_TABS[panel_title].index(tab))
             self._actions.append(f"turn to {tab}")
+            if self.tries_again and self.rng.random() < ESCAPE_SHARE:
+                self._escape(panel.current_view())
             if not self._settle():
                 return  # the worker is still busy: the case is a hang
             view = panel.current_view()
@@ -888,6 +891,18 @@ class FuzzRun:
                 if not self._settle():
                     return
                 self._read_view(label, panel_title, panel.current_view())
+
+    def _escape(self, view) -> None:
+        """Model > Cancel computation (Esc) once the view has asked for its result: afterwards it must still end
+        in a result or a message, not wait for an answer that will not come."""
+        from PySide6.QtWidgets import QApplication
+
+        for _ in range(50):  # the view submits from a queued call
+            if view.requested_inputs is not None:
+                break
+            QApplication.processEvents()
+        self._actions.append("press Esc" + ("" if view.requested_inputs is not None else " (nothing computing)"))
+        self.window.compute.cancel()
 
     def _read_view(self, label: str, panel_title: str, view) -> str:
         """What the view on screen ended with, the worker idle: "result", "refusal: ..." or "stuck: ..." (a hang)."""
