@@ -15,7 +15,8 @@ commands that share their code (patch, attribute, induction, fill-mask, translat
 opens a session or lesson whose state loads a model of some family (the one the view is made for, another
 family's, or a preset that lacks what the view needs) with a hostile text and panel settings, brings the
 panel to the front and turns to each sub-tab so that its view computes (only a view on screen does), then
-waits for the worker and reads what the view ended with: a result for the inputs beside it, or a message.
+waits for the worker and reads what the view ended with: a result for the inputs beside it, or a message;
+now and then the student tries again (other settings, a button) or presses Esc while the view computes.
 A view left "Computing...", stale, or with a result of other inputs once the worker is idle is a hang. A
 lesson case also runs `check-lesson` on its file: a lesson it passes that the window refuses to open, or
 the other way round, is a disagreement. Unless --kinds says otherwise, half the cases are of these kinds.
