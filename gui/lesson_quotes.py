@@ -1,0 +1,94 @@
+"""The figures a lesson step quotes with `{{name}}`: taken from the result on screen, and only from the result
+its view shows for the step's own inputs.
+
+A part inside a view (gui.panels.base.View) is quoted while that view shows, current and not stale, the result of
+the inputs the step set up (recorded when the step was in place: at once if the view already showed them, else
+from the view's first result after it). Before that result is on screen the quote says so; once the student
+changes an input of that view, the quote says the step's result is no longer on screen instead of quoting a result
+the step's prose was not written about. A part outside any view is quoted while its panel is not stale.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtWidgets import QWidget
+from shiboken6 import isValid
+
+from core.lessons import LessonStep
+from gui.answer_cover import find_panel_widget, widget_text
+from gui.panels.base import View
+
+NOT_COMPUTED = "(not computed yet)"
+REFUSED = "(not computed: the view refused this step's input; see the panel)"
+CHANGED = "(the step's result is not on screen: an input was changed)"
+
+
+def owning_view(widget: QWidget | None) -> View | None:
+    """The view a widget belongs to, or None for a widget of a panel outside its views."""
+    while widget is not None and not isinstance(widget, View):
+        widget = widget.parentWidget()
+    return widget
+
+
+def shows_current_result(view: View) -> bool:
+    return view.result is not None and view.shown_inputs is not None and not view.is_stale and not view.showing_message
+
+
+class StepQuotes:
+    """The quoted parts of one step on one panel, and the inputs of the step's result in each of their views."""
+
+    def __init__(self, panel: Any, step: LessonStep) -> None:
+        self.panel = panel
+        self.widgets: dict[str, QWidget | None] = {
+            name: find_panel_widget(panel, name) for name in dict.fromkeys(step.placeholders())}
+        self.views = list(dict.fromkeys(view for view in map(owning_view, self.widgets.values()) if view is not None))
+        self.step_inputs: dict[View, Any] = {}
+        self.settled = False
+
+    def settle(self) -> None:
+        """The step is in place (state, edit, panel settings): a view already showing its inputs' result is the
+        step's; the others' next results are."""
+        self.settled = True
+        for view in self.views:
+            if shows_current_result(view):
+                self.step_inputs[view] = view.shown_inputs
+
+    def result_shown(self) -> None:
+        if not self.settled:
+            return
+        for view in self.views:
+            if view not in self.step_inputs and isValid(view) and shows_current_result(view):
+                self.step_inputs[view] = view.shown_inputs
+
+    def text(self, name: str) -> str:
+        widget = self.widgets.get(name)
+        if widget is None or not isValid(widget):
+            return NOT_COMPUTED
+        view = owning_view(widget)
+        if view is None:
+            return (widget_text(widget) or NOT_COMPUTED) if not getattr(self.panel, "is_stale", False) else NOT_COMPUTED
+        if view not in self.step_inputs:
+            return REFUSED if self.settled and _is_refusal(view) else NOT_COMPUTED
+        if not shows_current_result(view):
+            return REFUSED if _is_refusal(view) else (NOT_COMPUTED if view.shown_inputs is None else CHANGED)
+        if view.shown_inputs != self.step_inputs[view]:
+            return CHANGED
+        return widget_text(widget) or NOT_COMPUTED
+
+
+def _is_refusal(view: View) -> bool:
+    from gui.panels.base import COMPUTING, WAITING_FOR_MODEL, WAITING_FOR_TORCH
+
+    return view.showing_message and view.message.text() not in (COMPUTING, WAITING_FOR_MODEL, WAITING_FOR_TORCH)
+
+
+def step_refusal(panel: Any) -> str:
+    """The refusal a view of the panel on screen shows instead of its result ("" when none does)."""
+    for view in getattr(panel, "views", []):
+        if isValid(view) and view.isVisible() and _is_refusal(view):
+            return view.message.text()
+    return ""
+
+
+__all__ = ["CHANGED", "NOT_COMPUTED", "REFUSED", "StepQuotes", "owning_view", "shows_current_result", "step_refusal"]
