@@ -485,6 +485,7 @@ class LessonController(QObject):
         if panel is not None:
             try:
                 panel.restore_settings(self._panel_settings(panel, step))
+                problems += [f"step {self.index + 1}: 'panel_settings': {line}" for line in _not_taken(panel, step)]
             except Exception:  # a panel's own defect must not stop the lesson
                 log.warning("panel %r could not take the lesson's settings", panel.title, exc_info=True)
                 problems.append(f"step {self.index + 1}: 'panel_settings': the {panel.title} panel could not take them")
@@ -621,6 +622,19 @@ class LessonController(QObject):
         self.dock.keys_line.setText(PRESENTING_KEYS_LINE if on else KEYS_LINE)
         self.dock.apply_theme()
         self._update_actions()
+
+
+def _not_taken(panel, step: LessonStep) -> list[str]:
+    """The step's numeric settings the panel holds another value of (a spin box clamps a blank, a layer, to the
+    model): the step would show something other than what it says."""
+    held = panel.settings()
+    lines = []
+    for key, value in step.panel_settings.items():
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and key in held:
+            now = held[key]
+            if not isinstance(now, (int, float)) or isinstance(now, bool) or abs(now - value) > 1e-9 * max(1.0, abs(value)):
+                lines.append(f"{key!r} is {now!r} in the {panel.title} panel, not {value!r}")
+    return lines
 
 
 def _menu_entries(paths: list[Path]) -> list[tuple[Path, str, str]]:
