@@ -10,6 +10,7 @@ the step's prose was not written about. A part outside any view is quoted while 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtWidgets import QWidget
@@ -38,13 +39,29 @@ def shows_current_result(view: View) -> bool:
 class StepQuotes:
     """The quoted parts of one step on one panel, and the inputs of the step's result in each of their views."""
 
-    def __init__(self, panel: Any, step: LessonStep) -> None:
+    def __init__(self, panel: Any, step: LessonStep, changed: Callable[[], None]) -> None:
+        """`changed()` is called whenever a quoted view shows a result or refuses (a view inside a view, such as
+        a count beside a breakdown, reports to no panel)."""
         self.panel = panel
         self.widgets: dict[str, QWidget | None] = {
             name: find_panel_widget(panel, name) for name in dict.fromkeys(step.placeholders())}
         self.views = list(dict.fromkeys(view for view in map(owning_view, self.widgets.values()) if view is not None))
         self.step_inputs: dict[View, Any] = {}
         self.settled = False
+        self._changed = changed
+        for view in self.views:
+            view.result_shown.connect(self._on_view_changed)
+            view.error_shown.connect(self._on_view_changed)
+
+    def dispose(self) -> None:
+        for view in self.views:
+            if isValid(view):
+                view.result_shown.disconnect(self._on_view_changed)
+                view.error_shown.disconnect(self._on_view_changed)
+
+    def _on_view_changed(self, *_args: Any) -> None:
+        self.result_shown()
+        self._changed()
 
     def settle(self) -> None:
         """The step is in place (state, edit, panel settings): a view already showing its inputs' result is the
@@ -68,6 +85,10 @@ class StepQuotes:
         view = owning_view(widget)
         if view is None:
             return (widget_text(widget) or NOT_COMPUTED) if not getattr(self.panel, "is_stale", False) else NOT_COMPUTED
+        if view not in self.step_inputs and self.settled and shows_current_result(view):
+            # A view that went back to the result it showed (inputs changed while hidden, then changed back)
+            # shows it again without a new result_shown: the first current result after the step is the step's.
+            self.step_inputs[view] = view.shown_inputs
         if view not in self.step_inputs:
             return REFUSED if self.settled and _is_refusal(view) else NOT_COMPUTED
         if not shows_current_result(view):

@@ -356,20 +356,24 @@ class LessonController(QObject):
     def _follow_results(self, panel, step: LessonStep | None = None) -> None:
         """Quote the panel's numbers afresh whenever it shows a new result or refuses (they are computed after the
         step), and take them away the moment the lab's inputs change."""
-        if self._followed_panel is not None and isValid(self._followed_panel):
-            self._followed_panel.result_shown.disconnect(self._on_result_shown)
-            self._followed_panel.error_shown.disconnect(self._on_result_shown)
+        if self._followed_panel is not None:
+            if isValid(self._followed_panel):
+                self._followed_panel.result_shown.disconnect(self._on_result_shown)
             self.state.changed.disconnect(self._on_result_shown)
+        if self.quotes is not None:
+            self.quotes.dispose()
         self._followed_panel = panel
-        self.quotes = StepQuotes(panel, step) if panel is not None and step is not None else None
+        self.quotes = StepQuotes(panel, step, self._refresh_quotes) if panel is not None and step is not None else None
         if panel is not None:
             panel.result_shown.connect(self._on_result_shown)
-            panel.error_shown.connect(self._on_result_shown)
             self.state.changed.connect(self._on_result_shown)
 
     def _on_result_shown(self, *_args: Any) -> None:
         if self.quotes is not None:
             self.quotes.result_shown()
+        self._refresh_quotes()
+
+    def _refresh_quotes(self) -> None:
         if self.lesson is not None:
             self.dock.refresh_live_text(self.lesson.steps[self.index])
 
@@ -491,6 +495,9 @@ class LessonController(QObject):
                 problems.append(f"step {self.index + 1}: 'panel_settings': the {panel.title} panel could not take them")
         if self.quotes is not None:
             self.quotes.settle()
+            # A view showing again what it showed before puts it back without a new result: quote it then.
+            generation = self._generation
+            QTimer.singleShot(0, self, lambda: generation == self._generation and self._refresh_quotes())
         self.dock.refresh_live_text(step)
         if panel is not None and step.reveal and not self.dock.revealed:
             self._cover(panel, step)
