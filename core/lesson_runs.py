@@ -407,5 +407,6 @@ def lesson_run_problems(lesson: Lesson) -> list[str]:
     return problems
 
 
-__all__ = ["MAX_CHECKED_PARAMETERS", "PANEL_DEFAULTS", "STATE_FOLLOWING", "StepProblem", "lesson_run_problems", "result_figures",
+__all__ = ["MAX_CHECKED_PARAMETERS", "PANEL_DEFAULTS", "STATE_FOLLOWING", "StepProblem", "lesson_run_problems",
+           "result_figures",
            "step_settings", "step_states", "typed_figure_problems"]

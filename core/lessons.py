@@ -298,8 +298,9 @@ def step_part_problems(step: LessonStep, number: int) -> list[str]:
 def _hidden_quote_problems(step: LessonStep, declared: Any, where: str) -> list[str]:
     """A {{name}} or focus on a sub-tab the step does not show: only a view on screen computes, so the quote
     would never be filled nor the outline drawn."""
-    tab = next((step.panel_settings[key] for key in ("tab", "sub_tab")
-                if isinstance(step.panel_settings.get(key), str) and step.panel_settings[key] in declared.sub_tabs), None)
+    settings = step.panel_settings
+    tab = next((settings[key] for key in ("tab", "sub_tab")
+                if isinstance(settings.get(key), str) and settings[key] in declared.sub_tabs), None)
     if tab is None:
         return []
     elsewhere = {name: sub_tab for sub_tab, parts in declared.sub_tabs.items() if sub_tab not in ("", tab)

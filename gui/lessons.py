@@ -639,7 +639,8 @@ def _not_taken(panel, step: LessonStep) -> list[str]:
     for key, value in step.panel_settings.items():
         if isinstance(value, (int, float)) and not isinstance(value, bool) and key in held:
             now = held[key]
-            if not isinstance(now, (int, float)) or isinstance(now, bool) or abs(now - value) > 1e-9 * max(1.0, abs(value)):
+            number = isinstance(now, (int, float)) and not isinstance(now, bool)
+            if not number or abs(now - value) > 1e-9 * max(1.0, abs(value)):
                 lines.append(f"{key!r} is {now!r} in the {panel.title} panel, not {value!r}")
     return lines
 

@@ -14,7 +14,8 @@ INDUCTION_TEXT = "JmXqzRbTwKcLpVnYhDgAJmXqzRbTwKcLpVnYhDg"
 
 
 def _lesson(*steps: dict) -> dict:
-    return {"title": "Hostile", "steps": [{"title": f"step {n}", "text": "Look.", **step} for n, step in enumerate(steps, 1)]}
+    return {"title": "Hostile",
+            "steps": [{"title": f"step {n}", "text": "Look.", **step} for n, step in enumerate(steps, 1)]}
 
 
 def _causal(tab: str, preset: str = "tiny-induction", text: str = INDUCTION_TEXT, **settings) -> dict:
@@ -58,15 +59,18 @@ CASES: list[tuple[str, dict, tuple[int, str] | None]] = [
     ("head-that-does-not-exist", _lesson(_causal("Induction"), {"panel": "Causal lab", "panel_settings": {
         "tab": "Ablation", "heads": "L5H0"}}), (2, "'heads'")),
     ("head-spec-malformed", _lesson(_causal("Ablation", heads="L")), (1, "'heads'")),
-    ("patching-mlp-on-attention-only", _lesson(_causal("Patching", preset="tiny-induction-attn", text="a big hall", site="mlp_out")),
+    ("patching-mlp-on-attention-only",
+     _lesson(_causal("Patching", preset="tiny-induction-attn", text="a big hall", site="mlp_out")),
      (1, "'site'")),
     ("answer-of-two-tokens", _lesson(_causal("Attribution", preset="tiny-gpt", text="To be", answer="xy")),
      (1, "'answer'")),
     ("edit-token-outside-vocabulary", _lesson(
-        {"panel": "Causal lab", "state": {"preset": "tiny-gpt", "text": "To be", "edit": {"position": 1, "token": "é"}},
+        {"panel": "Causal lab",
+         "state": {"preset": "tiny-gpt", "text": "To be", "edit": {"position": 1, "token": "é"}},
          "panel_settings": {"tab": "Attribution"}}), (1, "'edit'")),
     ("edit-position-past-the-text", _lesson(
-        {"panel": "Tokens & masks", "state": {"preset": "tiny-gpt", "text": "To be", "edit": {"position": 9, "token": "a"}}}),
+        {"panel": "Tokens & masks",
+         "state": {"preset": "tiny-gpt", "text": "To be", "edit": {"position": 9, "token": "a"}}}),
      (1, "'edit'")),
     ("edit-on-a-later-step", _lesson(
         {"state": {"preset": "tiny-gpt", "text": "To be"}},
