@@ -29,7 +29,7 @@ from core.presets import PRESETS
 
 # check-lesson builds the model of each computed step: bounded, so that a lesson naming a large preset is refused
 # in a line instead of allocating gigabytes (the lessons' experiments run on the tiny bundled models).
-MAX_CHECKED_PARAMETERS = 30_000_000
+MAX_CHECKED_PARAMETERS = 10_000_000
 # A view's defaults, as the panel shows them after construction (a GUI test compares them with the live panels).
 # "corrupt" has no fixed default: unnamed, the corrupted input is the clean one.
 PANEL_DEFAULTS: dict[str, dict[str, Any]] = {
@@ -115,7 +115,7 @@ class _Models:
         if key not in self._random:
             from core.model import Transformer
 
-            self._random[key] = Transformer.from_seed(config, seed=seed).eval()
+            self._random = {key: Transformer.from_seed(config, seed=seed).eval()}  # one at a time: memory is bounded
         return self._random[key]
 
 
@@ -391,6 +391,7 @@ def lesson_run_problems(lesson: Lesson) -> list[str]:
 
     models = _Models()
     problems = []
+    figures: dict[Any, list[float]] = {}  # a lesson's steps often repeat a computation (its prose changes)
     for number, step, values in step_states(lesson):
         try:
             lab = _lab_state(values, models, PRESETS[DEFAULT_PRESET], DEFAULT_TEXT)
@@ -398,12 +399,14 @@ def lesson_run_problems(lesson: Lesson) -> list[str]:
             if compute is None:
                 continue
             settings = step_settings(step)
-            lab.model = models.model(lab.config, lab.seed)
-            result = compute(settings["tab"], settings, lab, lab.model)
+            key = (lab.config, lab.seed, tuple(lab.tokens or ()), step.panel, repr(sorted(settings.items())))
+            if key not in figures:
+                lab.model = models.model(lab.config, lab.seed)
+                figures = {key: result_figures(compute(settings["tab"], settings, lab, lab.model))}
         except StepProblem as problem:
             problems.append(f"step {number}: {problem}")
             continue
-        problems += [f"step {number}: {line}" for line in typed_figure_problems(step, result_figures(result))]
+        problems += [f"step {number}: {line}" for line in typed_figure_problems(step, figures[key])]
     return problems
 
 

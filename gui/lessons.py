@@ -430,8 +430,8 @@ class LessonController(QObject):
             return "the tokenizer is not loaded yet"
         try:
             ids = tokenizer.encode(token)
-        except Exception as error:  # noqa: BLE001 (each tokenizer raises its own unknown-token error)
-            return f"{token!r} is not in this tokenizer's vocabulary ({error})"
+        except Exception:  # noqa: BLE001 (each tokenizer raises its own unknown-token error)
+            return f"{token!r} is not in this tokenizer's vocabulary"
         if len(ids) != 1:
             return f"{token!r} is {len(ids)} tokens of this tokenizer, not one"
         if not 0 <= position < len(tokens):
