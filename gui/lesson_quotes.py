@@ -13,7 +13,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtWidgets import QWidget
+from PySide6.QtWidgets import (
+    QAbstractButton,
+    QComboBox,
+    QDoubleSpinBox,
+    QLineEdit,
+    QSpinBox,
+    QWidget,
+)
 from shiboken6 import isValid
 
 from core.lessons import LessonStep
@@ -23,6 +30,11 @@ from gui.panels.base import View
 NOT_COMPUTED = "(not computed yet)"
 REFUSED = "(not computed: the view refused this step's input; see the panel)"
 CHANGED = "(the step's result is not on screen: an input was changed)"
+
+
+# The panel's input widgets and the signal each sends when the student changes it.
+INPUT_SIGNALS = ((QLineEdit, "textChanged"), (QSpinBox, "valueChanged"), (QDoubleSpinBox, "valueChanged"),
+                 (QComboBox, "currentIndexChanged"), (QAbstractButton, "toggled"))
 
 
 def owning_view(widget: QWidget | None) -> View | None:
@@ -52,12 +64,24 @@ class StepQuotes:
         for view in self.views:
             view.result_shown.connect(self._on_view_changed)
             view.error_shown.connect(self._on_view_changed)
+        # An input of the panel changed: its views went stale at once (they listened first), and so do the quotes.
+        self._inputs = [(widget, signal) for kind, signal in INPUT_SIGNALS if self.views
+                        for widget in panel.findChildren(kind)]
+        for widget, signal in self._inputs:
+            getattr(widget, signal).connect(self._on_input_changed)
 
     def dispose(self) -> None:
         for view in self.views:
             if isValid(view):
                 view.result_shown.disconnect(self._on_view_changed)
                 view.error_shown.disconnect(self._on_view_changed)
+        for widget, signal in self._inputs:
+            if isValid(widget):
+                getattr(widget, signal).disconnect(self._on_input_changed)
+        self._inputs = []
+
+    def _on_input_changed(self, *_args: Any) -> None:
+        self._changed()
 
     def _on_view_changed(self, *_args: Any) -> None:
         self.result_shown()
