@@ -48,7 +48,7 @@ from gui.answer_cover import (
     widget_text,
 )
 from gui.lesson_dock import DOCK_MIN_WIDTH, DOCK_WIDTH, KEYS_LINE, PRESENTING_KEYS_LINE, LessonDock
-from gui.lesson_quotes import StepQuotes, step_refusal
+from gui.lesson_quotes import StepQuotes
 
 log = logging.getLogger("transformer_explorer.lessons")
 
@@ -384,23 +384,24 @@ class LessonController(QObject):
         # Theme first, so the panels' re-styling happens before they compute; a lesson's look is not saved
         # as the user's preference.
         self.window.set_look_for_this_run(step.state.get("theme"), step.state.get("font_scale"))
-        if not values:
+        changes: list[tuple[Callable[[Any], Any], Any]] = []
+        config = (values.get("config") or get_preset(values["preset"])) if "preset" in values else state.config
+        if config != state.config:
+            changes.append((state.set_config, config))
+        if "seed" in values and values["seed"] != state.seed:
+            changes.append((state.set_seed, values["seed"]))
+        if "text" in values and not self._shows_text(values):
+            changes.append((state.set_text, values["text"]))
+        for key, setter, count in (("selected_layer", state.set_selected_layer, config.n_layers),
+                                   ("selected_head", state.set_selected_head, config.n_heads)):
+            if key in values and min(values[key], count - 1) != getattr(state, key):  # clamped to the step's model
+                changes.append((setter, min(values[key], count - 1)))
+        if not changes:
             return
-        state.undo_stack.beginMacro(f"lesson step: {step.title}")
+        state.undo_stack.beginMacro(f"lesson step: {step.title}")  # one undoable edit per step
         try:
-            if "preset" in values:
-                config = values.get("config") or get_preset(values["preset"])
-                if config != state.config:
-                    state.set_config(config)
-            if "seed" in values and values["seed"] != state.seed:
-                state.set_seed(values["seed"])
-            if "text" in values and not self._shows_text(values):
-                state.set_text(values["text"])
-            config = state.config
-            if "selected_layer" in values:
-                state.set_selected_layer(min(values["selected_layer"], config.n_layers - 1))
-            if "selected_head" in values:
-                state.set_selected_head(min(values["selected_head"], config.n_heads - 1))
+            for setter, value in changes:
+                setter(value)
         finally:
             state.undo_stack.endMacro()
 

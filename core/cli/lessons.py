@@ -14,7 +14,7 @@ MAX_FILES = 1000  # lesson files checked in one run
 def register(subparsers: argparse._SubParsersAction) -> None:
     check = subparsers.add_parser(
         "check-lesson",
-        help="check lesson files: panels, parts, quotes, panel settings and each step computed, one line per problem",
+        help="check lesson files: panels, parts, quotes and panel settings, one line per problem",
         description="Check each lesson file as the window does before opening it: its fields, the panel each step "
         "names, the parts it focuses, shows, covers or quotes with {{name}}, and its panel settings with their "
         "ranges. Then walk it without a window: each step's model, text and token edit, and on the Causal lab and "
