@@ -398,6 +398,9 @@ def lesson_run_problems(lesson: Lesson) -> list[str]:
             compute = COMPUTED_PANELS.get(step.panel)
             if compute is None:
                 continue
+            if "preset" not in values:
+                raise StepProblem(f"'state': the {step.panel} computes from the lab's model: name a 'preset' in this "
+                                  "step or an earlier one, so that the step shows the same whatever model was loaded")
             settings = step_settings(step)
             key = (lab.config, lab.seed, tuple(lab.tokens or ()), step.panel, repr(sorted(settings.items())))
             if key not in figures:

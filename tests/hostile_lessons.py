@@ -82,6 +82,8 @@ CASES: list[tuple[str, dict, tuple[int, str] | None]] = [
                                "panel_settings": {"tab": "Ablation", "heads": "L1H0"},
                                "reveal": "The loss rises to 6.6288."}), (2, "'reveal'")),
     ("unknown-panel", _lesson({"panel": "Causal labs"}), (1, "'panel'")),
+    ("a-view-on-whatever-model-is-loaded", _lesson({"panel": "Families", "panel_settings": {"tab": "Router"}}),
+     (1, "'state'")),
 ]
 
 
