@@ -45,7 +45,9 @@ MAX_PARTS_CHARS = 2000  # the Ablation view's heads and FFN fields
 MAX_TOKEN_CHARS = 200  # an answer or foil
 TYPED_DECIMAL = re.compile(r"(?<![\w.])(\d+)\.(\d+)(%?)(?![\w]|\.\d)")
 MIN_SIGNIFICANT_DIGITS = 2  # "0.5" and "1.0" are prose; "0.635" and "4.47" are measurements
-MAX_ARRAY_FIGURES = 4096  # figures read from one array of a result (a heat map's cells)
+# An array larger than this (a full attention pattern) is a picture, not figures the prose could quote; with
+# thousands of entries it would hold almost any two-digit number.
+MAX_ARRAY_FIGURES = 512
 DEFAULT_TEXT = "To be, or not to be, that is the question:"  # the lab's text before any is typed (gui.state)
 
 
@@ -123,8 +125,8 @@ def step_states(lesson: Lesson) -> Iterator[tuple[int, LessonStep, dict[str, Any
     """Each step with the lab state it shows, walked to or opened at: the latest preset, config, seed, text and
     selection any step up to it set, and the edit of the step that last set the text (the text keeps it).
 
-    A lesson that names a model names its input too: where no step up to this one set the seed or the text, they
-    are the lab's defaults (0, DEFAULT_TEXT), not what the lab held before the lesson opened.
+    A lesson that names a model names its input too: where no step up to this one set the seed, the text or the
+    selected layer and head, they are the lab's defaults (0, DEFAULT_TEXT, L0H0), not what the lab held before.
     """
     merged: dict[str, Any] = {}
     for number, step in enumerate(lesson.steps, 1):
@@ -134,8 +136,8 @@ def step_states(lesson: Lesson) -> Iterator[tuple[int, LessonStep, dict[str, Any
         if "text" in values or "preset" in values:
             merged.pop("edit", None)  # a new text (or tokenizer) is no single edit
         merged.update({key: value for key, value in values.items() if key not in ("theme", "font_scale")})
-        implied = {"seed": 0, "text": DEFAULT_TEXT} if "preset" in merged else {}
-        yield number, step, {**implied, **merged}
+        implied = {"seed": 0, "text": DEFAULT_TEXT, "selected_layer": 0, "selected_head": 0}
+        yield number, step, {**implied, **merged} if "preset" in merged else dict(merged)
 
 
 def _lab_state(values: Mapping[str, Any], models: _Models, default: ModelConfig, default_text: str) -> LabState:
@@ -346,8 +348,8 @@ def result_figures(result: Any) -> list[float]:
             if math.isfinite(float(value)):
                 found.append(float(value))
         elif isinstance(value, np.ndarray):
-            if value.dtype.kind in "iuf":
-                flat = value.reshape(-1)[:MAX_ARRAY_FIGURES].astype(float)
+            if value.dtype.kind in "iuf" and value.size <= MAX_ARRAY_FIGURES:
+                flat = value.reshape(-1).astype(float)
                 found.extend(float(v) for v in flat if math.isfinite(v))
         elif hasattr(value, "detach") and hasattr(value, "numpy"):  # a tensor
             walk(value.detach().cpu().float().numpy(), depth)
