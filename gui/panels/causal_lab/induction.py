@@ -57,9 +57,11 @@ class InductionView(View):
         self.seed_spin.setToolTip("Seed of the random tokens")
         for spin in (self.period_spin, self.seed_spin):
             spin.valueChanged.connect(self.inputs_changed)
+        state.signal("model").connect(self._bound_period)
+        self._bound_period()
         labelled(row, "tokens per repeat N", self.period_spin)
         labelled(row, "seed", self.seed_spin)
-        column.addLayout(row)
+        self.add_controls(row)
         self.summary_label = plain_label(name="induction-summary")
         self.stale_labels.append(self.summary_label)
         column.addWidget(self.summary_label)
@@ -83,6 +85,12 @@ class InductionView(View):
         splitter.addWidget(bottom)
         column.addWidget(splitter, 1)
 
+    def _bound_period(self) -> None:
+        """Two repeats must fit the model's context: the spin offers no period past half of it."""
+        model = self.state.model
+        if model is not None:
+            self.period_spin.setMaximum(max(2, min(MAX_PERIOD, model.config.context_length // 2)))
+
     def inputs(self):
         model = self.state.model
         if model is None:
@@ -92,7 +100,8 @@ class InductionView(View):
         period = self.period_spin.value()
         problem = period_problem(model, period)
         if problem:
-            return Refusal(as_sentence(problem))
+            field = "Model" if 2 * period <= model.config.context_length and period >= 2 else "Tokens per repeat N"
+            return Refusal(f"{field}: {as_sentence(problem)}")
         return InductionInputs(model, period, self.seed_spin.value())
 
     def _choose_head(self, layer: int, head: int) -> None:

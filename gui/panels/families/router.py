@@ -48,7 +48,7 @@ class RouterView(View):
         self.layer_spin.setToolTip("The layer whose router is drawn (the load plot shows every layer)")
         self.layer_spin.valueChanged.connect(self._redraw)  # a slice of the result: nothing recomputes
         labelled(row, "layer", self.layer_spin)
-        column.addLayout(row)
+        self.add_controls(row)
         self.active_label = plain_label(name="router-active")
         self.load_label = plain_label(name="router-load")
         self.stale_labels += [self.active_label, self.load_label]
