@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
     QAbstractButton,
     QComboBox,
@@ -67,6 +68,9 @@ class StepQuotes:
         # An input of the panel changed: its views went stale at once (they listened first), and so do the quotes.
         self._inputs = [(widget, signal) for kind, signal in INPUT_SIGNALS if self.views
                         for widget in panel.findChildren(kind)]
+        # A composite input of the app's own (a head picker) says so with its `changed` signal.
+        self._inputs += [(widget, "changed") for widget in (panel.findChildren(QWidget) if self.views else [])
+                         if isinstance(getattr(type(widget), "changed", None), Signal)]
         for widget, signal in self._inputs:
             getattr(widget, signal).connect(self._on_input_changed)
 
@@ -123,6 +127,7 @@ class StepQuotes:
 
 
 def _is_refusal(view: View) -> bool:
+    """Showing a refusal of its inputs, or a computation's failure, where the result would be."""
     from gui.panels.base import COMPUTING, WAITING_FOR_MODEL, WAITING_FOR_TORCH
 
     return view.showing_message and view.message.text() not in (COMPUTING, WAITING_FOR_MODEL, WAITING_FOR_TORCH)

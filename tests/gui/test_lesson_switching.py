@@ -113,12 +113,12 @@ def test_a_reveal_quotes_the_steps_result_not_one_the_student_made_since(qtbot, 
     assert "L1H1" in summary and summary in widget_text(lessons.dock.reveal_text)
     # The student switches the copying head off instead: the prose was written about L1H1, so its figures go.
     view = panel.ablation_view
-    view.heads_edit.setText("L1H0")
+    view.heads_picker.set_selected([(1, 0)])
     assert summary not in widget_text(lessons.dock.reveal_text)  # at once, not when the new result comes
     qtbot.waitUntil(lambda: view.result is not None and not view.is_stale and "L1H0" in panel.ablation_summary.text(),
                     timeout=TIMEOUT_MS)
     revealed = widget_text(lessons.dock.reveal_text)
     assert CHANGED in revealed and panel.ablation_summary.text() not in revealed and summary not in revealed
-    view.heads_edit.setText("L1H1")  # back to the step's input: its result, quoted again
+    view.heads_picker.set_selected([(1, 1)])  # back to the step's input: its result, quoted again
     qtbot.waitUntil(lambda: summary in widget_text(lessons.dock.reveal_text), timeout=TIMEOUT_MS)
     lessons.close_lesson()
