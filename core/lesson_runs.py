@@ -30,8 +30,9 @@ from core.presets import PRESETS
 # check-lesson builds the model of each computed step: bounded, so that a lesson naming a large preset is refused
 # in a line instead of allocating gigabytes (the lessons' experiments run on the tiny bundled models).
 MAX_CHECKED_PARAMETERS = 10_000_000
-# A view's defaults, as the panel shows them after construction (a GUI test compares them with the live panels).
-# "corrupt" has no fixed default: unnamed, the corrupted input is the clean one.
+# The panels' defaults, as a panel built with a model shows them (a GUI test compares): the window puts them back
+# for the settings a step does not name, and check-lesson computes with them. "corrupt" has no fixed default:
+# unnamed, the corrupted input is the clean one.
 PANEL_DEFAULTS: dict[str, dict[str, Any]] = {
     "Causal lab": {"tab": "Attribution", "answer": "", "foil": "", "site": "resid_pre", "metric_position": -1,
                    "heads": "L0H0", "ffns": "", "ablation": "zero", "period": 20, "seed": 0},

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from core.lessons import Lesson, LessonError, bundled_lesson_paths, load_lesson
 
-from gui.lesson_quotes import step_refusal
+from gui.lesson_quotes import settled, step_refusal
 
 if TYPE_CHECKING:
     from gui.main_window import MainWindow
@@ -78,7 +78,7 @@ def settle_step(window: MainWindow, wait_until: Callable[[Callable[[], Any]], bo
         return problems[0]
     panel = window.current_panel()
     views = [view for view in getattr(panel, "views", []) if view.isVisible()]
-    wait_until(lambda: step_refusal(panel) or all(view.result is not None and not view.is_stale for view in views))
+    wait_until(lambda: step_refusal(panel) or (not window.compute.busy and all(settled(view) for view in views)))
     refusal = step_refusal(panel)
     if refusal:
         return f"step {lessons.index + 1}: the {panel.title} panel refuses the step's input: {refusal}"

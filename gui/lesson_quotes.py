@@ -26,7 +26,7 @@ from shiboken6 import isValid
 
 from core.lessons import LessonStep
 from gui.answer_cover import find_panel_widget, widget_text
-from gui.panels.base import View
+from gui.panels.base import Refusal, View
 
 NOT_COMPUTED = "(not computed yet)"
 REFUSED = "(not computed: the view refused this step's input; see the panel)"
@@ -134,11 +134,20 @@ def _is_refusal(view: View) -> bool:
 
 
 def step_refusal(panel: Any) -> str:
-    """The refusal a view of the panel on screen shows instead of its result ("" when none does)."""
+    """The refusal a view of the panel on screen shows instead of its result, of its inputs as they are now ("" when
+    none does): one its inputs changed since, with the update on its way, does not count."""
     for view in getattr(panel, "views", []):
-        if isValid(view) and view.isVisible() and _is_refusal(view):
+        if isValid(view) and view.isVisible() and _is_refusal(view) and not view.update_scheduled and (
+                view.last_error or isinstance(view.inputs(), Refusal)):
             return view.message.text()
     return ""
 
 
-__all__ = ["CHANGED", "NOT_COMPUTED", "REFUSED", "StepQuotes", "owning_view", "shows_current_result", "step_refusal"]
+def settled(view: View) -> bool:
+    """A view showing the result of its inputs as they are now, with nothing scheduled or computing for it."""
+    return (view.result is not None and not view.is_stale and not view.update_scheduled
+            and view.requested_inputs is None)
+
+
+__all__ = ["CHANGED", "NOT_COMPUTED", "REFUSED", "StepQuotes", "owning_view", "settled", "shows_current_result",
+           "step_refusal"]

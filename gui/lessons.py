@@ -33,7 +33,7 @@ from PySide6.QtWidgets import (
 )
 from shiboken6 import isValid
 
-from core.lesson_runs import STATE_FOLLOWING, step_states
+from core.lesson_runs import PANEL_DEFAULTS, STATE_FOLLOWING, step_states
 from core.lessons import PLACEHOLDER, Lesson, LessonError, LessonStep, bundled_lesson_paths, load_lesson
 from core.presets import get_preset
 from gui import theme
@@ -514,7 +514,7 @@ class LessonController(QObject):
         """The step's panel settings, and the panel's defaults for those it does not name: nothing is carried over
         from an earlier step or lesson. A setting that follows the lab's state (the corrupted input follows the
         clean one) is set from it."""
-        settings = {**panel.default_settings(), **step.panel_settings}
+        settings = {**panel.default_settings(), **PANEL_DEFAULTS.get(panel.title, {}), **step.panel_settings}
         for key, field in STATE_FOLLOWING.get(panel.title, {}).items():
             if key not in step.panel_settings:
                 settings[key] = list(getattr(self.state, field))

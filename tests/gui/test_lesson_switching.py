@@ -11,7 +11,7 @@ import pytest
 from core.lessons import load_lesson
 from core.lesson_runs import PANEL_DEFAULTS
 from gui.answer_cover import widget_text
-from gui.lesson_quotes import CHANGED
+from gui.lesson_quotes import CHANGED, settled
 from tests.gui.lesson_window import loaded_window
 
 LESSONS = ["12-activation-patching", "13-induction-heads", "14-encoder-versus-decoder", "15-cross-attention",
@@ -34,7 +34,7 @@ def settle(qtbot, window) -> None:
     panel = window.current_panel()
     views = [view for view in getattr(panel, "views", []) if view.isVisible()]
     qtbot.waitUntil(lambda: not window.compute.busy and not window.lessons._waiting_for_model and all(
-        view.result is not None and not view.is_stale for view in views), timeout=TIMEOUT_MS)
+        settled(view) for view in views), timeout=TIMEOUT_MS)
 
 
 def shown(window) -> dict:
@@ -94,8 +94,17 @@ def test_a_lesson_opened_after_another_shows_what_it_shows_opened_first(qtbot, w
 
 
 def test_the_panels_defaults_are_the_ones_check_lesson_computes_with(window):
+    """A panel built with the model loaded (its pickers then have a shape) records the declared defaults."""
+    from gui.state import LabState
+
+    state = LabState()  # a lab of its own: the panel built here must not follow the window's
+    state.set_config(window.state.config)
+    state.set_tokenizer(window.state.tokenizer)
+    state.set_torch_ready(True)
+    state.set_model(window.state.model)
     for title, defaults in PANEL_DEFAULTS.items():
-        recorded = window.panel(title).default_settings()
+        panel = type(window.panel(title))(state, window.compute)
+        recorded = panel.default_settings()
         assert {key: recorded[key] for key in defaults} == defaults
 
 
