@@ -233,7 +233,7 @@ PANEL_PARTS: dict[str, PanelParts] = {
     ),
     "Train": PanelParts(
         {"": {**_results("status_label", "loss_plot", "induction_plot"),
-              **_controls("mask_combo", "corpus_label", "track_check")},
+              **_controls("mask_combo", "corpus_label", "track_check", "recipe_label", "use_recipe_button")},
          "compare": {**_results("compare_plot", "gradient_plot", "compare_summary", "compare_verdict", "compare_samples"),
                      **_controls("compare_setup")}},
         {"steps": _int(1, 1_000_000), "batch_size": _int(1, 4096), "seq_len": _int(2, 1_000_000), "lr": _float(1e-5, 1.0),

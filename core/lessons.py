@@ -282,6 +282,7 @@ def step_part_problems(step: LessonStep, number: int) -> list[str]:
             if name not in parts:
                 shown = f"{{{{{name}}}}}" if key in ("text", "predict", "reveal") else repr(name)
                 problems.append(f"{where}'{key}': {shown} is not a part of the {step.panel} panel{_near(name, parts)}")
+    problems += _hidden_quote_problems(step, declared, where)
     for key, value in step.panel_settings.items():
         setting = declared.settings.get(key)
         if setting is None:
@@ -291,6 +292,28 @@ def step_part_problems(step: LessonStep, number: int) -> list[str]:
         problem = setting.problem(value)
         if problem:
             problems.append(f"{where}'panel_settings': {key!r} {problem}, not {_short(value)}")
+    return problems
+
+
+def _hidden_quote_problems(step: LessonStep, declared: Any, where: str) -> list[str]:
+    """A {{name}} or focus on a sub-tab the step does not show: only a view on screen computes, so the quote
+    would never be filled nor the outline drawn."""
+    settings = step.panel_settings
+    tab = next((settings[key] for key in ("tab", "sub_tab")
+                if isinstance(settings.get(key), str) and settings[key] in declared.sub_tabs), None)
+    if tab is None:
+        return []
+    elsewhere = {name: sub_tab for sub_tab, parts in declared.sub_tabs.items() if sub_tab not in ("", tab)
+                 for name in parts if name not in declared.sub_tabs.get("", {}) and name not in declared.sub_tabs[tab]}
+    problems = []
+    named = [("focus", [step.focus] if step.focus else []),
+             *((key, PLACEHOLDER.findall(getattr(step, key))) for key in ("text", "predict", "reveal"))]
+    for key, names in named:
+        for name in dict.fromkeys(names):
+            if name in elsewhere:
+                shown = f"{{{{{name}}}}}" if key != "focus" else repr(name)
+                problems.append(f"{where}'{key}': {shown} is on the {elsewhere[name]} sub-tab, but the step shows "
+                                f"the {tab} sub-tab")
     return problems
 
 

@@ -358,9 +358,15 @@ def _run_headless(app, window, args, reporter) -> int:
         failures.setdefault("lesson", "the lesson did not open in time")
     elif args.lesson is not None and lesson_ended[0]:
         print(f"transformer-explorer: --lesson: {lesson_ended[0]}", file=sys.stderr)
-        return 1
+        return 2
     if args.screenshot and args.lesson is not None and not lesson_ended[0]:
-        _show_lesson_step(window, wait_until)
+        from gui.lesson_launch import settle_step
+
+        problem = settle_step(window, wait_until)
+        if problem:  # a screenshot of a step that is not as written would pass for the lesson
+            print(f"transformer-explorer: --lesson: {problem}", file=sys.stderr)
+            window.close()
+            return 2
     elif args.screenshot and args.panel is not None:
         problem = show_panel_option(window, args.panel)
         if problem:
@@ -388,17 +394,6 @@ def _run_headless(app, window, args, reporter) -> int:
         print(f"self-test passed: torch {window.runtime.torch_version if window.runtime else '?'} on {window.state.device}, "
               f"{len(window.panels)} panel(s) computed")
     return 0
-
-
-def _show_lesson_step(window, wait_until) -> None:
-    """The lesson's step again as the window shows it (its panel, covers and outline), after every panel ran."""
-    lessons, shown = window.lessons, []
-    lessons.step_shown.connect(shown.append)
-    lessons.go_to(lessons.index)
-    wait_until(lambda: shown and not window.compute.busy)
-    panel = window.current_panel()
-    wait_until(lambda: all(view.result is not None and not view.is_stale for view in getattr(panel, "views", []) if view.isVisible()))
-    wait_until(lambda: lessons.outline.isVisible() or not lessons.lesson.steps[lessons.index].focus)
 
 
 def _shows_current_results(panel) -> bool:

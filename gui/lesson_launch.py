@@ -3,11 +3,14 @@ the window opens and started once the panels and torch are there."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from core.lessons import Lesson, LessonError, bundled_lesson_paths, load_lesson
+
+from gui.lesson_quotes import settled, step_refusal
 
 if TYPE_CHECKING:
     from gui.main_window import MainWindow
@@ -61,6 +64,28 @@ class LessonLaunch:
             controller.set_presentation(True)
 
 
+def settle_step(window: MainWindow, wait_until: Callable[[Callable[[], Any]], bool]) -> str:
+    """The lesson's step shown again as the window shows it (its panel, covers and outline), once every panel ran,
+    for --screenshot; returns why the step cannot be shown as written ("" when it can): an edit or panel settings
+    the window could not make, or a view of the step's panel refusing the step's input (with or without offering
+    another model). `wait_until(condition)` runs the event loop until the condition holds or time runs out."""
+    lessons, shown, problems = window.lessons, [], []
+    lessons.step_shown.connect(shown.append)
+    lessons.step_problem.connect(problems.append)
+    lessons.go_to(lessons.index)
+    wait_until(lambda: problems or (shown and not window.compute.busy))
+    if problems:
+        return problems[0]
+    panel = window.current_panel()
+    views = [view for view in getattr(panel, "views", []) if view.isVisible()]
+    wait_until(lambda: step_refusal(panel) or (not window.compute.busy and all(settled(view) for view in views)))
+    refusal = step_refusal(panel)
+    if refusal:
+        return f"step {lessons.index + 1}: the {panel.title} panel refuses the step's input: {refusal}"
+    wait_until(lambda: lessons.outline.isVisible() or not lessons.lesson.steps[lessons.index].focus)
+    return ""
+
+
 def lesson_to_launch(name_or_file: str | None, step: int | None, presentation: bool) -> LessonLaunch:
     """Check the command line's lesson options before any window or torch work."""
     if name_or_file is None:
@@ -77,4 +102,4 @@ def lesson_to_launch(name_or_file: str | None, step: int | None, presentation: b
     return LessonLaunch(lesson, path, (step or 1) - 1, presentation)
 
 
-__all__ = ["LaunchError", "LessonLaunch", "bundled_lesson_names", "find_lesson", "lesson_to_launch"]
+__all__ = ["LaunchError", "LessonLaunch", "bundled_lesson_names", "find_lesson", "lesson_to_launch", "settle_step"]

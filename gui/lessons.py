@@ -33,6 +33,7 @@ from PySide6.QtWidgets import (
 )
 from shiboken6 import isValid
 
+from core.lesson_runs import PANEL_DEFAULTS, STATE_FOLLOWING, step_states
 from core.lessons import PLACEHOLDER, Lesson, LessonError, LessonStep, bundled_lesson_paths, load_lesson
 from core.presets import get_preset
 from gui import theme
@@ -47,6 +48,7 @@ from gui.answer_cover import (
     widget_text,
 )
 from gui.lesson_dock import DOCK_MIN_WIDTH, DOCK_WIDTH, KEYS_LINE, PRESENTING_KEYS_LINE, LessonDock
+from gui.lesson_quotes import StepQuotes
 
 log = logging.getLogger("transformer_explorer.lessons")
 
@@ -98,6 +100,7 @@ class LessonController(QObject):
     """Runs lessons in a window: the Lessons menu, the dock, step navigation and keys, presentation view."""
 
     step_shown = Signal(int)  # the step's state, panel and panel settings are in place
+    step_problem = Signal(str)  # the step could not be set up as written (an edit, its panel's settings): why
     lesson_started = Signal(str)
     lesson_open_ended = Signal(str)  # an open_lesson ended: "" when the lesson started, else the message shown
     titles_read = Signal()  # the Lessons menu shows the bundled lessons' own titles
@@ -111,6 +114,8 @@ class LessonController(QObject):
         self._generation = 0  # which step a deferred finish belongs to (paging fast drops stale ones)
         self._waiting_for_model = False
         self._followed_panel = None  # the panel whose results the current step quotes
+        self.quotes: StepQuotes | None = None  # what the current step quotes, from which results
+        self._states: list[dict[str, Any]] = []  # each step's lab state (core.lesson_runs.step_states)
         self.presentation = False
         self._hidden_for_presentation: list[QWidget] = []
         self._was_full_screen = False
@@ -284,6 +289,7 @@ class LessonController(QObject):
             window = self.window
             self._before = (window.current_session(), window.loaded, window.tabs.currentIndex())
         self.lesson = lesson
+        self._states = [values for _number, _step, values in step_states(lesson)]
         QApplication.instance().installEventFilter(self)
         if not self.dock.isVisible():
             self.dock.show()
@@ -334,11 +340,11 @@ class LessonController(QObject):
         self.outline.clear()
         self._uncover()
         step = lesson.steps[index]
-        self._apply_state(step)
+        self._apply_state(step, self._states[index])
         panel = self._panel(step)
         if panel is not None:
             self.window.tabs.setCurrentWidget(panel)
-        self._follow_results(panel if step.placeholders() else None)
+        self._follow_results(panel if step.placeholders() else None, step)
         self.dock.show_step(lesson, index, self._resolver(panel))
         self._update_actions()
         if self._model_pending():
@@ -347,60 +353,95 @@ class LessonController(QObject):
         else:
             self._finish_step()
 
-    def _follow_results(self, panel) -> None:
-        """Quote the panel's numbers afresh whenever it shows a new result (they are computed after the step)."""
-        if self._followed_panel is not None and isValid(self._followed_panel):
-            self._followed_panel.result_shown.disconnect(self._on_result_shown)
+    def _follow_results(self, panel, step: LessonStep | None = None) -> None:
+        """Quote the panel's numbers afresh whenever it shows a new result or refuses (they are computed after the
+        step), and take them away the moment the lab's inputs change."""
+        if self._followed_panel is not None:
+            if isValid(self._followed_panel):
+                self._followed_panel.result_shown.disconnect(self._on_result_shown)
+            self.state.changed.disconnect(self._on_result_shown)
+        if self.quotes is not None:
+            self.quotes.dispose()
         self._followed_panel = panel
+        self.quotes = StepQuotes(panel, step, self._refresh_quotes) if panel is not None and step is not None else None
         if panel is not None:
             panel.result_shown.connect(self._on_result_shown)
+            self.state.changed.connect(self._on_result_shown)
 
-    def _on_result_shown(self) -> None:
+    def _on_result_shown(self, *_args: Any) -> None:
+        if self.quotes is not None:
+            self.quotes.result_shown()
+        self._refresh_quotes()
+
+    def _refresh_quotes(self) -> None:
         if self.lesson is not None:
             self.dock.refresh_live_text(self.lesson.steps[self.index])
 
-    def _apply_state(self, step: LessonStep) -> None:
-        values = step.state
+    def _apply_state(self, step: LessonStep, values: dict[str, Any]) -> None:
+        """The lab state the step shows, whatever step or lesson came before: what the steps up to it set
+        (core.lesson_runs.step_states), with an input already in place left alone (no recomputation, no undo step)."""
         state = self.state
         # Theme first, so the panels' re-styling happens before they compute; a lesson's look is not saved
         # as the user's preference.
-        self.window.set_look_for_this_run(values.get("theme"), values.get("font_scale"))
-        undoable = [key for key in values if key not in ("theme", "font_scale")]
-        if not undoable:
+        self.window.set_look_for_this_run(step.state.get("theme"), step.state.get("font_scale"))
+        changes: list[tuple[Callable[[Any], Any], Any]] = []
+        config = (values.get("config") or get_preset(values["preset"])) if "preset" in values else state.config
+        if config != state.config:
+            changes.append((state.set_config, config))
+        if "seed" in values and values["seed"] != state.seed:
+            changes.append((state.set_seed, values["seed"]))
+        if "text" in values and not self._shows_text(values):
+            changes.append((state.set_text, values["text"]))
+        for key, setter, count in (("selected_layer", state.set_selected_layer, config.n_layers),
+                                   ("selected_head", state.set_selected_head, config.n_heads)):
+            if key in values and min(values[key], count - 1) != getattr(state, key):  # clamped to the step's model
+                changes.append((setter, min(values[key], count - 1)))
+        if not changes:
             return
-        state.undo_stack.beginMacro(f"lesson step: {step.title}")
+        state.undo_stack.beginMacro(f"lesson step: {step.title}")  # one undoable edit per step
         try:
-            if "preset" in values:
-                state.set_config(values.get("config") or get_preset(values["preset"]))
-            if "seed" in values:
-                state.set_seed(values["seed"])
-            if "text" in values:
-                state.set_text(values["text"])
-            config = state.config
-            if "selected_layer" in values:
-                state.set_selected_layer(min(values["selected_layer"], config.n_layers - 1))
-            if "selected_head" in values:
-                state.set_selected_head(min(values["selected_head"], config.n_heads - 1))
+            for setter, value in changes:
+                setter(value)
         finally:
             state.undo_stack.endMacro()
 
-    def _replace_token(self, position: int, token: str) -> None:
-        """One token replaced, as a chip edit in the token strip: the panels measure this edit, not a probe."""
+    def _shows_text(self, values: dict[str, Any]) -> bool:
+        """Whether the lab's tokens are already the step's text, with the step's edit made when it has one."""
+        state, tokenizer = self.state, self.state.tokenizer
+        if tokenizer is None:
+            return state.text == values["text"] and "edit" not in values
+        try:
+            expected = tokenizer.encode(values["text"])
+            edit = values.get("edit")
+            if edit is not None:
+                (token_id,) = tokenizer.encode(edit["token"])
+                expected[edit["position"]] = token_id
+        except Exception:  # noqa: BLE001 (an edit this tokenizer cannot make: the text is set again, the edit refused)
+            return False
+        return list(state.tokens) == expected and (edit is None or state.token_edit is not None)
+
+    def _replace_token(self, position: int, token: str) -> str:
+        """One token replaced, as a chip edit in the token strip: the panels measure this edit, not a probe.
+        Returns why the edit could not be made ("" when it was)."""
         from gui.state import TokenEdit
 
         state, tokenizer = self.state, self.state.tokenizer
         tokens = state.tokens
-        ids = tokenizer.encode(token) if tokenizer is not None else []
-        if len(ids) != 1 or not 0 <= position < len(tokens):
-            problem = "the tokenizer is not loaded yet" if tokenizer is None else (
-                f"{token!r} is not one token of this tokenizer" if len(ids) != 1 else
-                f"the text has no position {position} ({len(tokens)} tokens)")
-            self.window.statusBar().showMessage(f"this step's edit was not made: {problem}", 10000)
-            return
+        if tokenizer is None:
+            return "the tokenizer is not loaded yet"
+        try:
+            ids = tokenizer.encode(token)
+        except Exception:  # noqa: BLE001 (each tokenizer raises its own unknown-token error)
+            return f"{token!r} is not in this tokenizer's vocabulary"
+        if len(ids) != 1:
+            return f"{token!r} is {len(ids)} tokens of this tokenizer, not one"
+        if not 0 <= position < len(tokens):
+            return f"the text has no position {position} ({len(tokens)} tokens)"
         edited = list(tokens)
         edited[position] = ids[0]
         if edited != tokens:
             state.set_tokens(edited, TokenEdit("replace", position, tuple(tokens)))
+        return ""
 
     def _model_pending(self) -> bool:
         """Whether the window is about to build a model for the state (panel settings wait for it)."""
@@ -439,15 +480,25 @@ class LessonController(QObject):
             return
         step = lesson.steps[self.index]
         panel = self._panel(step)
-        if "edit" in step.state:
+        problems = []
+        edit = self._states[self.index].get("edit")
+        if edit is not None:
             # Once the model is in place: loading one may bring its tokenizer, which retokenizes the text.
-            self._replace_token(step.state["edit"]["position"], step.state["edit"]["token"])
-        if panel is not None and step.panel_settings:
+            problem = self._replace_token(edit["position"], edit["token"])
+            if problem:
+                problems.append(f"step {self.index + 1}: 'edit': {problem}")
+        if panel is not None:
             try:
-                panel.restore_settings(dict(step.panel_settings))
+                panel.restore_settings(self._panel_settings(panel, step))
+                problems += [f"step {self.index + 1}: 'panel_settings': {line}" for line in _not_taken(panel, step)]
             except Exception:  # a panel's own defect must not stop the lesson
                 log.warning("panel %r could not take the lesson's settings", panel.title, exc_info=True)
-                self.window.statusBar().showMessage(f"the {panel.title} panel could not take this step's settings", 10000)
+                problems.append(f"step {self.index + 1}: 'panel_settings': the {panel.title} panel could not take them")
+        if self.quotes is not None:
+            self.quotes.settle()
+            # A view showing again what it showed before puts it back without a new result: quote it then.
+            generation = self._generation
+            QTimer.singleShot(0, self, lambda: generation == self._generation and self._refresh_quotes())
         self.dock.refresh_live_text(step)
         if panel is not None and step.reveal and not self.dock.revealed:
             self._cover(panel, step)
@@ -455,6 +506,19 @@ class LessonController(QObject):
             generation = self._generation
             QTimer.singleShot(FOCUS_DELAY_MS, self, lambda: self._point_at(generation, panel, step.focus))
         self.step_shown.emit(self.index)
+        for problem in problems:
+            self.window.statusBar().showMessage(f"this step is not as written: {problem}", 10000)
+            self.step_problem.emit(problem)
+
+    def _panel_settings(self, panel, step: LessonStep) -> dict[str, Any]:
+        """The step's panel settings, and the panel's defaults for those it does not name: nothing is carried over
+        from an earlier step or lesson. A setting that follows the lab's state (the corrupted input follows the
+        clean one) is set from it."""
+        settings = {**panel.default_settings(), **PANEL_DEFAULTS.get(panel.title, {}), **step.panel_settings}
+        for key, field in STATE_FOLLOWING.get(panel.title, {}).items():
+            if key not in step.panel_settings:
+                settings[key] = list(getattr(self.state, field))
+        return settings
 
     def _cover(self, panel: QWidget, step: LessonStep) -> None:
         """Cover every result of the panel the step does not show, so the student predicts before seeing it."""
@@ -515,8 +579,8 @@ class LessonController(QObject):
             position = 0
             for match in PLACEHOLDER.finditer(text):
                 pieces.append(html.escape(text[position:match.start()]))
-                widget = find_panel_widget(panel, match.group(1)) if panel is not None else None
-                value = widget_text(widget) if widget is not None else ""
+                quotes = self.quotes
+                value = quotes.text(match.group(1)) if quotes is not None and quotes.panel is panel else ""
                 # Colour, not bold: a quoted caption can run to several lines.
                 shown = html.escape(value or "(not computed yet)")
                 pieces.append(f"<span style='color:{theme.current().accent}'>{shown}</span>")
@@ -566,6 +630,20 @@ class LessonController(QObject):
         self.dock.keys_line.setText(PRESENTING_KEYS_LINE if on else KEYS_LINE)
         self.dock.apply_theme()
         self._update_actions()
+
+
+def _not_taken(panel, step: LessonStep) -> list[str]:
+    """The step's numeric settings the panel holds another value of (a spin box clamps a blank, a layer, to the
+    model): the step would show something other than what it says."""
+    held = panel.settings()
+    lines = []
+    for key, value in step.panel_settings.items():
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and key in held:
+            now = held[key]
+            number = isinstance(now, (int, float)) and not isinstance(now, bool)
+            if not number or abs(now - value) > 1e-9 * max(1.0, abs(value)):
+                lines.append(f"{key!r} is {now!r} in the {panel.title} panel, not {value!r}")
+    return lines
 
 
 def _menu_entries(paths: list[Path]) -> list[tuple[Path, str, str]]:

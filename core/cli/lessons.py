@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from core.lesson_runs import lesson_run_problems
 from core.lessons import lesson_problems, load_lesson
 
 MAX_FILES = 1000  # lesson files checked in one run
@@ -16,7 +17,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="check lesson files: panels, parts, quotes and panel settings, one line per problem",
         description="Check each lesson file as the window does before opening it: its fields, the panel each step "
         "names, the parts it focuses, shows, covers or quotes with {{name}}, and its panel settings with their "
-        "ranges. Prints one line per problem naming the file and step, and exits 2 when there is any.",
+        "ranges. Then walk it without a window: each step's model, text and token edit, and on the Causal lab and "
+        "Families the step's view computed from them (refused where the view would refuse), with no figure of its "
+        "result typed into the prose instead of quoted. Prints one line per problem naming the file and step, and "
+        "exits 2 when there is any.",
     )
     check.add_argument("files", nargs="+", metavar="FILE", help="lesson files (.json)")
     check.set_defaults(run=run_check_lesson)
@@ -30,6 +34,8 @@ def run_check_lesson(args: argparse.Namespace) -> int:
     failed = steps = 0
     for name in files:
         problems = lesson_problems(name)
+        if not problems:
+            problems = lesson_run_problems(load_lesson(name))
         if problems:
             failed += 1
             for problem in problems:

@@ -504,8 +504,30 @@ class Panel(QWidget):
     result_shown = Signal()  # a result of the panel, or of one of its views, is on screen
     error_shown = Signal(str)
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Each panel records its settings() once its outermost __init__ has built it: the defaults a lesson step
+        puts back for the settings it does not name (default_settings())."""
+        super().__init_subclass__(**kwargs)
+        own_init = cls.__dict__.get("__init__")
+        if own_init is None:
+            return
+
+        def recording_init(self, *args: Any, **init_kwargs: Any) -> None:
+            Panel._constructing += 1
+            try:
+                own_init(self, *args, **init_kwargs)
+            finally:
+                Panel._constructing -= 1
+            if not Panel._constructing:
+                self._record_default_settings()
+
+        cls.__init__ = recording_init
+
+    _constructing: ClassVar[int] = 0  # panel __init__ calls under way (panels are built on the GUI thread)
+
     def __init__(self, state: LabState, compute: ComputeController, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self._default_settings: dict[str, Any] = {}
         self.setObjectName(f"panel-{self.channel}")
         self.state = state
         self.compute = compute
@@ -559,6 +581,16 @@ class Panel(QWidget):
 
     def restore_settings(self, data: dict[str, Any]) -> None:
         """Apply settings from a session; ignore keys that are unknown or of the wrong type."""
+
+    def default_settings(self) -> dict[str, Any]:
+        """settings() as the panel was built, before anyone changed them."""
+        return dict(self._default_settings)
+
+    def _record_default_settings(self) -> None:
+        try:
+            self._default_settings = dict(self.settings())
+        except Exception:  # noqa: BLE001 (a panel whose settings need what is not built: no defaults to put back)
+            self._default_settings = {}
 
     def submit(self, fn, on_result, name: str | None = None) -> int:
         self.clear_error()

@@ -436,8 +436,10 @@ def test_the_answer_is_covered_until_reveal(qtbot, window, path, index):
     answers = [widget for _, widget in named]
     for widget in answers:
         qtbot.waitUntil(widget.isVisible, timeout=30_000)
-    qtbot.waitUntil(lambda: not window.compute.busy and not any(
-        view.is_stale for view in getattr(panel, "views", []) if view.isVisible()), timeout=60_000)
+    # Settled: each view on screen shows its result (an update it scheduled may still be on its way to the worker).
+    qtbot.waitUntil(lambda: not window.compute.busy and all(
+        view.result is not None and not view.is_stale for view in getattr(panel, "views", []) if view.isVisible()),
+        timeout=60_000)
     if step.focus:  # the focus outline is drawn once the step settles: wait for it, then take it away
         qtbot.waitUntil(lessons.outline.isVisible, timeout=30_000)
     lessons.outline.clear()
