@@ -63,6 +63,37 @@ def plain_label(text: str = "", name: str = "", wrap: bool = True) -> QLabel:
     return label
 
 
+class NoteLabel(QLabel):
+    """A view's one-line note of inputs that were reset ("head reset to L0H0: the new model has 1 layer"), shown only
+    while it has something to say. In a view's `stale_labels`, the next change of the view's inputs clears it."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__("")
+        self.setObjectName(name)
+        self.setTextFormat(Qt.TextFormat.PlainText)  # it quotes the user's tokens
+        self.setToolTip("Inputs that were reset because they no longer applied; cleared at the next change")
+        self.hide()
+
+    def setText(self, text: str) -> None:  # noqa: N802 (Qt's name)
+        super().setText(text)
+        if self.parentWidget() is not None:  # a label without a parent would open as a window of its own
+            self.setHidden(not text)
+
+
+def note_label(name: str) -> NoteLabel:
+    return NoteLabel(name)
+
+
+def reset_note(parts: Sequence[str]) -> str:
+    """One line for a note_label from clauses such as "head reset to L0H0: the new model has 1 layer"."""
+    return "; ".join(parts)
+
+
+def layers_and_heads(config) -> str:
+    """ "2 layers of 4 heads": what a reset note names when a layer or head is not in the new model."""
+    return f"{config.n_layers} layer{'s' if config.n_layers != 1 else ''} of {config.n_heads} head{'s' if config.n_heads != 1 else ''}"
+
+
 def labelled(row: FlowLayout, text: str, widget: QWidget) -> QLabel:
     caption = QLabel(text)
     caption.setBuddy(widget)
@@ -187,14 +218,18 @@ class TrainedMaskWarning(QLabel):
 
 __all__ = [
     "LEAKY_MASK_WHY",
+    "NoteLabel",
     "TrainedMaskWarning",
     "as_sentence",
     "caption",
     "fit_table",
     "format_change",
     "labelled",
+    "layers_and_heads",
     "make_plot",
+    "note_label",
     "plain_label",
+    "reset_note",
     "sequence_refusal",
     "set_cell",
     "set_title",

@@ -72,7 +72,7 @@ def test_an_edit_after_the_blank_moves_the_encoder_only_and_one_before_moves_bot
     _replace(qtbot, panel, view, BLANK + 15, "X")
     verdict = panel.fill_verdict.text()
     assert f"after the blank at {BLANK}" in verdict and "encoder's logits at the blank moved: max |delta logit|" in verdict
-    assert f"tiny-gpt's logits at position {BLANK - 1}" in verdict and "bitwise unchanged (torch.equal)" in verdict
+    assert f"tiny-gpt's logits for the blank at {BLANK}" in verdict and "bitwise unchanged (torch.equal)" in verdict
     before, after = panel.fill_texts.text().splitlines()
     assert before.startswith("Before:") and "that ⟨i⟩s" in before
     assert after.startswith("After:") and "that ⟨X⟩s" in after and "n⟦_⟧t" in after

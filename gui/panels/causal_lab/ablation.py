@@ -13,7 +13,8 @@ from PySide6.QtWidgets import QComboBox, QLineEdit, QSplitter, QVBoxLayout, QWid
 
 from gui import theme
 from gui.panels.base import Refusal, View
-from gui.panels.common import as_sentence, labelled, make_plot, plain_label, sequence_refusal, token_label
+from gui.panels.common import (as_sentence, labelled, layers_and_heads, make_plot, note_label, plain_label,
+                               sequence_refusal, token_label)
 from gui.widgets.flow_layout import FlowLayout
 from gui.widgets.legend import legend_below
 
@@ -62,6 +63,25 @@ def parse_parts(heads_text: str, ffns_text: str, n_layers: int, n_heads: int):
     return tuple(dict.fromkeys(heads)), tuple(dict.fromkeys(ffns)), ""
 
 
+def fitting_parts(heads_text: str, ffns_text: str, n_layers: int, n_heads: int, attention_only: bool):
+    """(heads text, FFN layers text, parts left out) for a model of this shape; text that is no list is kept."""
+    gone: list[str] = []
+    heads: list[str] = []
+    for item in filter(None, (part.strip() for part in heads_text.replace(";", ",").split(","))):
+        match = HEAD_PATTERN.fullmatch(item.replace(" ", ""))
+        if not match:
+            return heads_text, ffns_text, []  # not a list of heads: the refusal says so
+        fits = int(match[1]) < n_layers and int(match[2]) < n_heads
+        (heads if fits else gone).append(f"L{int(match[1])}H{int(match[2])}")
+    ffns: list[str] = []
+    for item in filter(None, (part.strip() for part in ffns_text.replace(";", ",").split(","))):
+        if not item.isdigit() or len(item) > 6:
+            return heads_text, ffns_text, []
+        fits = not attention_only and int(item) < n_layers
+        (ffns if fits else gone).append(item if fits else f"FFN {int(item)}")
+    return ", ".join(heads), ", ".join(ffns), gone
+
+
 class AblationView(View):
     name = "Ablation"
     reads = frozenset({"model", "tokens", "tokenizer"})
@@ -90,9 +110,12 @@ class AblationView(View):
         labelled(row, "heads", self.heads_edit)
         labelled(row, "FFN layers", self.ffns_edit)
         labelled(row, "ablation", self.mode_combo)
+        self.note_label = note_label("ablation-note")
+        row.addWidget(self.note_label)
+        state.signal("model").connect(self._follow_model)
         column.addLayout(row)
         self.summary_label = plain_label(name="ablation-summary")
-        self.stale_labels.append(self.summary_label)
+        self.stale_labels += [self.summary_label, self.note_label]
         column.addWidget(self.summary_label)
         splitter = QSplitter(Qt.Orientation.Horizontal)
         self.loss_plot = make_plot("Loss at each position", "position (predicting the next token)", "loss")
@@ -105,6 +128,28 @@ class AblationView(View):
         splitter.addWidget(self.top_label)
         column.addWidget(splitter, 1)
         self._offer_ffns()
+
+    def _follow_model(self) -> None:
+        """Heads and FFN layers the new model does not have leave the lists (an emptied list is L0H0), and the note
+        says which."""
+        model = self.state.model
+        if model is None:
+            return
+        config = model.config
+        heads, ffns, gone = fitting_parts(self.heads_edit.text(), self.ffns_edit.text(), config.n_layers,
+                                          config.n_heads, config.attention_only)
+        note = ""
+        if gone:
+            shape = "is attention-only" if config.attention_only and any(g.startswith("FFN") for g in gone) \
+                else f"has {layers_and_heads(config)}"
+            if not heads and not ffns:
+                heads = "L0H0"
+                note = f"heads reset to L0H0: {config.name} {shape}, without {', '.join(gone)}"
+            else:
+                note = f"{', '.join(gone)} removed from the list: {config.name} {shape}"
+            self.heads_edit.setText(heads)
+            self.ffns_edit.setText(ffns)
+        self.note_label.setText(note)
 
     def _offer_ffns(self) -> None:
         """An attention-only model has no FFNs to pick: the field is off and says so."""

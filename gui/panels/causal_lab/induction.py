@@ -12,7 +12,7 @@ from PySide6.QtWidgets import QSpinBox, QSplitter, QVBoxLayout, QWidget
 
 from gui import theme
 from gui.panels.base import Refusal, View
-from gui.panels.common import as_sentence, labelled, make_plot, plain_label, token_labels
+from gui.panels.common import as_sentence, labelled, layers_and_heads, make_plot, note_label, plain_label, token_labels
 from gui.widgets.flow_layout import FlowLayout
 from gui.widgets.heatmap import Heatmap
 from gui.widgets.legend import legend_below
@@ -59,9 +59,12 @@ class InductionView(View):
             spin.valueChanged.connect(self.inputs_changed)
         labelled(row, "tokens per repeat N", self.period_spin)
         labelled(row, "seed", self.seed_spin)
+        self.note_label = note_label("induction-note")
+        row.addWidget(self.note_label)
+        state.model_changed.connect(self._follow_model)
         column.addLayout(row)
         self.summary_label = plain_label(name="induction-summary")
-        self.stale_labels.append(self.summary_label)
+        self.stale_labels += [self.summary_label, self.note_label]
         column.addWidget(self.summary_label)
         top = QSplitter(Qt.Orientation.Horizontal)
         self.induction_map = Heatmap("head", "layer", "Induction score (click a head)", value_format="{:.3f}")
@@ -95,6 +98,28 @@ class InductionView(View):
             return Refusal(as_sentence(problem))
         return InductionInputs(model, period, self.seed_spin.value())
 
+    def _follow_model(self) -> None:
+        """A clicked head the new model lacks goes back to its strongest head; a period past its context to the
+        longest that fits; the note says which."""
+        model = self.state.model
+        if model is None:
+            return
+        config = model.config
+        parts = []
+        if self.chosen_head is not None and not (self.chosen_head[0] < config.n_layers
+                                                 and self.chosen_head[1] < config.n_heads):
+            layer, head = self.chosen_head
+            self.chosen_head = None
+            parts.append(f"pattern's head L{layer}H{head} reset to the strongest induction head: {config.name} has "
+                         f"{layers_and_heads(config)}")
+        longest = config.context_length // 2
+        if config.architecture == "decoder" and self.period_spin.value() > longest >= self.period_spin.minimum():
+            old = self.period_spin.value()
+            self.period_spin.setValue(longest)
+            parts.append(f"tokens per repeat reset from {old} to {longest}: two repeats must fit {config.name}'s "
+                         f"context of {config.context_length}")
+        self.note_label.setText("; ".join(parts))
+
     def _choose_head(self, layer: int, head: int) -> None:
         self.chosen_head = (layer, head)
         if self.result is not None and not self.is_stale:
@@ -102,8 +127,6 @@ class InductionView(View):
 
     def _show_pattern(self, result) -> None:
         layer, head = self.chosen_head if self.chosen_head is not None else result.best_head()
-        if not (layer < result.patterns.shape[0] and head < result.patterns.shape[1]):
-            layer, head = result.best_head()
         labels = token_labels(self.state.tokenizer, result.tokens)
         self.pattern_map.plot.setTitle(
             f"Attention of L{layer}H{head} (induction {result.induction_score[layer, head]:.3f}); the second repeat "
