@@ -127,6 +127,10 @@ class ChipRow(QWidget):
     def selected(self) -> int:
         return self._selected
 
+    @property
+    def marked(self) -> int:
+        return self._marked
+
     def chip_rect(self, index: int) -> QRect:
         return self._geometry.rects[index]
 
@@ -473,6 +477,11 @@ class TokenStrip(QWidget):
     @property
     def selected(self) -> int:
         return self.chips.selected
+
+    @property
+    def marked(self) -> int:
+        """The position drawn as the last edit, or -1."""
+        return self.chips.marked
 
     # ---- actions (also the programmatic API) ---------------------------------------------------
     def select(self, position: int) -> None:

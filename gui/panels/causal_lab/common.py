@@ -98,8 +98,9 @@ def follow_clean(old_clean: Sequence[int], old_corrupt: Sequence[int], clean: Se
                        "one, so its edits have no place in the new clean text.")
     edits = {t: token for t, (token, was) in enumerate(zip(old_corrupt, old_clean)) if token != was}
     if not same_vocabulary:
+        verb = "do" if len(edits) > 1 else "does"
         return clean, (f"Corrupted input reset to the clean text: the new model reads another vocabulary, so "
-                       f"{_at(sorted(edits))} do not carry over.")
+                       f"{_at(sorted(edits))} {verb} not carry over.")
     moved: dict[int, int] = {}
     lost: list[int] = []
     if len(clean) == len(old_clean):
@@ -116,8 +117,9 @@ def follow_clean(old_clean: Sequence[int], old_corrupt: Sequence[int], clean: Se
             else:
                 moved[position - 1] = token
     else:
+        verb = "have" if len(edits) > 1 else "has"
         return clean, (f"Corrupted input reset to the clean text: the clean text changed from {len(old_clean)} to "
-                       f"{len(clean)} tokens, so {_at(sorted(edits))} have no clear place in it.")
+                       f"{len(clean)} tokens, so {_at(sorted(edits))} {verb} no clear place in it.")
     corrupted = list(clean)
     for position, token in moved.items():
         corrupted[position] = token
