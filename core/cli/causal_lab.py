@@ -181,7 +181,8 @@ def run_patch(args: argparse.Namespace) -> int:
     if args.json:
         print_json({
             "model": loaded.source, "site": args.site, "clean": clean, "corrupt": corrupt, "answer": answer,
-            "foil": foil, "clean_metric": _finite(result.clean_metric), "corrupt_metric": _finite(result.corrupt_metric),
+            "foil": foil, "clean_metric": _finite(result.clean_metric),
+            "corrupt_metric": _finite(result.corrupt_metric),
             "columns": "head" if args.site == "head" else "position",
             "values": [[_finite(v) for v in row] for row in result.values.tolist()],
             # null cells (never NaN, which is not JSON) when the two metrics agree: see "normalised_undefined"

@@ -301,8 +301,8 @@ def describe(side: str, edited: Sequence[int], blank: int, encoder: BlankChange,
         parts.append(f"No decoder half: {decoder_note}.")
     else:
         # The blank's own position, as everywhere: the decoder reads its logits one position earlier (decoder.position).
-        parts.append(f"{decoder_name}'s logits for the blank at {blank} (read at the token before it: a decoder predicts "
-                     f"from the left only) {_moved(decoder)}.")
+        parts.append(f"{decoder_name}'s logits for the blank at {blank} (read at the token before it: a decoder "
+                     f"predicts from the left only) {_moved(decoder)}.")
         if side == "after" and decoder.exactly_unchanged:
             parts.append("The decoder cannot see past the blank; the encoder reads both sides.")
         elif side == "after":

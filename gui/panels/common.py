@@ -91,7 +91,8 @@ def reset_note(parts: Sequence[str]) -> str:
 
 def layers_and_heads(config) -> str:
     """ "2 layers of 4 heads": what a reset note names when a layer or head is not in the new model."""
-    return f"{config.n_layers} layer{'s' if config.n_layers != 1 else ''} of {config.n_heads} head{'s' if config.n_heads != 1 else ''}"
+    layers, heads = config.n_layers, config.n_heads
+    return f"{layers} layer{'s' if layers != 1 else ''} of {heads} head{'s' if heads != 1 else ''}"
 
 
 def labelled(row: FlowLayout, text: str, widget: QWidget) -> QLabel:

@@ -63,6 +63,11 @@ def test_fill_in_the_blank_shows_the_encoder_s_predictions(lab):
         cell = table.item(rank, 1).text().split()
         assert cell == [expected.top_labels[0][rank], f"{expected.top_probabilities[0][rank]:.4f}"]
     assert "No edit around this blank yet" in panel.fill_verdict.text() and "tiny-gpt" in panel.fill_verdict.text()
+    # One blank, one position, wherever it is named: the decoder predicts it from the left, and is not given its own.
+    assert f"predicts the blank at position {BLANK} " in panel.fill_verdict.text()
+    assert f"position {BLANK - 1}" not in panel.fill_verdict.text() + panel.fill_plot.getPlotItem().titleLabel.text
+    assert f"(position {BLANK})" in panel.fill_plot.getPlotItem().titleLabel.text
+    assert "(x" not in panel.fill_plot.getAxis("bottom").labelString()  # probabilities under 1 stay as they are
     assert panel.cross_view.computations == 0 and panel.router_view.computations == 0  # hidden views do no work
 
 

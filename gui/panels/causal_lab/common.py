@@ -177,7 +177,8 @@ class CausalControls(QObject):
     def follow_model(self, tokenizer, vocab_size: int, name: str) -> None:
         """A new model: an answer or foil it cannot read goes back to its default, and the note says so."""
         parts = []
-        for role, edit, default in (("answer", self.answer_edit, "the top prediction"), ("foil", self.foil_edit, "none")):
+        for role, edit, default in (("answer", self.answer_edit, "the top prediction"),
+                                    ("foil", self.foil_edit, "none")):
             text = edit.text()
             if text and parse_token(text, tokenizer, vocab_size, role)[1]:
                 self._resetting = True
