@@ -9,7 +9,8 @@ from collections.abc import Sequence
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QColor, QFontMetrics
-from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QLabel, QTableWidget, QTableWidgetItem, QWidget
+from PySide6.QtWidgets import (QAbstractItemView, QHeaderView, QLabel, QSizePolicy, QTableWidget, QTableWidgetItem,
+                               QWidget)
 
 from core.choices import MASK_MODE_LABELS
 from gui import theme
@@ -71,6 +72,9 @@ class NoteLabel(QLabel):
         super().__init__("")
         self.setObjectName(name)
         self.setTextFormat(Qt.TextFormat.PlainText)  # it quotes the user's tokens
+        self.setWordWrap(True)  # one sentence, on as many lines as a narrow window needs: never a sideways scroll
+        # In a row of controls it takes what the row leaves over, so it wraps only where the window is narrow.
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
         self.setToolTip("Inputs that were reset because they no longer applied; cleared at the next change")
         self.hide()
 
