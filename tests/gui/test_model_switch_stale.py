@@ -238,11 +238,18 @@ def test_an_edit_moves_with_one_known_insertion_or_deletion_before_it():
                                                   "deleted from the clean text.")
 
 
+def test_an_edit_before_or_after_what_a_retyped_text_changed_keeps_its_token():
+    assert follow_clean(CLEAN, CORRUPT, [1, 2, 3, 4, 5, 6, 7], True) == ([1, 2, 9, 4, 5, 6, 7], "")
+    assert follow_clean(CLEAN, CORRUPT, [8, 8, 1, 2, 3, 4, 5], True) == ([8, 8, 1, 2, 9, 4, 5], "")
+
+
 def test_an_ambiguous_change_resets_the_corrupted_input_and_says_so():
-    corrupted, note = follow_clean(CLEAN, CORRUPT, [1, 2, 3, 4, 5, 6, 7], True)  # a retyped, longer text
-    assert corrupted == [1, 2, 3, 4, 5, 6, 7]
-    assert note == ("Corrupted input reset to the clean text: the clean text changed from 5 to 7 tokens, so the edit "
+    corrupted, note = follow_clean(CLEAN, CORRUPT, [1, 2, 7, 7, 4, 5], True)  # the edited token itself retyped
+    assert corrupted == [1, 2, 7, 7, 4, 5]
+    assert note == ("Corrupted input reset to the clean text: the clean text changed from 5 to 6 tokens, so the edit "
                     "at position 2 has no clear place in it.")
+    repeated = [3, 3, 3]  # one more 3: it went in before, between or after the edited one; no telling which
+    assert follow_clean(repeated, [3, 9, 3], [3, 3, 3, 3], True)[0] == [3, 3, 3, 3]
     corrupted, note = follow_clean(CLEAN, CORRUPT, CLEAN, False)  # the same ids in another vocabulary
     assert corrupted == CLEAN and note.startswith("Corrupted input reset to the clean text: the new model reads "
                                                   "another vocabulary")
@@ -256,10 +263,12 @@ def test_the_panel_announces_a_reset_of_the_corrupted_input_and_clears_it_at_the
     causal.clean_strip.insert_requested.emit(0, tokenizer.id_of("A"))  # one known insertion: the edit moves with it
     assert tokenizer.decode(causal.controls.corrupt_ids) == "AROXEO: to be or not"
     assert causal.controls.note_label.text() == ""
-    state.set_text("JULIET: to be or not to be")  # retyped, longer: no telling where the edit belongs
+    state.set_text("AROMEO: to be or not to be")  # typed on at the end: the edit keeps its place
+    assert tokenizer.decode(causal.controls.corrupt_ids) == "AROXEO: to be or not to be"
+    state.set_text("AJULIET: to be or not to be")  # the edited word retyped: no telling where the edit belongs
     assert causal.controls.corrupt_ids == state.tokens
     assert causal.controls.note_label.text() == ("Corrupted input reset to the clean text: the clean text changed from "
-                                                 "20 to 26 tokens, so the edit at position 3 has no clear place in it.")
+                                                 "26 to 27 tokens, so the edit at position 3 has no clear place in it.")
     assert causal.corrupt_strip.marked == -1
     causal.corrupt_at(1, tokenizer.id_of("a"))
     assert causal.controls.note_label.text() == "" and causal.corrupt_strip.marked == 1

@@ -86,9 +86,10 @@ def follow_clean(old_clean: Sequence[int], old_corrupt: Sequence[int], clean: Se
     """The corrupted input for a new clean one, and a one-line note when edits of the old one were dropped.
 
     The edits follow only where their place is unambiguous: the same vocabulary, and a clean input of the
-    same length (positions line up) or changed by one known insertion or deletion (`edit`, a TokenEdit of
-    the old clean input), which shifts the edits after it. Otherwise the corrupted input restarts as a copy
-    of the clean one, and the note says which edits went.
+    same length (positions line up), changed by one known insertion or deletion (`edit`, a TokenEdit of the
+    old clean input: the edits after it shift), or retyped so that each edit lies wholly before or wholly
+    after what changed. Otherwise the corrupted input restarts as a copy of the clean one, and the note says
+    which edits went.
     """
     old_clean, old_corrupt, clean = list(old_clean), list(old_corrupt), [int(i) for i in clean]
     if old_corrupt == old_clean:
@@ -117,9 +118,18 @@ def follow_clean(old_clean: Sequence[int], old_corrupt: Sequence[int], clean: Se
             else:
                 moved[position - 1] = token
     else:
-        verb = "have" if len(edits) > 1 else "has"
-        return clean, (f"Corrupted input reset to the clean text: the clean text changed from {len(old_clean)} to "
-                       f"{len(clean)} tokens, so {_at(sorted(edits))} {verb} no clear place in it.")
+        # A retyped text: the tokens before the first change keep their positions, those after the last one shift
+        # by the change in length. An edit in both (a run of one repeated token) or in neither has no clear place.
+        prefix = next((n for n, (a, b) in enumerate(zip(old_clean, clean)) if a != b), min(len(old_clean), len(clean)))
+        suffix = next((n for n, (a, b) in enumerate(zip(reversed(old_clean), reversed(clean))) if a != b),
+                      min(len(old_clean), len(clean)))
+        shift = len(clean) - len(old_clean)
+        unplaced = [t for t in edits if (t < prefix) == (t >= len(old_clean) - suffix)]
+        if unplaced:
+            verb = "have" if len(unplaced) > 1 else "has"
+            return clean, (f"Corrupted input reset to the clean text: the clean text changed from {len(old_clean)} to "
+                           f"{len(clean)} tokens, so {_at(sorted(unplaced))} {verb} no clear place in it.")
+        moved = {(t if t < prefix else t + shift): token for t, token in edits.items()}
     corrupted = list(clean)
     for position, token in moved.items():
         corrupted[position] = token
