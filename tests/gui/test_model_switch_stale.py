@@ -250,9 +250,10 @@ def test_an_ambiguous_change_resets_the_corrupted_input_and_says_so():
                     "at position 2 has no clear place in it.")
     repeated = [3, 3, 3]  # one more 3: it went in before, between or after the edited one; no telling which
     assert follow_clean(repeated, [3, 9, 3], [3, 3, 3, 3], True)[0] == [3, 3, 3, 3]
-    corrupted, note = follow_clean(CLEAN, CORRUPT, CLEAN, False)  # the same ids in another vocabulary
-    assert corrupted == CLEAN and note.startswith("Corrupted input reset to the clean text: the new model reads "
-                                                  "another vocabulary")
+    corrupted, note = follow_clean(CLEAN, CORRUPT, [1, 2, 3, 4, 6], False)  # the text read in another vocabulary
+    assert corrupted == [1, 2, 3, 4, 6] and note.startswith("Corrupted input reset to the clean text: the new model "
+                                                            "reads another vocabulary")
+    assert follow_clean(CLEAN, CORRUPT, CLEAN, False) == (CORRUPT, "")  # ids unchanged: nothing to place anew
 
 
 def test_the_panel_announces_a_reset_of_the_corrupted_input_and_clears_it_at_the_next_edit(qtbot, lab, models):

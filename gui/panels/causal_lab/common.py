@@ -94,6 +94,9 @@ def follow_clean(old_clean: Sequence[int], old_corrupt: Sequence[int], clean: Se
     old_clean, old_corrupt, clean = list(old_clean), list(old_corrupt), [int(i) for i in clean]
     if old_corrupt == old_clean:
         return clean, ""  # no edits: the copy stays a copy
+    if clean == old_clean:
+        # The same ids (a model with its own copy of the vocabulary; a session's tokens read by its model at last).
+        return old_corrupt, ""
     if len(old_corrupt) != len(old_clean):
         return clean, ("Corrupted input reset to the clean text: it had a different number of tokens from the clean "
                        "one, so its edits have no place in the new clean text.")

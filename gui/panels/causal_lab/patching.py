@@ -172,6 +172,7 @@ class PatchingView(View):
         rows, columns = self._labels(inputs, len(partial.values))
         self.patch_map.plot.setLabel("bottom", "head" if inputs.site == "head" else "position")
         self.patch_map.nan_text = "not computed yet"
+        set_title(self.patch_map.plot, "Metric with one activation patched (raw values until every layer is done)")
         self.patch_map.set_data(self.partial_values, rows, columns)  # raw until both metrics are known
         self.summary_label.setText(f"Raw values: {done} of {partial.n_layers} layers computed...")
         self.checks_label.setText("")
