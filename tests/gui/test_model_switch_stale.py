@@ -303,3 +303,33 @@ def test_a_token_strip_drops_its_mark_when_its_tokens_change(qtbot):
     assert strip.marked == 1
     strip.set_tokens([4, 5])
     assert strip.marked == -1
+
+
+def test_a_sessions_corrupted_input_survives_the_arrival_of_its_model(qtbot, settings, tmp_path):
+    """A session's ids belong to its model, which is built after the session is read: the corrupted input it holds
+    is not reset when that model (another vocabulary than the one loaded) arrives."""
+    from gui.main_window import MainWindow
+    from tests.gui.file_opening import open_session
+
+    win = MainWindow(settings=settings, panel_classes=[CausalLabPanel])
+    qtbot.addWidget(win)
+    win.resize(1200, 800)
+    win.show()
+    with qtbot.waitSignal(win.model_loaded, timeout=60_000):
+        win.start_loading()
+    panel = win.panels[0]
+    with qtbot.waitSignal(win.model_loaded, timeout=30_000):
+        win.state.set_config(get_preset("tiny-induction"))
+    win.state.set_text("abcdefgh abcdefgh")
+    panel.corrupt_at(3, win.state.tokenizer.id_of("z"))
+    corrupt = list(panel.controls.corrupt_ids)
+    path = tmp_path / "lab.json"
+    assert win.save_session(path)
+    with qtbot.waitSignal(win.model_loaded, timeout=30_000):
+        win.state.set_config(get_preset("tiny-gpt"))  # another vocabulary
+    with qtbot.waitSignal(win.model_loaded, timeout=30_000):
+        assert open_session(qtbot, win, path) == ""
+    assert win.state.model.config.name == "tiny-induction"
+    assert win.state.text == "abcdefgh abcdefgh"  # not the session's ids decoded by the previous model's tokenizer
+    assert panel.controls.corrupt_ids == corrupt and panel.controls.note_label.text() == ""
+    win.close()

@@ -170,6 +170,7 @@ class CausalControls(QObject):
         # What a new clean text or model reset among these inputs, in one line; cleared at the next change.
         self.note_label = note_label("causal-note")
         self._resetting = False
+        self._restored: tuple[list[int], list[int]] | None = None  # (clean, corrupt) waiting for that clean input
         self.answer_edit.textChanged.connect(self._field_edited)
         self.foil_edit.textChanged.connect(self._field_edited)
         strip = self.corrupt_strip
@@ -205,6 +206,19 @@ class CausalControls(QObject):
             self.say(" ".join(filter(None, (self.note_label.text(), sentence[0].upper() + sentence[1:] + "."))))
 
     # ---- the corrupted input -------------------------------------------------------------------
+    @property
+    def clean_ids(self) -> list[int]:
+        return list(self._clean)
+
+    def restore_corrupt(self, corrupt: list[int], clean: list[int]) -> None:
+        """A saved corrupted input with the clean ids it was made on: set now if those are the clean ids, else kept
+        until they are (a session's model, built after the session is read, reads its text into them)."""
+        self._restored = None
+        if clean == self._clean:
+            self._set_corrupt(corrupt)
+        else:
+            self._restored = (clean, corrupt)
+
     def set_clean(self, tokenizer, clean: Sequence[int], edit=None) -> None:
         """A new clean input (or a tokenizer): the corrupted one follows it where that is unambiguous (see
         follow_clean), else restarts as a copy of it, and the note says which edits went."""
@@ -215,6 +229,9 @@ class CausalControls(QObject):
         self._clean, self._tokenizer = clean, tokenizer
         vocabulary = same_reading(old_tokenizer, tokenizer, [*old_clean, *old_corrupt])
         corrupted, note = follow_clean(old_clean, old_corrupt, clean, vocabulary, edit)
+        restored, self._restored = self._restored, None
+        if restored is not None and restored[0] == clean:
+            corrupted, note = restored[1], ""
         self.corrupt_strip.set_tokenizer(tokenizer)
         if clean != old_clean or corrupted != old_corrupt:
             self.say(note)
@@ -222,6 +239,7 @@ class CausalControls(QObject):
 
     def reset_corrupt(self) -> None:
         self.say("")
+        self._restored = None  # the student's edit wins over a saved one still waiting
         self._set_corrupt(list(self._clean))
 
     def _set_corrupt(self, ids: list[int]) -> None:
@@ -239,18 +257,21 @@ class CausalControls(QObject):
 
     def _replace(self, position: int, token: int) -> None:
         self.say("")
+        self._restored = None  # the student's edit wins over a saved one still waiting
         ids = list(self.corrupt_ids)
         ids[position] = token
         self._set_corrupt(ids)
 
     def _insert(self, position: int, token: int) -> None:
         self.say("")
+        self._restored = None  # the student's edit wins over a saved one still waiting
         ids = list(self.corrupt_ids)
         ids.insert(max(0, position), token)
         self._set_corrupt(ids)
 
     def _delete(self, position: int) -> None:
         self.say("")
+        self._restored = None  # the student's edit wins over a saved one still waiting
         ids = list(self.corrupt_ids)
         if 0 <= position < len(ids):
             del ids[position]
@@ -266,6 +287,7 @@ class CausalControls(QObject):
             return
         self.corrupt_strip.clear_message()
         self.say("")
+        self._restored = None
         self._set_corrupt(ids)
 
     # ---- the tokens measured -------------------------------------------------------------------

@@ -133,6 +133,7 @@ class CausalLabPanel(Panel):
             "answer": self.answer_edit.text(),
             "foil": self.foil_edit.text(),
             "corrupt": list(self.controls.corrupt_ids),
+            "clean": list(self.controls.clean_ids),
             "site": self.patching_view.site,
             "metric_position": self.patching_view.position_spin.value(),
             "heads": self.ablation_view.heads_edit.text(),
@@ -152,7 +153,12 @@ class CausalLabPanel(Panel):
         corrupt = data.get("corrupt")
         if (isinstance(corrupt, list) and len(corrupt) <= 100_000
                 and all(isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in corrupt)):
-            self.controls._set_corrupt([int(t) for t in corrupt])
+            clean = data.get("clean")
+            if (isinstance(clean, list) and len(clean) <= 100_000
+                    and all(isinstance(t, int) and not isinstance(t, bool) for t in clean)):
+                self.controls.restore_corrupt([int(t) for t in corrupt], [int(t) for t in clean])
+            else:
+                self.controls._set_corrupt([int(t) for t in corrupt])
         for key, combo in (("site", self.patching_view.site_combo), ("ablation", self.ablation_view.mode_combo)):
             index = combo.findData(data.get(key))
             if index >= 0:
