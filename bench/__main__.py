@@ -26,6 +26,9 @@ model on the same worker. Every GUI figure is measured in the MainWindow with ev
     edit-to-result / transformers   <= 1.0x       the full-window edit above against `transformers`' forward of
                                                   the two sequences with hidden states (bench/gemm_peak.py);
                                                   TransformerLens run_with_cache beside it when installed
+    induction recipes, full runs    within 0.15   bench/recipe_training.py: `main.py train --preset tiny-induction-attn`
+                                                  and tiny-induction as they are, the best layer-1 induction score
+                                                  against the documented one (--only recipes; about 2.5 min)
 
 --quick uses fewer runs and fewer edits / moves; it is for checking that the command works, not for
 figures to quote. The exit code is 0 when every figure meets its target, 1 otherwise.
@@ -469,7 +472,26 @@ def rss_probe(timeout_s: float = 600.0) -> int:
     return 0
 
 
-GROUPS = ("startup", "tokens", "edit", "real", "peak", "paused", "stall", "drag", "rss", "patch")
+def measure_recipes(runs: int) -> list[Figure]:
+    """The induction presets' full recipes: each run's headline against the documented figure."""
+    figures = {preset: Figure(f"{preset} recipe: best layer-1 induction score", "", beside="bench/recipe_training.py")
+               for preset in ("tiny-induction-attn", "tiny-induction")}
+    try:
+        for index in range(runs):
+            _log(f"  recipe run {index + 1}/{runs}")
+            out = _run([str(BENCH / "recipe_training.py"), "--no-defaults"], timeout=1800)
+            for preset, figure in figures.items():
+                figure.values.append(_find(rf"{preset} recipe .*?induction score ([\d.]+)", out))
+                target = _find(rf"{preset} recipe .*?documented ([\d.]+)", out)
+                figure.target = f"{target:.3f} +- 0.15"
+                figure.meets = lambda value, target=target: abs(value - target) <= 0.15
+    except Exception as error:
+        for figure in figures.values():
+            figure.error = str(error)[:120]
+    return list(figures.values())
+
+
+GROUPS = ("startup", "tokens", "edit", "real", "peak", "paused", "stall", "drag", "rss", "patch", "recipes")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -516,6 +538,8 @@ def main(argv: list[str] | None = None) -> int:
         figures += measure_rss(heavy_runs)
     if "patch" in chosen:
         figures += measure_patching_map(heavy_runs)
+    if "recipes" in chosen:
+        figures += measure_recipes(1 if args.quick else heavy_runs)
     elapsed = time.monotonic() - started
     if args.json:
         load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None

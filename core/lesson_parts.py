@@ -195,7 +195,7 @@ PANEL_PARTS: dict[str, PanelParts] = {
                "attribution_position": "attribution_view.position_spin", "ablation_top": "ablation_view.top_label",
                "attribution_key": "attribution_view.key_label", "ablation_plot": "ablation_view.loss_plot",
                "induction_loss_plot": "induction_view.loss_plot",
-               "ablation_heads": "ablation_view.heads_edit", "ablation_ffns": "ablation_view.ffns_edit",
+               "ablation_heads": "ablation_view.heads_picker", "ablation_ffns": "ablation_view.ffns_picker",
                "ablation_mode": "ablation_view.mode_combo", "previous_map": "induction_view.previous_map",
                "pattern_map": "induction_view.pattern_map", "induction_period": "induction_view.period_spin",
                "induction_seed": "induction_view.seed_spin"},

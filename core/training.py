@@ -37,40 +37,12 @@ from core.hooks import capture
 from core.objectives.batch import Batch, scored_loss
 from core.objectives.load_balance import expert_load, load_balancing_loss
 from core.objectives.run import CHECK_PAIRS, CHECK_WINDOWS, FinalScore, ObjectiveError, ObjectiveRun
+# The recipes live in core.recipes; their tables are named here too, for the callers that train.
+from core.recipes import BPE_VOCAB, BUNDLED_CORPORA, BUNDLED_RECIPES, DEFAULT_RECIPE, MIN_LR_RATIO, WARMUP_STEPS
 from core.tokenizers import CharTokenizer, Tokenizer, train_byte_level_bpe
 
 VALIDATION_FRACTION = 0.1  # the last tenth of the corpus is held out
 CHECK_PREDICTIONS = 16384  # the validation split's first predictions, re-scored in a second by the tests
-
-# How the bundled models were trained (`main.py train --preset NAME` uses these by default): about
-# 9.8M characters each (about ten passes over the training split). bfloat16 autocast made a step about
-# 1.5x faster on the 2-core Xeon (AMX) they were trained on; the weights, the optimizer state and
-# every evaluation stay float32. Other presets get DEFAULT_RECIPE.
-BUNDLED_RECIPES: dict[str, dict[str, float | int | bool]] = {
-    "tiny-gpt": {"steps": 2400, "batch_size": 16, "seq_len": 256, "lr": 3e-3, "seed": 1337, "bf16_autocast": True},
-    "tiny-llama": {"steps": 2400, "batch_size": 16, "seq_len": 256, "lr": 3e-3, "seed": 1337, "bf16_autocast": True},
-    # 1,000 steps of 16 x 256 BPE tokens cover about 10M characters (2.4 characters a token), the
-    # characters the character models see in their 2,400 steps.
-    "tiny-gpt-bpe": {"steps": 1000, "batch_size": 16, "seq_len": 256, "lr": 3e-3, "seed": 1337, "bf16_autocast": True,
-                     "tokenizer": "bpe", "bpe_vocab": 1536},
-    # On core.repeated_corpus's text: its induction heads form within these steps (about 90 s on one thread).
-    "tiny-induction": {"steps": 4000, "batch_size": 32, "seq_len": 64, "lr": 3e-3, "seed": 0, "warmup_steps": 50},
-    # A masked LM on the Shakespeare (core.objectives.masked_lm): only 15% of positions are scored, so it sees
-    # more windows than a next-token model of its size needs.
-    "tiny-encoder": {"steps": 3000, "batch_size": 32, "seq_len": 128, "lr": 3e-3, "seed": 0},
-    # On core.date_corpus's pairs; the pairs set their own lengths (seq_len only sizes the throughput figure).
-    "tiny-encoder-decoder": {"steps": 2000, "batch_size": 64, "seq_len": 24, "lr": 3e-3, "seed": 0},
-    # Top-2 of 4 experts, and the dense model of the same active size trained alike (its yardstick).
-    "tiny-moe": {"steps": 3000, "batch_size": 32, "seq_len": 128, "lr": 3e-3, "seed": 0},
-    "tiny-moe-dense": {"steps": 3000, "batch_size": 32, "seq_len": 128, "lr": 3e-3, "seed": 0},
-    # Without FFNs, 3e-3 settles in a positional look-back instead (no induction head after 8,000 steps); at 1e-3
-    # the heads form between steps 700 and 900 (about 50 s on one thread).
-    "tiny-induction-attn": {"steps": 3000, "batch_size": 32, "seq_len": 64, "lr": 1e-3, "seed": 0, "warmup_steps": 50},
-}
-# The corpus a bundled recipe trains on when none is given: the bundled Shakespeare unless named here.
-BUNDLED_CORPORA: dict[str, str] = {"tiny-induction": "repeated-letters", "tiny-induction-attn": "repeated-letters",
-                                   "tiny-encoder-decoder": "dates"}
-DEFAULT_RECIPE: dict[str, float | int | bool] = {"steps": 1000, "batch_size": 16, "seq_len": 128, "lr": 1e-3, "seed": 0}
 
 # What each objective's check_loss re-scores: the held-out split's first predictions, windows or pairs.
 CHECK_SIZES = {"next-token": ("predictions", CHECK_PREDICTIONS), "masked-lm": ("windows", CHECK_WINDOWS),
@@ -105,8 +77,8 @@ class TrainSettings:
     seq_len: int = 256
     lr: float = 3e-3  # peak learning rate, reached at the end of the warm-up
     seed: int = 0
-    warmup_steps: int = 100
-    min_lr_ratio: float = 0.1  # the cosine decays to this fraction of the peak
+    warmup_steps: int = WARMUP_STEPS
+    min_lr_ratio: float = MIN_LR_RATIO  # the cosine decays to this fraction of the peak
     weight_decay: float = 0.1  # on matrices and embeddings only; norms and biases are not decayed
     betas: tuple[float, float] = (0.9, 0.99)
     grad_clip: float = 1.0  # maximum global gradient norm
@@ -114,7 +86,7 @@ class TrainSettings:
     eval_windows: int = 16  # windows of the validation split used for the estimates during the run
     bf16_autocast: bool = False  # forward matmuls in bfloat16 (weights, optimizer and evaluation stay float32)
     tokenizer: str = "char"  # "char": one token per character; "bpe": a byte-level BPE learned from the training split
-    bpe_vocab: int = 1536  # tokens of the BPE (256 bytes + merges); unused for "char"
+    bpe_vocab: int = BPE_VOCAB  # tokens of the BPE (256 bytes + merges); unused for "char"
     mask_mode: str = "causal"  # the self-attention mask of the training forward (TRAIN_MASK_MODES)
     grad_norm_every: int = 0  # steps between per-block gradient-norm records (0: none)
     balance_coef: float = 0.01  # mixture of experts: weight of the router's load-balancing loss (Switch's 0.01)

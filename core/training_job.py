@@ -50,6 +50,11 @@ class TrainRequest:
     mask_mode: str = "causal"  # the training forward's mask (core.choices.TRAIN_MASK_MODES)
     start_from: Any = None  # (model, tokenizer) to fine-tune; None: fresh weights from `seed`
     track_induction: bool = False  # probe the induction score during the run (core.experiments.induction.letter_probe)
+    # The rest of a recipe (core.recipes) that the panel's fields do not show; None: a tenth of the run, at most 100
+    warmup_steps: int | None = None
+    tokenizer: str = "char"  # "bpe": a byte-level BPE of bpe_vocab tokens learned from the training split
+    bpe_vocab: int = 1536
+    bf16_autocast: bool = False
 
 
 @dataclass(frozen=True)
@@ -186,7 +191,8 @@ def run_training(request: TrainRequest, control: TrainingControl, token: JobToke
         request.config, request.corpus.text, steps=request.steps, batch_size=request.batch_size,
         seq_len=request.seq_len, lr=request.lr, seed=request.seed, device=device, on_progress=on_progress,
         should_stop=should_stop, sample_every=max(1, request.steps // SAMPLE_EVERY_RUNS), on_sample=on_sample,
-        warmup_steps=min(100, max(1, request.steps // 10)), eval_every=max(1, request.steps // 20),
+        warmup_steps=warmup_steps(request), eval_every=max(1, request.steps // 20),
+        tokenizer=request.tokenizer, bpe_vocab=request.bpe_vocab, bf16_autocast=request.bf16_autocast,
         mask_mode=request.mask_mode, start_from=request.start_from, on_expert_load=batcher.add_expert_load,
         probe=on_probe if probe is not None else None,
         probe_every=probe.every(request.steps) if probe is not None else 0,
@@ -206,6 +212,11 @@ def run_training(request: TrainRequest, control: TrainingControl, token: JobToke
     return TrainOutcome(loaded, metadata, tuple(result.loss_history), tuple(result.val_history),
                         float(result.final_val_loss), result.steps_done, result.stopped, float(result.tokens_per_s),
                         history, probe, batcher.probe_note)
+
+
+def warmup_steps(request: TrainRequest) -> int:
+    """The request's warm-up: the recipe's when it names one, else a tenth of the run, at most 100 steps."""
+    return request.warmup_steps if request.warmup_steps is not None else min(100, max(1, request.steps // 10))
 
 
 def induction_probe(request: TrainRequest):
@@ -244,4 +255,5 @@ __all__ = [
     "format_duration",
     "induction_probe",
     "run_training",
+    "warmup_steps",
 ]

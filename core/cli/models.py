@@ -35,10 +35,8 @@ from core.model_saving import save_model
 from core.presets import get_preset
 from core.date_corpus import date_pairs
 from core.repeated_corpus import repeated_letters
+from core.recipes import BUNDLED_CORPORA, BUNDLED_RECIPES, DEFAULT_RECIPE
 from core.training import (
-    BUNDLED_CORPORA,
-    BUNDLED_RECIPES,
-    DEFAULT_RECIPE,
     TRAIN_MASK_MODES,
     TrainingError,
     TrainSettings,
@@ -68,10 +66,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Train a preset as a character-level model: a decoder predicts the next character, an encoder "
         "fills blanks (masked LM), an encoder-decoder rewrites sources as targets (one source<TAB>target pair a "
         "line), a mixture of experts adds the router's load-balancing loss (AdamW, warm-up then cosine learning rate, "
-        "gradient clipping; validation = the last 10% of the corpus). Without the optional settings, "
-        f"{' and '.join(BUNDLED_RECIPES)} use the recipe of the bundled models, so the run reproduces them "
-        "(weight for weight on the same CPU type and torch version). Ctrl-C stops after the current step "
-        "and still saves the model.",
+        "gradient clipping; validation = the last 10% of the corpus). A preset with a recipe "
+        f"({', '.join(BUNDLED_RECIPES)}) trains by it unless a flag says otherwise: the steps, batch, window, "
+        "learning rate and warm-up, seed, tokenizer, precision, corpus and one thread that trained its bundled model "
+        "(core/recipes.py; docs/models.md lists them), so the run reproduces it weight for weight on the same CPU "
+        "type and torch version; each flag replaces that one setting. Other presets: "
+        + ", ".join(f"{key} {value}" for key, value in DEFAULT_RECIPE.items())
+        + ". Ctrl-C stops after the current step and still saves the model.",
     )
     trainer.add_argument("--preset", metavar="NAME", required=True, help="the model shape (see `presets`)")
     trainer.add_argument("--out", metavar="DIR", required=True, help="the checkpoint folder to write")

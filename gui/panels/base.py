@@ -17,9 +17,18 @@ A **view** shows one result (a sub-tab, or a whole small panel). It declares thr
         reads = frozenset({"model", "tokens"})   # LabState fields inputs() reads
         compute_fn = staticmethod(compute_attention)
 
+        def __init__(self, state, compute, channel_prefix=""):
+            super().__init__(state, compute, channel_prefix)
+            row = FlowLayout()
+            labelled(row, "layer", self.layer_spin)  # a spin bounded by the model: it cannot be wrong
+            self.add_controls(row)               # the inputs: above the result, never hidden
+            QVBoxLayout(self.content).addWidget(self.heatmap)   # the result
+
         def inputs(self):                        # GUI thread, cheap: a frozen dataclass, a Refusal or None
             if self.state.model is None:
                 return None                      # "waiting for the model"
+            if len(self.state.tokens) > self.state.model.config.context_length:
+                return Refusal("Text: 40 tokens exceed the context length of 32; delete at least 8 tokens.")
             return AttentionInputs(self.state.model, tuple(self.state.tokens), self.layer_spin.value())
 
         def show_result(self, result):           # GUI thread: only ever called with a result of the
@@ -31,9 +40,19 @@ compares inputs(): if they differ from what is shown, the view is marked stale a
 and `stale_labels` are cleared; after a short grace the content is dimmed under an "updating" badge,
 so a fast result does not flicker), and an update is scheduled. Only a view that is on screen computes;
 a hidden one stays stale and catches up when it is shown. A result is shown only if its inputs are
-still the current ones; a `Refusal` (a text over the context length, a model the view cannot use)
-replaces the content with its message, so no old number stays beside it. Requests go to the one
-compute worker on the view's own channel, where a newer request supersedes an older one.
+still the current ones. Requests go to the one compute worker on the view's own channel, where a
+newer request supersedes an older one.
+
+A view has two parts. Its inputs (spins, combos, pickers, buttons that change what is computed) go in
+`controls_area` through `add_controls()`; its result goes in `content`. A `Refusal` (a text over the
+context length, a model the view cannot use, a value its controls allow but the model does not) is
+shown where the result would be, as one sentence in the warning colour that names the field and the
+fix ("Source: character 'ä' ... is not in the model's vocabulary; remove it"); `content` is hidden under it and its
+readouts and `stale_labels` are cleared, so no old number stays beside it. The controls stay visible
+and enabled, so the input is corrected where it was made, and the result comes back on the next
+valid inputs without leaving the view. A refusal with an `offer` shows a button that loads the model
+it names. An input that can only be wrong one way is not typed: a picker or spin bounded by the
+model (rebuilt when the model changes) leaves nothing to refuse.
 
 A **panel** is a tab of the main window: shared controls and one or more views (usually a QTabWidget
 of them). Panels that have not been split into views yet implement `refresh()` and `submit()` as
@@ -59,7 +78,8 @@ from typing import Any, ClassVar
 
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, Qt, QTimer, Signal
-from PySide6.QtWidgets import QGraphicsOpacityEffect, QLabel, QPushButton, QStackedLayout, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (QGraphicsOpacityEffect, QLabel, QLayout, QPushButton, QStackedLayout, QVBoxLayout,
+                               QWidget)
 from shiboken6 import isValid
 
 from gui import theme
@@ -182,14 +202,27 @@ class View(QWidget):
         self.stale_labels: list[QLabel] = []  # verdicts and captions: cleared the same way
         self.computations = 0  # requests this view submitted (tests: hidden views do no work)
         self._pending_update = False
-        self._stack = QStackedLayout(self)
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        outer.setSpacing(0)
+        # The inputs: above the result, never hidden by a refusal, so what is refused can be corrected here.
+        self.controls_area = QWidget()
+        self.controls_area.setObjectName("view-controls")
+        self.controls_layout = QVBoxLayout(self.controls_area)
+        self.controls_layout.setContentsMargins(0, 4, 0, 4)
+        self.controls_area.hide()  # until add_controls: a view without inputs of its own gives its result the room
+        outer.addWidget(self.controls_area)
+        self.result_area = QWidget()
+        self.result_area.setObjectName("view-result")
+        outer.addWidget(self.result_area, 1)
+        self._stack = QStackedLayout(self.result_area)
         self._stack.setContentsMargins(0, 0, 0, 0)
         self.content = QWidget()
         self.message = QLabel(WAITING_FOR_TORCH)
         self.message.setObjectName("view-message")
         self.message.setTextFormat(Qt.TextFormat.PlainText)
-        self.message.setWordWrap(True)
-        self.message.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.message.setWordWrap(True)  # one sentence, wrapped only where the window is narrower than it
+        self.refusal: Refusal | None = None  # the refusal on screen, if one is
         self.offer_button = QPushButton("")  # "Load tiny-encoder": under a Refusal that offers a model
         self.offer_button.setObjectName("view-offer")
         self.offer_button.hide()
@@ -197,14 +230,14 @@ class View(QWidget):
         self._offer = ""
         self.message_page = QWidget()
         page = QVBoxLayout(self.message_page)
-        page.addStretch(1)
+        page.setContentsMargins(0, 8, 0, 0)
         page.addWidget(self.message)
-        page.addWidget(self.offer_button, 0, Qt.AlignmentFlag.AlignHCenter)
+        page.addWidget(self.offer_button, 0, Qt.AlignmentFlag.AlignLeft)
         page.addStretch(1)
         self._stack.addWidget(self.content)
         self._stack.addWidget(self.message_page)
         self._stack.setCurrentWidget(self.message_page)
-        self._stale = StaleMark(self.content, self)
+        self._stale = StaleMark(self.content, self.result_area)
         # A queued call, not a 0 ms timer: Qt delivers posted calls before the low-priority repaint
         # of the edit that caused them (and before timers), so the worker starts while the GUI
         # paints; changes made in one burst still coalesce into one update.
@@ -216,6 +249,14 @@ class View(QWidget):
         state.font_scale_changed.connect(self.apply_theme)
 
     # ---- for subclasses ------------------------------------------------------------------------
+    def add_controls(self, item: QWidget | QLayout) -> None:
+        """Put a row of the view's inputs above its result: it stays visible and enabled through a refusal."""
+        if isinstance(item, QLayout):
+            self.controls_layout.addLayout(item)
+        else:
+            self.controls_layout.addWidget(item)
+        self.controls_area.show()
+
     def inputs(self) -> Any:
         """The frozen inputs of the current state and controls; a Refusal; or None (nothing to show yet)."""
         return None
@@ -234,6 +275,8 @@ class View(QWidget):
 
     def apply_theme(self) -> None:
         _restyle_plots(self)
+        palette = theme.current()
+        self.message.setStyleSheet(f"color: {palette.warning if self.refusal or self.last_error else palette.muted};")
         # Redrawn in the new colours only while current: a stale view keeps its numbers cleared.
         if self.result is not None and self.shown_inputs is not None and not self.is_stale:
             self.show_result(self.result)
@@ -253,6 +296,11 @@ class View(QWidget):
     @property
     def showing_message(self) -> bool:
         return self._stack.currentWidget() is self.message_page
+
+    @property
+    def refused(self) -> bool:
+        """Showing a Refusal of the current inputs (where the result would be, under the controls)."""
+        return self.showing_message and self.refusal is not None
 
     @property
     def offering_model(self) -> bool:
@@ -278,6 +326,8 @@ class View(QWidget):
             return
         if isinstance(inputs, Refusal):
             self._show_message(inputs.message, inputs.offer)
+            self.refusal = inputs
+            self.message.setStyleSheet(f"color: {theme.current().warning};")
             if not inputs.offer:
                 self.error_shown.emit(inputs.message)
             return
@@ -296,6 +346,7 @@ class View(QWidget):
             # Nothing shown yet, or a refusal the new inputs no longer deserve: say what happens next.
             self.message.setText(COMPUTING)
             self.message.setStyleSheet(f"color: {theme.current().muted};")
+            self.refusal = None
             self._offer = ""
             self.offer_button.hide()
         if not self.is_on_screen():
@@ -373,9 +424,14 @@ class View(QWidget):
                 child.getPlotItem().titleLabel.setOpacity(STALE_TITLE_OPACITY if stale else 1.0)
 
     def _show_message(self, text: str, offer: str = "") -> None:
+        if self.shown_inputs is not None or self._stale.stale:
+            # The result goes with its inputs: no number of it stays beside the message, in the controls or below.
+            self._mark_stale()
         self.shown_inputs = self.result = None
         self.requested_inputs = None
+        self.refusal = None
         self._stale.set(False)
+        self._set_children_stale(False)
         self._release_label_heights()
         self.message.setText(text)
         self.message.setStyleSheet(f"color: {theme.current().muted};")
@@ -397,6 +453,7 @@ class View(QWidget):
         if inputs != self._current_inputs():
             return  # the inputs moved on while it computed: the newer request (or a later show) follows
         self.last_error = ""
+        self.refusal = None
         self.shown_inputs, self.result = inputs, result
         self._stack.setCurrentWidget(self.content)
         self._stale.set(False)

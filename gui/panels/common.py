@@ -48,8 +48,8 @@ def sequence_refusal(model, tokens: list[int]) -> str:
     if not tokens:
         return "Type some text above: there are no tokens to edit."
     if len(tokens) > config.context_length:
-        return (f"{len(tokens)} tokens exceed {config.name}'s context length of {config.context_length}; "
-                "delete some tokens or shorten the text.")
+        return (f"Text: {len(tokens)} tokens exceed {config.name}'s context length of {config.context_length}; "
+                f"delete at least {len(tokens) - config.context_length} tokens or shorten the text.")
     if max(tokens) >= config.vocab_size:
         return f"Token id {max(tokens)} is outside {config.name}'s vocabulary of {config.vocab_size}."
     return ""

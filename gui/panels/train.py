@@ -55,6 +55,7 @@ from gui.panels.train_compare import ComparePage
 from gui.panels.train_config_guard import RunConfigGuard
 from gui.panels.train_curves import RunPlots
 from gui.panels.train_generate import GeneratePage, spin
+from gui.panels.train_recipe import RecipeRow
 from gui.widgets.flow_layout import FlowLayout, control_group
 from gui.widgets.page_tabs import PageTabs
 from gui.widgets.turning_splitter import TurningSplitter
@@ -130,6 +131,10 @@ class TrainPanel(Panel):
         # Two short rows rather than one long one: at the projector's text size one row outgrows the window.
         # A row of its own, so the wide file button does not set the width of a settings column.
         # Flows, not fixed columns: beside a lesson at projector text the settings wrap instead of scrolling.
+        self.recipe_row = RecipeRow(self.steps_spin, self.batch_spin, self.seq_spin, self.lr_spin, self.seed_spin,
+                                    self.corpus_combo, self.start_combo, self.mask_combo, lambda: self.training, self)
+        self.recipe_label, self.use_recipe_button = self.recipe_row.label, self.recipe_row.use_button
+        grid.addWidget(self.recipe_row.row, 2, 0, 1, 7)  # under the fields it describes, above the buttons
         corpus_row = FlowLayout()
         corpus_row.addWidget(control_group(QLabel("Corpus"), self.corpus_combo))
         corpus_row.addWidget(self.corpus_button)
@@ -157,7 +162,7 @@ class TrainPanel(Panel):
         for button in (self.train_button, self.pause_button, self.stop_button, self.save_button):
             buttons.addWidget(button)
         buttons.addStretch(1)
-        grid.addLayout(buttons, 2, 0, 1, 7)
+        grid.addLayout(buttons, 3, 0, 1, 7)
         layout.addWidget(settings_box)
 
         self.status_label = QLabel("Choose the settings and press Train.")
@@ -227,6 +232,8 @@ class TrainPanel(Panel):
         self.plot_tabs.currentChanged.connect(self._follow_plot_tab)
         compute.busy_changed.connect(self._on_busy_changed)
         self._use_bundled_corpus()
+        self.recipe_row.follow(state.config)  # a preset with a recipe starts with it filled in
+        state.config_changed.connect(lambda: self.recipe_row.follow(self.state.config))  # shown or not
         self._update_buttons()
         self.apply_theme()
 
@@ -304,8 +311,8 @@ class TrainPanel(Panel):
         return self.run_plots.val_points
 
     def refresh(self) -> None:
-        """No computation: the limits and the corpus check follow the config (the run itself starts on Train)."""
-        self.seq_spin.setMaximum(max(2, self.state.config.context_length))
+        """No computation: the limits, the recipe and the corpus check follow the config (the run starts on Train)."""
+        self.recipe_row.follow(self.state.config)
         self._describe_corpus()
         self._update_buttons()
         self.result_shown.emit()
@@ -340,7 +347,8 @@ class TrainPanel(Panel):
             return False
         self.request = TrainRequest(config, self.corpus, self.steps_spin.value(), self.batch_spin.value(), seq_len,
                                     self.lr_spin.value(), self.seed_spin.value(), self.state.device, self.state.seed,
-                                    self.mask_combo.currentData(), start_from, self.track_check.isChecked())
+                                    self.mask_combo.currentData(), start_from, self.track_check.isChecked(),
+                                    **self.recipe_row.request_extras())
         self.guard.pending, self.guard.discard = None, False
         control = self.control = TrainingControl()
         request = self.request
@@ -538,6 +546,7 @@ class TrainPanel(Panel):
                     page.experiment_combo,
                     page.steps_spin, page.seed_spin):
             box.setEnabled(not training)
+        self.recipe_row.update_line()
 
     # ---- saving --------------------------------------------------------------------------------
     def save_dialog(self) -> None:

@@ -93,8 +93,14 @@ def test_ablation_and_induction_match_core(qtbot, lab, loaded):
     state, panel = lab
     view = _show_tab(qtbot, panel, "Ablation")
     assert "zero-ablating L0H0" in view.summary_label.text()
-    panel.ablation_view.heads_edit.setText("L9H0")
-    qtbot.waitUntil(lambda: view.showing_message and "There is no L9H0" in view.message.text(), timeout=5000)
+    # The picker holds the model's heads alone: a head it lacks cannot be chosen, and a session's L9H0 is not ticked.
+    picker = panel.ablation_view.heads_picker
+    assert picker.shape == (loaded.config.n_layers, loaded.config.n_heads) and picker.box(9, 0) is None
+    panel.restore_settings({"heads": "L9H0, L1H1"})
+    assert picker.selected() == ((1, 1),)
+    qtbot.waitUntil(lambda: not view.is_stale and "zero-ablating L1H1:" in view.summary_label.text(), timeout=5000)
+    picker.set_selected([])
+    qtbot.waitUntil(lambda: view.refused and "none is ticked" in view.message.text(), timeout=5000)
     view = _show_tab(qtbot, panel, "Induction")
     expected = induction(loaded.model, 20, 0)
     assert np.allclose(view.induction_map.matrix, expected.induction_score, atol=1e-6)
@@ -143,17 +149,18 @@ def test_an_attention_only_model_has_no_ffn_parts_site_or_field(qtbot, lab, load
 
     patching = _show_tab(qtbot, panel, "Patching")
     patching.site_combo.setCurrentIndex(patching.site_combo.findData("mlp_out"))
-    qtbot.waitUntil(lambda: patching.showing_message and "Attention-only attn-only has no FFN in its blocks, so "
-                    "there is no mlp_out to patch" in patching.message.text(), timeout=5000)
+    qtbot.waitUntil(lambda: patching.showing_message and "Patch site: attention-only attn-only has no FFN in its "
+                    "blocks, so there is no mlp_out to patch" in patching.message.text(), timeout=5000)
+    item = patching.site_combo.model().item(patching.site_combo.findData("mlp_out"))
+    assert not item.isEnabled() and "no mlp_out to patch" in item.toolTip()
 
     ablation = _show_tab(qtbot, panel, "Ablation")
-    edit = ablation.ffns_edit
-    assert not edit.isEnabled() and edit.placeholderText() == "none: attention-only"
-    edit.setText("0")  # as a lesson or a session could
-    qtbot.waitUntil(lambda: ablation.showing_message and "no FFN in its blocks to ablate" in ablation.message.text(),
-                    timeout=5000)
+    picker = ablation.ffns_picker
+    assert not picker.isEnabled() and picker.text() == "none: attention-only ▾" and picker.shape[0] == 0
+    panel.restore_settings({"ffns": "0"})  # as a lesson or a session could: there is no FFN to tick
+    assert picker.selected() == () and not ablation.showing_message
     state.set_model(loaded.model)
-    assert edit.isEnabled() and edit.placeholderText() == ""
+    assert picker.isEnabled() and picker.shape == (loaded.config.n_layers, 1) and picker.text() == "none ▾"
 
 
 def test_patching_cells_are_undefined_when_clean_and_corrupted_agree(qtbot, lab, loaded):

@@ -164,7 +164,9 @@ def test_cross_attention_steps_runs_to_end_and_resets(qtbot, lab):
         panel.reset_button.click()
     assert panel.cross_steps.rowCount() == 0
     panel.source_edit.setText("5 Mai!")
-    qtbot.waitUntil(lambda: view.showing_message and "cannot be read" in view.message.text(), timeout=5000)
+    qtbot.waitUntil(lambda: view.refused and view.message.text().startswith("Source: ") and "remove it" in
+                    view.message.text(), timeout=5000)
+    assert panel.source_edit.isVisible() and panel.source_edit.isEnabled()  # corrected where it was typed
 
 
 def test_router_shows_core_s_routing_and_the_active_share(qtbot, lab):

@@ -17,7 +17,6 @@ from core.presets import get_preset
 from core.tokenizers import CharTokenizer
 from gui.compute import ComputeController
 from gui.panels.causal_lab import CausalLabPanel
-from gui.panels.causal_lab.ablation import parse_parts
 from gui.panels.causal_lab.common import follow_clean
 from gui.panels.families import FamiliesPanel
 from gui.panels.families.cross_attention import MEAN
@@ -71,8 +70,8 @@ def choose_the_most(state, causal, families) -> None:
     layer, head = config.n_layers - 1, config.n_heads - 1
     state.set_selected_layer(layer)
     state.set_selected_head(head)
-    causal.ablation_view.heads_edit.setText(f"L{layer}H{head}")
-    causal.ablation_view.ffns_edit.setText("" if config.attention_only else str(layer))
+    causal.ablation_view.heads_picker.set_selected([(layer, head)])
+    causal.ablation_view.ffns_picker.set_selected([] if config.attention_only else [(layer, 0)])
     causal.induction_view._choose_head(layer, head)
     causal.induction_view.period_spin.setValue(max(2, config.context_length // 2))
     causal.patching_view.site_combo.setCurrentIndex(causal.patching_view.site_combo.findData(
@@ -101,8 +100,10 @@ def assert_nothing_names_what_the_model_lacks(state, causal, families, tokens) -
             continue  # the encoder's blocks when the encoder's attention is chosen
         assert spin.value() == value, (name, spin_name)  # the lab's one selection, the same wherever shown
     ablation = causal.ablation_view
-    assert parse_parts(ablation.heads_edit.text(), ablation.ffns_edit.text(), config.n_layers, config.n_heads)[2] == ""
-    assert not (config.attention_only and ablation.ffns_edit.text()), name
+    heads, ffns = ablation.heads_picker.selected(), ablation.ffns_picker.selected()
+    assert heads or ffns, name
+    assert all(layer < config.n_layers and head < config.n_heads for layer, head in heads), name
+    assert all(layer < config.n_layers for layer, _ in ffns) and not (config.attention_only and ffns), name
     chosen = causal.induction_view.chosen_head
     assert chosen is None or (chosen[0] < config.n_layers and chosen[1] < config.n_heads), name
     if config.architecture == "decoder":

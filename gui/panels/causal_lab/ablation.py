@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QFontDatabase
-from PySide6.QtWidgets import QComboBox, QLineEdit, QSplitter, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QComboBox, QSplitter, QVBoxLayout, QWidget
 
 from gui import theme
 from gui.panels.base import Refusal, View
@@ -17,6 +17,7 @@ from gui.panels.common import (as_sentence, labelled, layers_and_heads, make_plo
                                sequence_refusal, token_label)
 from gui.widgets.flow_layout import FlowLayout
 from gui.widgets.legend import legend_below
+from gui.widgets.part_picker import PartPicker
 
 MAX_PARTS_CHARS = 2000
 HEAD_PATTERN = re.compile(r"L(\d{1,6})H(\d{1,6})", re.IGNORECASE)
@@ -38,48 +39,26 @@ def compute_ablation(inputs: AblationInputs, token):
     return ablate(inputs.model, list(inputs.tokens), inputs.heads, inputs.ffns, inputs.mode)
 
 
-def parse_parts(heads_text: str, ffns_text: str, n_layers: int, n_heads: int):
-    """((layer, head) pairs, FFN layers, "") or ((), (), why not) for 'L0H1, L2H3' and '0, 2'."""
-    if len(heads_text) > MAX_PARTS_CHARS or len(ffns_text) > MAX_PARTS_CHARS:
-        return (), (), f"list at most {MAX_PARTS_CHARS} characters of heads or FFNs"
-    heads = []
-    for item in filter(None, (part.strip() for part in heads_text.replace(";", ",").split(","))):
+def parse_parts(heads_text: str, ffns_text: str) -> tuple[tuple[tuple[int, int], ...], tuple[int, ...]]:
+    """The heads of 'L0H1, L2H3' and the FFN layers of '0, 2' (a session's or a lesson's text); items that are
+    not a head or a layer are skipped (the pickers then tick only what the model has)."""
+    heads, ffns = [], []
+    for item in filter(None, (part.strip() for part in heads_text[:MAX_PARTS_CHARS].replace(";", ",").split(","))):
         match = HEAD_PATTERN.fullmatch(item.replace(" ", ""))
-        if not match:
-            return (), (), f"{item!r} is not a head: write heads as L0H1, L2H3 (layer, head)"
-        layer, head = int(match[1]), int(match[2])
-        if layer >= n_layers or head >= n_heads:
-            return (), (), f"there is no {item}: the model has {n_layers} layers of {n_heads} heads"
-        heads.append((layer, head))
-    ffns = []
-    for item in filter(None, (part.strip() for part in ffns_text.replace(";", ",").split(","))):
-        if not item.isdigit() or len(item) > 6:
-            return (), (), f"{item!r} is not a layer: write FFN layers as 0, 2"
-        if int(item) >= n_layers:
-            return (), (), f"there is no FFN in layer {item}: the model has {n_layers} layers"
-        ffns.append(int(item))
-    if not heads and not ffns:
-        return (), (), "name the heads (L0H1, ...) or FFN layers (0, ...) to ablate"
-    return tuple(dict.fromkeys(heads)), tuple(dict.fromkeys(ffns)), ""
+        if match:
+            heads.append((int(match[1]), int(match[2])))
+    for item in filter(None, (part.strip() for part in ffns_text[:MAX_PARTS_CHARS].replace(";", ",").split(","))):
+        if item.isdigit() and len(item) <= 6:
+            ffns.append(int(item))
+    return tuple(dict.fromkeys(heads)), tuple(dict.fromkeys(ffns))
 
 
-def fitting_parts(heads_text: str, ffns_text: str, n_layers: int, n_heads: int, attention_only: bool):
-    """(heads text, FFN layers text, parts left out) for a model of this shape; text that is no list is kept."""
-    gone: list[str] = []
-    heads: list[str] = []
-    for item in filter(None, (part.strip() for part in heads_text.replace(";", ",").split(","))):
-        match = HEAD_PATTERN.fullmatch(item.replace(" ", ""))
-        if not match:
-            return heads_text, ffns_text, []  # not a list of heads: the refusal says so
-        fits = int(match[1]) < n_layers and int(match[2]) < n_heads
-        (heads if fits else gone).append(f"L{int(match[1])}H{int(match[2])}")
-    ffns: list[str] = []
-    for item in filter(None, (part.strip() for part in ffns_text.replace(";", ",").split(","))):
-        if not item.isdigit() or len(item) > 6:
-            return heads_text, ffns_text, []
-        fits = not attention_only and int(item) < n_layers
-        (ffns if fits else gone).append(item if fits else f"FFN {int(item)}")
-    return ", ".join(heads), ", ".join(ffns), gone
+def heads_text(heads) -> str:
+    return ", ".join(f"L{layer}H{head}" for layer, head in heads)
+
+
+def ffns_text(ffns) -> str:
+    return ", ".join(str(layer) for layer in ffns)
 
 
 class AblationView(View):
@@ -92,28 +71,30 @@ class AblationView(View):
         column = QVBoxLayout(self.content)
         column.setContentsMargins(0, 4, 0, 0)
         row = FlowLayout()
-        self.heads_edit = QLineEdit("L0H0")
-        self.heads_edit.setObjectName("ablation-heads")
-        self.heads_edit.setToolTip("Heads to ablate, as L<layer>H<head>, separated by commas")
-        self.ffns_edit = QLineEdit()
-        self.ffns_edit.setObjectName("ablation-ffns")
-        self.ffns_edit.setToolTip("FFN layers to ablate, separated by commas")
+        # Pickers, not text fields: only heads and FFNs the model has can be chosen.
+        self.heads_picker = PartPicker(lambda layer, head: f"L{layer}H{head}")
+        self.heads_picker.setObjectName("ablation-heads")
+        self.heads_picker.set_tip("Heads to ablate: tick them in the grid (a row per layer, a column per head)")
+        self.heads_picker.set_selected([(0, 0)])
+        self.ffns_picker = PartPicker(lambda layer, _column: f"FFN {layer}")
+        self.ffns_picker.setObjectName("ablation-ffns")
+        self.ffns_picker.set_tip("FFN layers to ablate: tick them in the list")
         self.mode_combo = QComboBox()
         self.mode_combo.setObjectName("ablation-mode")
         self.mode_combo.addItem("zero: write nothing", "zero")
         self.mode_combo.addItem("mean: its mean over the positions", "mean")
-        for edit in (self.heads_edit, self.ffns_edit):
-            edit.setMaxLength(MAX_PARTS_CHARS + 1)
-            edit.textChanged.connect(self.inputs_changed)
+        for picker in (self.heads_picker, self.ffns_picker):
+            picker.changed.connect(self.inputs_changed)
         self.mode_combo.currentIndexChanged.connect(self.inputs_changed)
         state.signal("model").connect(self._offer_ffns)
-        labelled(row, "heads", self.heads_edit)
-        labelled(row, "FFN layers", self.ffns_edit)
+        labelled(row, "heads", self.heads_picker)
+        labelled(row, "FFN layers", self.ffns_picker)
         labelled(row, "ablation", self.mode_combo)
+        self._dropped: list[str] = []  # parts the last model's shape dropped from the pickers
         self.note_label = note_label("ablation-note")
         row.addWidget(self.note_label)
         state.signal("model").connect(self._follow_model)
-        column.addLayout(row)
+        self.add_controls(row)
         self.summary_label = plain_label(name="ablation-summary")
         self.stale_labels += [self.summary_label, self.note_label]
         column.addWidget(self.summary_label)
@@ -130,33 +111,41 @@ class AblationView(View):
         self._offer_ffns()
 
     def _follow_model(self) -> None:
-        """Heads and FFN layers the new model does not have leave the lists (an emptied list is L0H0), and the note
-        says which."""
+        """Heads and FFN layers the new model lacks left the pickers (_offer_ffns); an emptied choice is L0H0. The
+        note says which went."""
         model = self.state.model
         if model is None:
             return
         config = model.config
-        heads, ffns, gone = fitting_parts(self.heads_edit.text(), self.ffns_edit.text(), config.n_layers,
-                                          config.n_heads, config.attention_only)
+        gone, self._dropped = self._dropped, []
         note = ""
         if gone:
             shape = "is attention-only" if config.attention_only and any(g.startswith("FFN") for g in gone) \
                 else f"has {layers_and_heads(config)}"
-            if not heads and not ffns:
-                heads = "L0H0"
+            if not self.heads_picker.selected() and not self.ffns_picker.selected():
+                self.heads_picker.set_selected([(0, 0)])
                 note = f"heads reset to L0H0: {config.name} {shape}, without {', '.join(gone)}"
             else:
-                note = f"{', '.join(gone)} removed from the list: {config.name} {shape}"
-            self.heads_edit.setText(heads)
-            self.ffns_edit.setText(ffns)
+                note = f"{', '.join(gone)} removed from the choice: {config.name} {shape}"
         self.note_label.setText(note)
 
     def _offer_ffns(self) -> None:
-        """An attention-only model has no FFNs to pick: the field is off and says so."""
+        """The pickers hold the model's heads and FFNs; an attention-only model has no FFNs to pick: that picker is
+        off and says so."""
         model = self.state.model
-        none = model is not None and model.config.attention_only
-        self.ffns_edit.setEnabled(not none)
-        self.ffns_edit.setPlaceholderText("none: attention-only" if none else "")
+        if model is None:
+            return
+        config = model.config
+        none = config.attention_only
+        heads, ffns = self.heads_picker.selected(), self.ffns_picker.selected()
+        self.heads_picker.set_shape(config.n_layers, config.n_heads)
+        self.ffns_picker.set_shape(0 if none else config.n_layers, 1)
+        # What the new shape dropped, for the note (_follow_model).
+        kept_heads, kept_ffns = set(self.heads_picker.selected()), set(self.ffns_picker.selected())
+        self._dropped = ([f"L{layer}H{head}" for layer, head in heads if (layer, head) not in kept_heads]
+                         + [f"FFN {layer}" for layer, column in ffns if (layer, column) not in kept_ffns])
+        self.ffns_picker.setEnabled(not none)
+        self.ffns_picker.set_none_text("none: attention-only" if none else "none")
 
     def inputs(self):
         model = self.state.model
@@ -164,10 +153,7 @@ class AblationView(View):
             return None
         tokens = tuple(self.state.tokens)
         if len(tokens) < 2:
-            return Refusal("The loss needs at least two tokens: type a longer text above.")
-        if len(tokens) > model.config.context_length:
-            return Refusal(f"The text has {len(tokens)} tokens, more than the model's context of "
-                           f"{model.config.context_length}; shorten it.")
+            return Refusal("Text: the loss needs at least two tokens; type a longer text above.")
         problem = sequence_refusal(model, list(tokens))
         if problem:
             return Refusal(problem)
@@ -176,10 +162,10 @@ class AblationView(View):
         problem = refusal(model)
         if problem:
             return Refusal(as_sentence(problem))
-        heads, ffns, problem = parse_parts(self.heads_edit.text(), self.ffns_edit.text(), model.config.n_layers,
-                                           model.config.n_heads)
-        if problem:
-            return Refusal(problem[0].upper() + problem[1:] + ".")
+        heads = self.heads_picker.selected()
+        ffns = tuple(layer for layer, _column in self.ffns_picker.selected())
+        if not heads and not ffns:
+            return Refusal("Heads and FFN layers: none is ticked; tick a head or an FFN layer to ablate.")
         if ffns:
             from core.experiments.ablation import ffn_problem  # torch is loaded: a model is
 

@@ -59,7 +59,7 @@ class AttributionView(View):
         labelled(row, "position", self.position_spin)
         state.tokens_changed.connect(self._update_position_range)
         self._update_position_range()
-        column.addLayout(row)
+        self.add_controls(row)
         self.summary_label = plain_label(name="attribution-summary")
         self.stale_labels.append(self.summary_label)
         column.addWidget(self.summary_label)
@@ -101,9 +101,6 @@ class AttributionView(View):
         tokens = tuple(self.state.tokens)
         if not tokens:
             return Refusal("Type a text above: the attribution splits the logit of one of its positions.")
-        if len(tokens) > model.config.context_length:
-            return Refusal(f"The text has {len(tokens)} tokens, more than the model's context of "
-                           f"{model.config.context_length}; shorten it.")
         problem = sequence_refusal(model, list(tokens))  # ids of another vocabulary (a tokenizer kept from another model)
         if problem:
             return Refusal(problem)

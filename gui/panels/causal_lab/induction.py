@@ -57,12 +57,15 @@ class InductionView(View):
         self.seed_spin.setToolTip("Seed of the random tokens")
         for spin in (self.period_spin, self.seed_spin):
             spin.valueChanged.connect(self.inputs_changed)
+        self._period_cut_from: int | None = None  # the period a new model's context cut, for the note
+        state.signal("model").connect(self._bound_period)
+        self._bound_period()
         labelled(row, "tokens per repeat N", self.period_spin)
         labelled(row, "seed", self.seed_spin)
         self.note_label = note_label("induction-note")
         row.addWidget(self.note_label)
         state.model_changed.connect(self._follow_model)
-        column.addLayout(row)
+        self.add_controls(row)
         self.summary_label = plain_label(name="induction-summary")
         self.stale_labels += [self.summary_label, self.note_label]
         column.addWidget(self.summary_label)
@@ -86,6 +89,14 @@ class InductionView(View):
         splitter.addWidget(bottom)
         column.addWidget(splitter, 1)
 
+    def _bound_period(self) -> None:
+        """Two repeats must fit the model's context: the spin offers no period past half of it."""
+        model = self.state.model
+        if model is not None:
+            old = self.period_spin.value()
+            self.period_spin.setMaximum(max(2, min(MAX_PERIOD, model.config.context_length // 2)))
+            self._period_cut_from = old if self.period_spin.value() != old else None
+
     def inputs(self):
         model = self.state.model
         if model is None:
@@ -95,12 +106,13 @@ class InductionView(View):
         period = self.period_spin.value()
         problem = period_problem(model, period)
         if problem:
-            return Refusal(as_sentence(problem))
+            field = "Model" if 2 * period <= model.config.context_length and period >= 2 else "Tokens per repeat N"
+            return Refusal(f"{field}: {as_sentence(problem)}")
         return InductionInputs(model, period, self.seed_spin.value())
 
     def _follow_model(self) -> None:
-        """A clicked head the new model lacks goes back to its strongest head; a period past its context to the
-        longest that fits; the note says which."""
+        """A clicked head the new model lacks goes back to its strongest head, and the note says so, as it does a
+        period past the new context (cut by _bound_period)."""
         model = self.state.model
         if model is None:
             return
@@ -112,12 +124,10 @@ class InductionView(View):
             self.chosen_head = None
             parts.append(f"pattern's head L{layer}H{head} reset to the strongest induction head: {config.name} has "
                          f"{layers_and_heads(config)}")
-        longest = config.context_length // 2
-        if config.architecture == "decoder" and self.period_spin.value() > longest >= self.period_spin.minimum():
-            old = self.period_spin.value()
-            self.period_spin.setValue(longest)
-            parts.append(f"tokens per repeat reset from {old} to {longest}: two repeats must fit {config.name}'s "
-                         f"context of {config.context_length}")
+        if self._period_cut_from is not None:  # _bound_period, which ran first, cut it
+            parts.append(f"tokens per repeat reset from {self._period_cut_from} to {self.period_spin.value()}: two "
+                         f"repeats must fit {config.name}'s context of {config.context_length}")
+            self._period_cut_from = None
         self.note_label.setText("; ".join(parts))
 
     def _choose_head(self, layer: int, head: int) -> None:

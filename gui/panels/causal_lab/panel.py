@@ -12,7 +12,7 @@ from typing import Any
 from PySide6.QtWidgets import QLabel, QPushButton, QWidget
 
 from gui.panels.base import Panel
-from gui.panels.causal_lab.ablation import AblationView
+from gui.panels.causal_lab.ablation import AblationView, ffns_text, heads_text, parse_parts
 from gui.panels.causal_lab.attribution import AttributionView
 from gui.panels.causal_lab.common import CausalControls
 from gui.panels.causal_lab.induction import InductionView
@@ -136,8 +136,8 @@ class CausalLabPanel(Panel):
             "clean": list(self.controls.clean_ids),
             "site": self.patching_view.site,
             "metric_position": self.patching_view.position_spin.value(),
-            "heads": self.ablation_view.heads_edit.text(),
-            "ffns": self.ablation_view.ffns_edit.text(),
+            "heads": heads_text(self.ablation_view.heads_picker.selected()),
+            "ffns": ffns_text(layer for layer, _column in self.ablation_view.ffns_picker.selected()),
             "ablation": self.ablation_view.mode_combo.currentData(),
             "period": self.induction_view.period_spin.value(),
             "seed": self.induction_view.seed_spin.value(),
@@ -146,10 +146,14 @@ class CausalLabPanel(Panel):
     def restore_settings(self, data: dict[str, Any]) -> None:
         if not isinstance(data, dict):
             return
-        for key, edit in (("answer", self.answer_edit), ("foil", self.foil_edit),
-                          ("heads", self.ablation_view.heads_edit), ("ffns", self.ablation_view.ffns_edit)):
+        for key, edit in (("answer", self.answer_edit), ("foil", self.foil_edit)):
             if isinstance(data.get(key), str):
                 edit.setText(data[key][: edit.maxLength()])
+        # "L1H0, L2H3" and "0, 2": the pickers tick what the model has of them.
+        if isinstance(data.get("heads"), str):
+            self.ablation_view.heads_picker.set_selected(parse_parts(data["heads"], "")[0])
+        if isinstance(data.get("ffns"), str):
+            self.ablation_view.ffns_picker.set_selected((layer, 0) for layer in parse_parts("", data["ffns"])[1])
         corrupt = data.get("corrupt")
         if (isinstance(corrupt, list) and len(corrupt) <= 100_000
                 and all(isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in corrupt)):

@@ -15,7 +15,7 @@ from PySide6.QtWidgets import QComboBox, QVBoxLayout, QWidget
 
 from gui.panels.base import Refusal, View
 from gui.panels.causal_lab.common import POSITION_TIP, CausalControls, chosen_position, position_spin
-from gui.panels.common import labelled, note_label, plain_label, sequence_refusal, set_title, token_labels
+from gui.panels.common import as_sentence, labelled, note_label, plain_label, sequence_refusal, set_title, token_labels
 from gui.widgets.flow_layout import FlowLayout
 from gui.widgets.heatmap import Heatmap
 
@@ -62,8 +62,6 @@ def patching_refusal(model, clean, corrupt, site: str) -> str:
         return "Patching runs one stack; an encoder-decoder model reads a second sequence through its encoder."
     if not clean:
         return "Type a clean text above, then edit tokens of it in the corrupted strip."
-    if len(clean) > model.config.context_length:
-        return f"The text has {len(clean)} tokens, more than the model's context of {model.config.context_length}."
     for ids in (clean, corrupt):
         problem = sequence_refusal(model, list(ids))
         if problem:
@@ -73,7 +71,10 @@ def patching_refusal(model, clean, corrupt, site: str) -> str:
                 "activations position by position, so replace tokens without inserting or deleting any.")
     from core.experiments.patching import cost_problem, site_problem
 
-    problem = site_problem(model.config, site) or cost_problem(model.config, len(clean), site)
+    problem = site_problem(model.config, site)
+    if problem:
+        return f"Patch site: {problem}."
+    problem = cost_problem(model.config, len(clean), site)
     return problem[0].upper() + problem[1:] + "." if problem else ""
 
 
@@ -98,6 +99,8 @@ class PatchingView(View):
             self.site_combo.addItem(f"{site}: {text}", site)
         self.site_combo.setToolTip("Which activation is taken from the clean run, one at a time")
         self.site_combo.currentIndexChanged.connect(self.inputs_changed)
+        state.signal("model").connect(self._offer_sites)
+        self._offer_sites()
         labelled(row, "patch", self.site_combo)
         self.position_spin = position_spin("patching-position", f"Where the metric is read; {POSITION_TIP}")
         self.position_spin.valueChanged.connect(self.inputs_changed)
@@ -107,7 +110,7 @@ class PatchingView(View):
         self.note_label = note_label("patching-note")
         row.addWidget(self.note_label)
         state.model_changed.connect(self._follow_model)
-        column.addLayout(row)
+        self.add_controls(row)
         self.summary_label = plain_label(name="patching-summary")
         self.checks_label = plain_label(name="patching-checks")
         self.stale_labels += [self.summary_label, self.checks_label, self.note_label]
@@ -117,6 +120,20 @@ class PatchingView(View):
         self.patch_map.setMinimumHeight(10 * self.fontMetrics().height())
         column.addWidget(self.patch_map, 1)
         column.addWidget(self.checks_label)
+
+    def _offer_sites(self) -> None:
+        """A site the model lacks (mlp_out of an attention-only model) is greyed out in the list, and says why."""
+        model = self.state.model
+        if model is None:
+            return
+        from core.experiments.patching import site_problem  # torch is loaded: a model is
+
+        items = self.site_combo.model()
+        for index, (site, text) in enumerate(SITE_CHOICES):
+            problem = site_problem(model.config, site)
+            item = items.item(index)
+            item.setEnabled(not problem)
+            item.setToolTip(as_sentence(problem) if problem else text)
 
     def _follow_model(self) -> None:
         """A new model without the chosen site (an FFN's write in an attention-only model): back to the stream."""

@@ -96,7 +96,7 @@ class CrossAttentionView(View):
         labelled(row, "head", self.head_combo)
         self.note_label = note_label("cross-note")
         row.addWidget(self.note_label)
-        column.addLayout(row)
+        self.add_controls(row)
         self.output_label = plain_label(name="cross-output")
         self.output_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.stale_labels += [self.output_label, self.note_label]
@@ -191,16 +191,17 @@ class CrossAttentionView(View):
             return Refusal(as_sentence(str(error)))
         text = self.source_edit.text()
         if not text:
-            return Refusal(f"Type a source for the encoder, e.g. {DEFAULT_SOURCE!r}.")
+            return Refusal(f"Source: empty; type one for the encoder, e.g. {DEFAULT_SOURCE!r}.")
         try:
             source = tuple(tokenizer.encode(text))
         except Exception as error:  # noqa: BLE001 (each tokenizer raises its own unknown-token error)
-            return Refusal(f"The source cannot be read: {error}.")
+            return Refusal(f"Source: {error}; remove it, or retype the source in the characters of "
+                           f"{DEFAULT_SOURCE!r}.")
         if not source:
-            return Refusal(f"Type a source for the encoder, e.g. {DEFAULT_SOURCE!r}.")
+            return Refusal(f"Source: empty; type one for the encoder, e.g. {DEFAULT_SOURCE!r}.")
         if len(source) > model.config.context_length:
-            return Refusal(f"The source has {len(source)} tokens, more than {model.config.name}'s context of "
-                           f"{model.config.context_length}; shorten it.")
+            return Refusal(f"Source: {len(source)} tokens, more than {model.config.name}'s context of "
+                           f"{model.config.context_length}; shorten it to at most {model.config.context_length}.")
         if max(source) >= model.config.vocab_size or max(start_id, end_id) >= model.config.vocab_size:
             return Refusal(f"The tokenizer's ids reach beyond {model.config.name}'s vocabulary of "
                            f"{model.config.vocab_size}: they do not belong together.")
@@ -268,6 +269,7 @@ class CrossAttentionView(View):
 
     def on_stale(self) -> None:
         self.steps_table.setRowCount(0)
+        self.step_button.setEnabled(True)  # a finished decode's limit belonged to the old source
 
     def export_targets(self):
         return [("Cross-attention (view)", self), ("Cross-attention map (heatmap)", self.map.plot.getPlotItem())]

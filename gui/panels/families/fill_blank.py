@@ -132,7 +132,7 @@ class FillBlankView(View):
             spin.valueChanged.connect(self.inputs_changed)
         labelled(row, "blank", self.blank_spin)
         labelled(row, "predictions", self.top_spin)
-        column.addLayout(row)
+        self.add_controls(row)
         self.texts_label = plain_label(name="fill-texts")
         self.texts_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.verdict_label = plain_label(name="fill-verdict")

@@ -50,7 +50,7 @@ class RouterView(View):
         labelled(row, "layer", self.layer_spin)
         self.note_label = note_label("router-note")
         row.addWidget(self.note_label)
-        column.addLayout(row)
+        self.add_controls(row)
         self.active_label = plain_label(name="router-active")
         self.load_label = plain_label(name="router-load")
         self.stale_labels += [self.active_label, self.load_label, self.note_label]

@@ -75,7 +75,7 @@ class KVCacheView(View):
         label = QLabel("Decode the last")
         label.setBuddy(self.decode_steps_spin)
         row.addWidget(control_group(label, self.decode_steps_spin, QLabel("tokens")))
-        layout.addLayout(row)
+        self.add_controls(row)
         self.proof_label = caption("")
         self.proof_label.setObjectName("generate-kv-proof")
         layout.addWidget(self.proof_label)

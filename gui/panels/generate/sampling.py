@@ -153,7 +153,7 @@ class SamplingView(View):
         self.sample_button.clicked.connect(self.sample_next)
         self.step_back_button.clicked.connect(self.step_back)
         controls.addWidget(control_group(self.sample_button, self.step_back_button))
-        layout.addLayout(controls)
+        self.add_controls(controls)
         self.context_label = caption("")
         self.context_label.setObjectName("generate-context")
         layout.addWidget(self.context_label)

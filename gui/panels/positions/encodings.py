@@ -98,7 +98,7 @@ class EncodingsView(View):
         labelled(row, "ALiBi heads", self.alibi_heads_spin)
         labelled(row, "T", self.alibi_length_spin)
         labelled(row, "show", self.alibi_head_combo)
-        column.addLayout(row)
+        self.add_controls(row)
 
         columns = QSplitter(Qt.Orientation.Horizontal)
         left = QSplitter(Qt.Orientation.Vertical)

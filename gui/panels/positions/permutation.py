@@ -115,7 +115,7 @@ class PermutationView(View):
         self.permutation_edit.setMinimumWidth(QFontMetrics(self.permutation_edit.font()).horizontalAdvance("0" * 28))
         labelled(row, "order", self.permutation_edit)
         row.addWidget(self.shuffle_button)
-        column.addLayout(row)
+        self.add_controls(row)
         self.permutation_message = plain_label(name="positions-permutation-message")
         self.permutation_message.setWordWrap(True)
         self.permutation_message.hide()

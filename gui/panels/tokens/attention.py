@@ -253,7 +253,7 @@ class AttentionView(View):
             row.addWidget(spin)
         self.note = caption("")
         row.addWidget(self.note, 1)
-        layout.addLayout(row)
+        self.add_controls(row)
         splitter = QSplitter(Qt.Orientation.Horizontal)
         self.overview = TileOverview(self._pick_head)
         self.map = Heatmap(x_label="key", y_label="query", value_format="{:.8g}")

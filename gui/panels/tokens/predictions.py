@@ -71,7 +71,7 @@ class PredictionsView(View):
             row.addWidget(control_group(label, spin))
         self.note = caption("Select a chip: the prediction reads the logits at that position.")
         row.addWidget(self.note)
-        layout.addLayout(row)
+        self.add_controls(row)
         self.plot = pg.PlotWidget()
         self.plot.setMenuEnabled(False)
         self.plot.setMouseEnabled(x=False, y=False)

@@ -187,7 +187,7 @@ class WorkedHeadView(View):
                 widget.setKeyboardTracking(False)
             row.addWidget(control_group(label, widget))
         row.addWidget(self.all_keys_box)
-        layout.addLayout(row)
+        self.add_controls(row)
         self.verdict_label = caption("")
         self.verdict_label.setObjectName("worked_verdict")
         self.head_caption = caption("")
