@@ -52,6 +52,7 @@ from core.config import ConfigError, ModelConfig
 from core.hf_import import load_hf_folder
 from core.model import Transformer
 from core.tokenizers import Tokenizer, TokenizerFileError, tokenizer_from_json
+from core.text_files import is_link_loop, link_loop_message
 from resources import resource_path
 
 BUNDLED_DIR = ("models",)  # under resources/
@@ -182,6 +183,8 @@ def check_destination(path: str | Path, needed_bytes: int = 0) -> None:
     folder can be made (read-only, no permission) and, with `needed_bytes`, a disk without the room.
     """
     folder = Path(os.path.abspath(path))
+    if is_link_loop(folder):
+        raise CheckpointError(link_loop_message(folder))
     if folder.exists() or folder.is_symlink():
         if not folder.is_dir() or folder.is_symlink():
             raise CheckpointError(f"{folder} exists and is not a folder; choose a new folder name")
@@ -364,7 +367,8 @@ def load_checkpoint(path: str | Path, device: str | torch.device = "cpu", source
     """Open a checkpoint folder written by save_checkpoint."""
     folder = Path(path)
     if not folder.exists():
-        raise CheckpointError(f"no checkpoint folder at {folder}")
+        raise CheckpointError(link_loop_message(folder) if is_link_loop(folder)
+                              else f"no checkpoint folder at {folder}")
     if not folder.is_dir():
         raise CheckpointError(f"{folder} is not a folder; a checkpoint is a folder with {MODEL_FILE} and {CONFIG_FILE}")
     header = read_json_file(folder / CONFIG_FILE, "the model config")
@@ -438,6 +442,8 @@ def resolve_checkpoint(name_or_path: str | Path, device: str | torch.device = "c
     if isinstance(name_or_path, str) and text in bundled_model_names():
         return load_bundled(text, device=device)
     folder = Path(name_or_path)
+    if is_link_loop(folder):
+        raise CheckpointError(link_loop_message(folder))
     if not folder.exists():
         hint = ", ".join(bundled_model_names()) or "none"
         raise CheckpointError(f"{text!r} is neither a bundled model ({hint}) nor an existing folder")

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.config import ModelConfig
+from core.limits import character_vocabulary_problem
+from core.text_files import decode_text
 from core.tokenizers import CharTokenizer
 
 BUNDLED_CORPUS = "tinyshakespeare.txt"
@@ -34,7 +36,7 @@ def read_corpus(path: str | Path) -> Corpus:
 
     path = Path(path)
     try:
-        text = read_regular_file(path, MAX_CORPUS_BYTES, "a corpus").decode("utf-8")
+        text = decode_text(read_regular_file(path, MAX_CORPUS_BYTES, "a corpus"))
     except UnicodeDecodeError as error:
         raise CorpusError(f"{path.name} is not UTF-8 text (byte {error.start} cannot be decoded)") from None
     except JsonFileError as error:
@@ -81,6 +83,9 @@ def vocabulary_problem(config: ModelConfig, corpus: Corpus | None) -> str:
     if corpus is None:
         return ""
     needed = corpus.vocab_size
+    too_many = character_vocabulary_problem(corpus.name, needed, blank=objective == "masked-lm")
+    if too_many:
+        return f"{too_many}. Pick another corpus."
     if objective == "masked-lm":
         if MASK_CHAR in corpus.text:
             return (f"{corpus.name} contains {MASK_CHAR!r}, the blank a masked model fills; an encoder cannot train on "

@@ -193,6 +193,9 @@ def read_hf_weights(folder: Path) -> dict[str, torch.Tensor]:
 def hf_to_model_config(hf: dict[str, Any], name: str, where: str) -> ModelConfig:
     """The lab's ModelConfig equivalent of a Hugging Face config.json; unsupported features raise."""
     family = family_of(hf.get("model_type"), where)
+    vocab = hf.get("vocab_size")
+    if isinstance(vocab, int) and not isinstance(vocab, bool) and vocab < 1:  # before a family compares it to others
+        raise CheckpointError(f"{where}: vocab_size is {vocab}: the vocabulary is empty; a model needs a token or more")
     fields = family.config_fields(hf, where)
     try:
         return ModelConfig(name=name, **fields).validated()

@@ -62,7 +62,7 @@ def read_json_document(path: str | Path, max_bytes: int, what: str, max_containe
         raise JsonFileError(f"{path.name} cannot be {what}: it has {commas:,} commas, more than the {max_values:,} values "
                             "it may hold")
     try:
-        text = raw.decode("utf-8")
+        text = raw.decode("utf-8-sig")  # an editor's byte-order mark is no part of the document
     except UnicodeDecodeError:
         raise JsonFileError(f"{path.name} is not a text file (not UTF-8), so it is not {what}") from None
     collecting = gc.isenabled()

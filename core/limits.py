@@ -11,6 +11,14 @@ import re
 from typing import Any
 
 MAX_SEED = 2**31 - 1  # the window's seed boxes are 32-bit; torch and numpy take any of these
+# A token id typed or read from a file: below core.config's largest vocab_size (1 << 22; Gemma 3 has 262,144
+# tokens). A larger one is no token of any model, and past int64 it would overflow the id tensor.
+MAX_TOKEN_ID = (1 << 22) - 1
+# Distinct characters of a corpus a character model trains on: each is an embedding row and a column of every
+# step's (batch, sequence, vocabulary) logits. At this bound the bundled recipes' runs stay under 1 GB (tiny-gpt's
+# 16 x 256 windows: 0.98 GB peak); a text of 80,000 distinct characters would need some 1.3 GB per logits tensor.
+# A Chinese novel uses some 4,000 to 6,000.
+MAX_CHARACTER_VOCAB = 8192
 MAX_TEXT_CHARS = 10_000  # the text the panels tokenize and draw as chips (a few model contexts of prose)
 MAX_TITLE_CHARS = 200  # a lesson's or a step's title: one line in a menu or a heading
 MAX_PROSE_CHARS = 20_000  # a lesson step's text, question or reveal
@@ -57,6 +65,17 @@ def settings_problem(settings: Any, where: str) -> str:
     return ""
 
 
+def character_vocabulary_problem(name: str, distinct: int, blank: bool = False) -> str:
+    """Why a character model cannot train on a text of `distinct` characters (and a masked model's blank), or ""."""
+    tokens = distinct + blank
+    if tokens <= MAX_CHARACTER_VOCAB:
+        return ""
+    with_blank = f" ({tokens:,} tokens with the blank)" if blank else ""
+    return (f"{name} has {distinct:,} distinct characters{with_blank}; a character model trains on at most "
+            f"{MAX_CHARACTER_VOCAB:,} tokens (each is an embedding row and a column of every step's logits)")
+
+
 __all__ = ["DEVICE_NAME", "DEVICE_NAMES_HINT", "MAX_MODEL_JSON_CONTAINERS", "MAX_MODEL_JSON_DIGITS",
            "MAX_MODEL_JSON_VALUES", "MAX_WINDOW_SIDE", "MAX_LESSON_STEPS", "MAX_PROSE_CHARS", "MAX_SEED", "MAX_SETTING_INT", "MAX_SETTING_ITEMS",
-           "MAX_TEXT_CHARS", "MAX_TITLE_CHARS", "settings_problem"]
+           "MAX_CHARACTER_VOCAB", "MAX_TEXT_CHARS", "MAX_TITLE_CHARS", "MAX_TOKEN_ID",
+           "character_vocabulary_problem", "settings_problem"]

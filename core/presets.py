@@ -211,7 +211,8 @@ PRESETS: dict[str, ModelConfig] = {
             architecture="encoder-decoder",
         ),
         _TINY_MOE,
-        # tiny-moe with one dense FFN as wide as its active experts together: the same active size, its yardstick
+        # tiny-moe with one dense FFN as wide as its active experts together, its yardstick: the MoE's active size
+        # less its routers (d_model x n_experts weights a layer, 512 in all), which a dense FFN has no use for
         _TINY_MOE.replace(name="tiny-moe-dense", d_ff=_TINY_MOE.top_k * _TINY_MOE.d_ff, n_experts=0),
     ]
 }

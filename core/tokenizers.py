@@ -482,10 +482,11 @@ def _byte_level_bpe(folder: Path, add_prefix_space: bool) -> Any:
         raise TokenizerFileError(f"{folder / VOCAB_JSON} must map token strings to integer ids")
     merges_path = folder / MERGES_TXT
     from core.json_files import JsonFileError, read_regular_file
+    from core.text_files import decode_text, text_lines
 
     try:
         # A regular file only: stat gives a FIFO or a link to /dev/zero the size 0, and reading either never ends.
-        lines = read_regular_file(merges_path, MAX_TOKENIZER_FILE_BYTES, "a merges file").decode("utf-8").splitlines()
+        lines = text_lines(decode_text(read_regular_file(merges_path, MAX_TOKENIZER_FILE_BYTES, "a merges file")))
     except JsonFileError as error:
         raise TokenizerFileError(str(error)) from None
     except UnicodeDecodeError:

@@ -34,6 +34,7 @@ from core.config import ModelConfig
 from core.device import choose_device
 from core.model import Transformer
 from core.hooks import capture
+from core.limits import character_vocabulary_problem
 from core.objectives.batch import Batch, scored_loss
 from core.objectives.load_balance import expert_load, load_balancing_loss
 from core.objectives.run import CHECK_PAIRS, CHECK_WINDOWS, FinalScore, ObjectiveError, ObjectiveRun
@@ -426,6 +427,9 @@ class _NextToken:
             val_ids = torch.tensor(tokenizer.encode(self.val_text), dtype=torch.long)  # (N_val,)
             ids = torch.cat([train_ids, val_ids])  # (N,)
         else:
+            too_many = character_vocabulary_problem("the corpus", len(set(text)))
+            if too_many:  # before the vocabulary is built: every distinct character is a row and a logit column
+                raise TrainingError(too_many)
             tokenizer = CharTokenizer.from_text(text)
             ids = torch.tensor(tokenizer.encode(text), dtype=torch.long)  # (N,)
             train_ids, val_ids = split_corpus(ids)

@@ -69,8 +69,10 @@ def outcome_headline(outcome: TrainOutcome, installed: bool, config_applied_afte
     vocab = outcome.loaded.config.vocab_size
     quality = outcome.metadata.get("quality") or {}
     if "accuracy" in quality:
+        from core.objectives.masked_lm import blanks_filled_text
+
         scored = (f"held-out blanks: loss {outcome.final_val_loss:.3f} nats a blank (unigram guess "
-                  f"{quality['unigram_loss']:.3f}), {quality['accuracy']:.1%} filled right (unigram "
+                  f"{quality['unigram_loss']:.3f}), {blanks_filled_text(quality)} (unigram "
                   f"{quality['unigram_accuracy']:.1%})")
     elif "exact_match" in quality:
         scored = (f"held-out pairs: loss {outcome.final_val_loss:.3f} nats a target character (uniform guess "

@@ -1,6 +1,6 @@
 """A measured fuzz run: hostile sessions, lessons, checkpoint folders and command lines against the full app.
 
-    python tools/fuzz_run.py [--seed N] [--minutes M | --cases N] [--kinds session,lesson,checkpoint,cli]
+    python tools/fuzz_run.py [--seed N] [--minutes M | --cases N] [--kinds KIND,...|old|new] [--keep]
 
 The window is the real MainWindow with every panel, on the offscreen platform. Sessions go through
 File > Open session's code path (MainWindow.open_session), lessons through the lesson loader
@@ -9,6 +9,17 @@ through File > Open model folder (MainWindow.open_model, on the worker). Command
 process that stays up between cases (torch is imported once) and is replaced when a case outlasts
 its time. After each case the run waits until the worker has been idle for a moment, so the
 results of the case are drawn inside the case.
+
+The kinds `view-session`, `view-lesson` and `view-cli` aim at the Causal lab and Families views and the
+commands that share their code (patch, attribute, induction, fill-mask, translate, route). A view case
+opens a session or lesson whose state loads a model of some family (the one the view is made for, another
+family's, or a preset that lacks what the view needs) with a hostile text and panel settings, brings the
+panel to the front and turns to each sub-tab so that its view computes (only a view on screen does), then
+waits for the worker and reads what the view ended with: a result for the inputs beside it, or a message;
+now and then the student tries again (other settings, a button) or presses Esc while the view computes.
+A view left "Computing...", stale, or with a result of other inputs once the worker is idle is a hang. A
+lesson case also runs `check-lesson` on its file: a lesson it passes that the window refuses to open, or
+the other way round, is a disagreement. Unless --kinds says otherwise, half the cases are of these kinds.
 
 It measures what a user would meet:
 - tracebacks: uncaught exceptions (sys.excepthook, threading.excepthook), errors logged with a
@@ -20,8 +31,11 @@ It measures what a user would meet:
 - memory growth: VmHWM (reset before each case through /proc/self/clear_refs) above VmRSS at the
   start of the run, for the window's process and for the command-line child.
 The summary table lists cases per kind with their tracebacks, hangs and longest stall (and its case),
+what each of the new half's views ended with (results, refusals),
 then the longest stall and the peak growth with the cases that caused them; a stall over the 100 ms the
-window aims at is marked and its case named; the exit status is 1 when a bound (1 s, 1 GB) is broken or a traceback found.
+window aims at is marked and its case named; the exit status is 1 when a bound (1 s, 1 GB) is broken or a traceback,
+a hang or a disagreement found. Its last lines are a row for the figures table of docs/performance-fuzz.md (seed,
+minutes, date, CPUs, load average, cases, tracebacks, hangs, longest stall).
 """
 
 from __future__ import annotations
@@ -40,6 +54,7 @@ import sys
 import tempfile
 import threading
 import time
+import warnings
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -51,15 +66,24 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from tools.fuzz_inputs import (
+    NEW_HALF_TABS,
     RICH_TEXT,
     damage_safetensors,
     hostile_value,
     mutate,
+    new_half_argv,
+    new_half_settings,
+    new_half_state,
     odd_name,
+    within_file_bounds,
+    within_lesson_bounds,
     write_whole_file,
 )
 
-KINDS = ("session", "lesson", "checkpoint", "cli")
+OLD_KINDS = ("session", "lesson", "checkpoint", "cli")
+NEW_KINDS = ("view-session", "view-lesson", "view-cli")  # aimed at the Causal lab and Families views and their commands
+KINDS = OLD_KINDS + NEW_KINDS
+KIND_GROUPS = {"old": OLD_KINDS, "new": NEW_KINDS, "all": KINDS}
 STALL_BOUND_S = 1.0  # a run fails past this
 STALL_GOAL_S = 0.1  # what the window aims at: a stall past it is named in the report
 GROWTH_BOUND_BYTES = 2**30
@@ -67,6 +91,9 @@ HEARTBEAT_MS = 20
 SETTLED_S = 0.3  # the worker idle this long: the case's results are drawn
 CASE_TIMEOUT_S = 60.0  # a case whose jobs outlast this is a hang
 CLI_CASE_TIMEOUT_S = 40.0
+ESCAPE_SHARE = 0.1  # of the sub-tabs a view case turns to: Cancel computation (Esc) while the view computes
+SCREENSHOT_SHARE = 0.1  # of the lesson cases check-lesson passes: also shot with --screenshot, in a process of its own
+SCREENSHOT_TIMEOUT_S = 90.0  # the window's own wait for a lesson's results is 180 s; a refusal must end far sooner
 CHEAP_DEFAULTS = {"train": ["--steps", "2"], "pitfalls": ["--size", "ci", "--steps", "2"]}
 
 
@@ -116,7 +143,8 @@ class Report:
     stall_cpu_s: float = 0.0  # the GUI thread's CPU time within that stall
     stall_process_cpu_s: float = 0.0  # the whole process's (the worker's and torch's threads too)
     stall_case: str = ""
-    stall_by_kind: dict[str, tuple[float, str]] = field(default_factory=dict)  # kind -> (longest stall, its case)
+    # kind -> (longest stall, its case, the GUI thread's own CPU in it: far less than the stall is a busy machine)
+    stall_by_kind: dict[str, tuple[float, str, float]] = field(default_factory=dict)
     peak_growth_bytes: int = 0
     growth_case: str = ""  # the case whose own rise (over the memory it started with) was largest
     largest_rise_bytes: int = 0
@@ -125,6 +153,12 @@ class Report:
     final_growth_bytes: int = 0
     seconds: float = 0.0
     slow_cli_cases: list[str] = field(default_factory=list)
+    # The new half's views: "panel/sub-tab" -> Counter of what each visit ended with ("result", "refusal", "error").
+    view_outcomes: dict[str, Counter] = field(default_factory=dict)
+    checked_then_refused: list[str] = field(default_factory=list)  # lessons check-lesson passed whose view refused
+    screenshots: int = 0  # lessons also shot with --screenshot
+    started_at: str = ""  # UTC, when the run began
+    load_at_start: str = ""
 
     @property
     def tracebacks(self) -> list[Finding]:
@@ -135,26 +169,44 @@ class Report:
         return [f for f in self.findings if f.kind == "hang"]
 
     @property
+    def disagreements(self) -> list[Finding]:
+        return [f for f in self.findings if f.kind == "disagreement"]
+
+    @property
     def passed(self) -> bool:
-        return (not self.findings and self.longest_stall_s <= STALL_BOUND_S
+        return (all(f.kind == "warning" for f in self.findings) and self.longest_stall_s <= STALL_BOUND_S
                 and max(self.peak_growth_bytes, self.cli_peak_growth_bytes) <= GROWTH_BOUND_BYTES)
 
     def table(self) -> str:
         mb = 2**20
         lines = [f"fuzz run, seed {self.seed}: {sum(self.cases.values())} cases in {self.seconds:.0f} s", ""]
-        lines.append(f"{'kind':<12}{'cases':>7}{'tracebacks':>12}{'hangs':>7}{'stall ms':>10}  longest stall's case")
+        lines.append(f"{'kind':<14}{'cases':>7}{'tracebacks':>12}{'hangs':>7}{'stall ms':>10}  longest stall's case")
         for kind in KINDS:
             if kind in self.cases:
-                tracebacks = sum(1 for f in self.tracebacks if f.case.startswith(kind))
-                hangs = sum(1 for f in self.hangs if f.case.startswith(kind))
-                stall, case = self.stall_by_kind.get(kind, (None, ""))
+                tracebacks = sum(1 for f in self.tracebacks if _kind_of(f.case) == kind)
+                hangs = sum(1 for f in self.hangs if _kind_of(f.case) == kind)
+                stall, case, _cpu = self.stall_by_kind.get(kind, (None, "", 0.0))
                 stall_text = "-" if stall is None else f"{stall * 1000:.0f}" + ("!" if stall > STALL_GOAL_S else "")
-                lines.append(f"{kind:<12}{self.cases[kind]:>7}{tracebacks:>12}{hangs:>7}{stall_text:>10}  {case}")
+                lines.append(f"{kind:<14}{self.cases[kind]:>7}{tracebacks:>12}{hangs:>7}{stall_text:>10}  {case[:200]}")
+        if self.view_outcomes:
+            lines.append("")
+            lines.append(f"{'view':<34}{'visits':>7}{'results':>9}{'refusals':>10}{'errors':>8}")
+            for name in sorted(self.view_outcomes):
+                counts = self.view_outcomes[name]
+                lines.append(f"{name:<34}{sum(counts.values()):>7}{counts['result']:>9}{counts['refusal']:>10}"
+                             f"{counts['error']:>8}")
+        if "view-lesson" in self.cases:
+            lines.append(f"lessons check-lesson passed whose view then refused: {len(self.checked_then_refused)} "
+                         f"(not a failure: a refusal is drawn); lessons also shot with --screenshot: "
+                         f"{self.screenshots}")
+            for case in self.checked_then_refused[:5]:
+                lines.append(f"  {case[:300]}")
         lines.append("")
         lines.append(f"longest GUI-thread stall  {self.longest_stall_s * 1000:8.0f} ms  (bound {STALL_BOUND_S * 1000:.0f} ms)  "
                      f"{self.stall_case}")
         if self.longest_stall_s > STALL_GOAL_S:
-            over = [case for stall, case in self.stall_by_kind.values() if stall > STALL_GOAL_S]
+            over = [f"{case} ({stall * 1000:.0f} ms, {cpu * 1000:.0f} ms of it the GUI thread's CPU)"
+                    for stall, case, cpu in self.stall_by_kind.values() if stall > STALL_GOAL_S]
             lines.append(f"  over the {STALL_GOAL_S * 1000:.0f} ms goal (! above): " + "; ".join(over))
         lines.append(f"  GUI thread's CPU in it  {self.stall_cpu_s * 1000:8.0f} ms  (the process's {self.stall_process_cpu_s * 1000:.0f} ms; "
                      f"load average {_load_average()})")
@@ -169,7 +221,51 @@ class Report:
             lines.append(f"{finding.kind}: {finding.case}: {finding.what[:300]}")
         lines.append("")
         lines.append("PASS" if self.passed else "FAIL")
+        lines.append("")
+        lines.append("A row for the figures table of docs/performance-fuzz.md:")
+        lines.append(FIGURES_HEADER)
+        lines.append(self.figures_row())
         return "\n".join(lines)
+
+    def figures_row(self) -> str:
+        """The run as one Markdown row: seed, minutes, date, CPUs, load, cases, tracebacks, hangs, stalls."""
+        new_half = sum(self.cases[kind] for kind in NEW_KINDS)
+        # A lesson's label joins its steps with "|", which would split the Markdown row.
+        over = sorted({f"{case[:100].replace('|', '/')} ({stall * 1000:.0f} ms, CPU {cpu * 1000:.0f} ms)"
+                       for stall, case, cpu in self.stall_by_kind.values() if stall > STALL_GOAL_S})
+        minutes = f"{self.seconds / 60:.1f}"
+        return (f"| {self.seed} | {minutes} | {self.started_at} | {os.cpu_count()} | {self.load_at_start} / "
+                f"{_load_average(short=True)} | {sum(self.cases.values())} ({new_half}) | {len(self.tracebacks)} | "
+                f"{len(self.hangs)} | {len(self.disagreements)} | {self.longest_stall_s * 1000:.0f} ms | "
+                f"{'; '.join(over) or 'none'} |")
+
+
+FIGURES_HEADER = ("| seed | minutes | date (UTC) | CPUs | load average, start / end | cases (new half) | tracebacks "
+                  "| hangs | disagreements | longest stall | cases over 100 ms |\n"
+                  "|---|---|---|---|---|---|---|---|---|---|---|")
+
+
+def _kind_of(case: str) -> str:
+    return case.split()[0] if case else ""
+
+
+def _differing_fields(shown: Any, current: Any) -> str:
+    """" (fields that differ: tokens, answer)" for two inputs of one dataclass, else what each is."""
+    import dataclasses
+
+    if dataclasses.is_dataclass(shown) and type(shown) is type(current):
+        names = [f.name for f in dataclasses.fields(shown) if getattr(shown, f.name) != getattr(current, f.name)]
+        return f" (fields that differ: {', '.join(names)})"
+    return f" (shown: {type(shown).__name__}, now: {type(current).__name__})"
+
+
+def _brief(settings: dict[str, Any]) -> str:
+    """Settings as a short label: each value's repr cut to 24 characters, with its length when cut."""
+    def short(value: Any) -> str:
+        text = repr(value)
+        return text if len(text) <= 24 else f"{text[:16]}...({len(text):,} chars)"
+
+    return " ".join(f"{key}={short(value)}" for key, value in settings.items())
 
 
 # ---- tracebacks in the window's process ---------------------------------------------------------
@@ -181,7 +277,9 @@ class TracebackCatcher(logging.Handler):
     def __init__(self) -> None:
         super().__init__(level=logging.WARNING)
         self.caught: list[str] = []
+        self.warned: list[str] = []  # Python warnings the app printed (to a user's terminal): listed, not failed
         self._hooks = (sys.excepthook, threading.excepthook)
+        self._showwarning = warnings.showwarning
 
     def emit(self, record: logging.LogRecord) -> None:
         text = record.getMessage()
@@ -197,6 +295,8 @@ class TracebackCatcher(logging.Handler):
         self._qt_handler = qInstallMessageHandler(lambda mode, context, message: None)
         sys.excepthook = lambda kind, value, tb: self.caught.append(f"uncaught {kind.__name__}: {value}")
         threading.excepthook = lambda args: self.caught.append(f"uncaught in a thread {args.exc_type.__name__}: {args.exc_value}")
+        warnings.showwarning = lambda message, category, filename, lineno, file=None, line=None: self.warned.append(
+            f"{category.__name__} at {Path(filename).name}:{lineno}: {str(message)[:200]}")
 
     def uninstall(self) -> None:
         from PySide6.QtCore import qInstallMessageHandler
@@ -204,6 +304,7 @@ class TracebackCatcher(logging.Handler):
         logging.getLogger("transformer_explorer").removeHandler(self)
         qInstallMessageHandler(self._qt_handler)
         sys.excepthook, threading.excepthook = self._hooks
+        warnings.showwarning = self._showwarning
 
     def take(self) -> list[str]:
         caught, self.caught = self.caught, []
@@ -413,6 +514,71 @@ class CaseMaker:
         return {"version": "1.0", "model": {"type": "WordLevel", "vocab": vocab, "unk_token": "[UNK]"},
                 "pre_tokenizer": {"type": "Split", "pattern": {"Regex": r"(\w+\s?)*$"}, "behavior": "Isolated", "invert": False}}
 
+    # the Causal lab and Families views
+    def view_session_case(self) -> tuple[str, Path, str, list[str]]:
+        """(label, session file, panel, sub-tabs to visit): a valid session whose model, text and settings aim at a
+        view."""
+        from core.presets import get_preset
+
+        rng = self.rng
+        panel = rng.choice(sorted(NEW_HALF_TABS))
+        tab = rng.choice(NEW_HALF_TABS[panel])
+        state_label, state = new_half_state(rng, tab)
+        document = json.loads(json.dumps(self.session))
+        config = {**get_preset(state["preset"]).to_dict(), **state.get("config", {})}
+        document.update(config=config, seed=state["seed"], text=state["text"], tokens=None)
+        if "edit" in state:
+            state_label = state_label.rsplit(", edit", 1)[0]  # a session has no edit: its text is what it is
+        settings = new_half_settings(rng, panel, tab, len(state["text"]))
+        document["panels"] = {panel: settings}
+        if rng.random() < 0.2:
+            document["selected_layer"], document["selected_head"] = rng.choice((0, 1, 3, 99)), rng.choice((0, 3, 4, 99))
+        path = self._new_folder() / "session.json"
+        path.write_text(json.dumps(document, ensure_ascii=True), encoding="utf-8")
+        label = f"view-session {panel}/{tab} on {state_label}; {_brief(settings)}"
+        return label, path, panel, self._tabs_to_visit(panel, tab)
+
+    def _tabs_to_visit(self, panel: str, tab: str) -> list[str]:
+        others = [other for other in NEW_HALF_TABS[panel] if other != tab]
+        return [tab, *self.rng.sample(others, self.rng.randint(0, min(2, len(others))))]
+
+    def view_lesson_case(self) -> tuple[str, Path, int]:
+        """(label, lesson file, steps): steps that open the Causal lab or Families with hostile state and settings."""
+        from core.lesson_parts import PANEL_PARTS, RESULT
+
+        rng = self.rng
+        panel = rng.choice(sorted(NEW_HALF_TABS))
+        steps, labels = [], []
+        for index in range(rng.randint(1, 4)):
+            step_panel = panel if rng.random() < 0.85 else rng.choice(sorted(NEW_HALF_TABS))
+            tab = rng.choice(NEW_HALF_TABS[step_panel])
+            state_label, state = new_half_state(rng, tab, first=index == 0)
+            settings = new_half_settings(rng, step_panel, tab, len(state.get("text", "")) or 20)
+            if rng.random() < 0.8:  # what check-lesson lets through; the rest it must refuse
+                settings = within_lesson_bounds(step_panel, settings)
+            step: dict[str, Any] = {"title": f"Step {index + 1}", "text": f"The {tab} view on this text.",
+                                    "panel": step_panel, "panel_settings": settings}
+            if state:
+                step["state"] = state
+            results = [name for name, kind in PANEL_PARTS[step_panel].sub_tabs.get(tab, {}).items() if kind == RESULT]
+            if results and rng.random() < 0.5:
+                step["predict"] = "What will the view show?"
+                step["reveal"] = f"It shows {{{{{rng.choice(results)}}}}}."
+                if rng.random() < 0.3:
+                    step["shows"] = [rng.choice(results)]
+            if results and rng.random() < 0.3:
+                step["focus"] = rng.choice(results)
+            steps.append(step)
+            labels.append(f"{step_panel}/{tab} on {state_label or 'the same state'}; {_brief(settings)}")
+        document = {"title": "Hostile lesson", "description": "Aimed at the Causal lab and Families views.",
+                    "steps": steps}
+        path = self._new_folder() / "lesson.json"
+        path.write_text(json.dumps(document, ensure_ascii=True), encoding="utf-8")
+        return "view-lesson " + " | ".join(labels), path, len(steps)
+
+    def view_cli_case(self) -> tuple[str, list[str]]:
+        return new_half_argv(self.rng, (str(self.checkpoints["ours"]), str(self.checkpoints["hf"])))
+
     # the command line
     def _cli_files(self) -> dict[str, list[str]]:
         folder = self.root / "cli"
@@ -495,8 +661,12 @@ class FuzzRun:
     """Drive the window through cases of the chosen kinds and measure stalls, growth and tracebacks."""
 
     def __init__(self, seed: int, kinds: tuple[str, ...] = KINDS, workdir: Path | None = None, window=None,
-                 keep: bool = False) -> None:
+                 keep: bool = False, replay: Path | None = None) -> None:
         self.seed = seed
+        self.replaying = replay  # a file a run kept: run it alone
+        # The student's own moves inside a case: other values or a button in a view, Reveal, closing the lesson (a
+        # replay makes none, so that it does what the file says).
+        self.tries_again = replay is None
         self.keep = keep  # keep the case files, their paths in the labels, to replay a finding
         self.kinds = kinds
         self.rng = random.Random(seed)
@@ -516,8 +686,8 @@ class FuzzRun:
         gap = now - self._last_tick
         if self._measuring:
             kind = self._case.split()[0] if self._case else ""
-            if gap > self.report.stall_by_kind.get(kind, (0.0, ""))[0]:
-                self.report.stall_by_kind[kind] = (gap, self._case)
+            if gap > self.report.stall_by_kind.get(kind, (0.0, "", 0.0))[0]:
+                self.report.stall_by_kind[kind] = (gap, self._case, cpu - self._last_tick_cpu)
         if self._measuring and gap > self.report.longest_stall_s:
             self.report.longest_stall_s, self.report.stall_case = gap, self._case
             # The GUI thread's own CPU time in the gap: far less than the gap is a machine busy with others.
@@ -536,7 +706,10 @@ class FuzzRun:
         def poll() -> None:
             nonlocal idle_since
             now = time.perf_counter()
-            if self.window.compute.busy or self.window.file_reader.busy():  # sessions and lessons are read off the GUI thread
+            lessons = getattr(self.window, "lessons", None)
+            # Sessions and lessons are read off the GUI thread; a lesson step waits for its model before its settings.
+            if (self.window.compute.busy or self.window.file_reader.busy()
+                    or getattr(lessons, "_waiting_for_model", False)):
                 idle_since = now
             elif now - idle_since >= SETTLED_S:
                 finished["settled"] = True
@@ -591,6 +764,7 @@ class FuzzRun:
         reset_peak()
         start_rss = rss()
         self._case = label
+        self._actions: list[str] = []  # what the case did, for a finding's replay by hand
         self._last_tick, self._last_tick_cpu, self._last_tick_process = time.perf_counter(), time.thread_time(), time.process_time()
         self._measuring = True
         try:
@@ -611,6 +785,9 @@ class FuzzRun:
             self._settle(timeout=300)
         for caught in self.catcher.take():
             self.report.findings.append(Finding("traceback", label, caught))
+        for warned in dict.fromkeys(self.catcher.warned):
+            self.report.findings.append(Finding("warning", label, warned))
+        self.catcher.warned.clear()
 
     def _session(self) -> None:
         label, path = self.maker.session_case()
@@ -649,7 +826,10 @@ class FuzzRun:
 
     def _cli(self) -> None:
         label, argv = self.maker.cli_case(self._subcommands)
-        self.report.cases["cli"] += 1
+        self._run_cli(label, argv, "cli")
+
+    def _run_cli(self, label: str, argv: list[str], kind: str) -> None:
+        self.report.cases[kind] += 1
         outcome = self.cli.run(argv, CLI_CASE_TIMEOUT_S)
         if outcome is None:
             self.report.slow_cli_cases.append(label)
@@ -671,6 +851,208 @@ class FuzzRun:
         if outcome["growth"] > self.report.cli_peak_growth_bytes:
             self.report.cli_peak_growth_bytes, self.report.cli_growth_case = outcome["growth"], label
 
+    # ---- the Causal lab and Families views -----------------------------------------------------------
+    def _view_session(self) -> None:
+        label, path, panel, tabs = self.maker.view_session_case()
+        self._view_session_case(f"{label} ({path})" if self.keep else label, path, panel, tabs)
+
+    def _view_session_case(self, label: str, path: Path, panel: str, tabs: list[str]) -> None:
+        def open_and_drive() -> None:
+            self.window.open_session(path)
+            if self._settle():
+                self._drive(label, panel, tabs)
+
+        self._gui_case(label, open_and_drive)
+
+    def _drive(self, label: str, panel_title: str, tabs: list[str]) -> None:
+        """Bring the panel to the front and turn to each sub-tab in turn, so that its view computes; read each
+        outcome."""
+        panel = self.window.panel(panel_title)
+        self.window.show_panel(panel_title)
+        for tab in tabs:
+            panel.tabs.setCurrentIndex(NEW_HALF_TABS[panel_title].index(tab))
+            self._actions.append(f"turn to {tab}")
+            if self.tries_again and self.rng.random() < ESCAPE_SHARE:
+                self._escape(panel.current_view())
+            if not self._settle():
+                return  # the worker is still busy: the case is a hang
+            view = panel.current_view()
+            self._read_view(label, panel_title, view)
+            # The student tries again: other values in the same view, or a button.
+            if self.tries_again and self.rng.random() < 0.4:
+                if hasattr(view, "run_to_end") and self.rng.random() < 0.5:
+                    button = self.rng.choice((view.step, view.run_to_end, view.reset))
+                    self._actions.append(f"press {button.__name__}")
+                    button()
+                else:
+                    # What a session or lesson can hand the panel: the files' readers refuse numbers past 32 bits.
+                    settings = within_file_bounds(new_half_settings(self.rng, panel_title, view.name))
+                    self._actions.append(f"restore_settings({_brief(settings)})")
+                    panel.restore_settings(settings)
+                if not self._settle():
+                    return
+                self._read_view(label, panel_title, panel.current_view())
+
+    def _escape(self, view) -> None:
+        """Model > Cancel computation (Esc) once the view has asked for its result: afterwards it must still end
+        in a result or a message, not wait for an answer that will not come."""
+        from PySide6.QtWidgets import QApplication
+
+        for _ in range(50):  # the view submits from a queued call
+            if view.requested_inputs is not None:
+                break
+            QApplication.processEvents()
+        self._actions.append("press Esc" + ("" if view.requested_inputs is not None else " (nothing computing)"))
+        self.window.compute.cancel()
+
+    def _read_view(self, label: str, panel_title: str, view) -> str:
+        """What the view on screen ended with, the worker idle: "result", "refusal: ..." or "stuck: ..." (a hang)."""
+        from gui.panels.base import COMPUTING, WAITING_FOR_MODEL
+
+        name = f"{panel_title}/{view.name}"
+        counts = self.report.view_outcomes.setdefault(name, Counter())
+        problem = ""
+        if not view.isVisible():
+            problem = "its sub-tab is current but the view is not on screen"
+        elif view.showing_message:
+            text = view.message.text()
+            if text == COMPUTING:
+                problem = "the view still says 'Computing...' with the worker idle"
+            elif text == WAITING_FOR_MODEL and self.window.state.model is not None:
+                problem = "the view still waits for the model the lab holds"
+            else:
+                counts["error" if view.last_error else "refusal"] += 1
+                return f"refusal: {text}"
+        elif view.is_stale:
+            problem = "the view is marked stale with the worker idle"
+        elif view.shown_inputs is None or view.shown_inputs != view._current_inputs():
+            problem = ("the view shows a result of other inputs than those beside it, not marked stale"
+                       f"{_differing_fields(view.shown_inputs, view._current_inputs())}")
+        else:
+            counts["result"] += 1
+            return "result"
+        counts["stuck"] += 1
+        problem += f"; the case's moves: {' -> '.join(getattr(self, '_actions', []))}"
+        model = self.window.state.model
+        problem += (f" (a request on its way: {view.requested_inputs is not None}; an update pending: "
+                    f"{view._pending_update or view.update_scheduled}; the model: "
+                    f"{model.config.name if model is not None else None})")
+        self.report.findings.append(Finding("hang", f"{label} [{name}]", problem))
+        return f"stuck: {problem}"
+
+    def _check_lesson(self, label: str, path: Path) -> bool | None:
+        """Whether `check-lesson` passes the file (None when it failed otherwise: a finding of its own)."""
+        outcome = self.cli.run(["check-lesson", str(path)], CLI_CASE_TIMEOUT_S)
+        if outcome is None:
+            self.report.findings.append(Finding("hang", f"{label} (check-lesson)", f"over {CLI_CASE_TIMEOUT_S:.0f} s"))
+            return None
+        if outcome["code"] not in (0, 2) or "Traceback" in outcome["err"]:
+            lines = [line for line in outcome["err"].splitlines() if line.strip()]
+            self.report.findings.append(Finding("traceback", f"{label} (check-lesson)",
+                                                f"exit status {outcome['code']}: " + " / ".join(lines[-2:])))
+            return None
+        return outcome["code"] == 0
+
+    def _view_lesson(self) -> None:
+        label, path, n_steps = self.maker.view_lesson_case()
+        self._view_lesson_case(f"{label} ({path})" if self.keep else label, path, n_steps)
+
+    def _view_lesson_case(self, label: str, path: Path, n_steps: int) -> None:
+        passes = self._check_lesson(label, path)  # in the command line's child, before the case's clock starts
+        controller, rng = self.window.lessons, self.rng
+        refusals: list[str] = []
+
+        def open_and_walk() -> None:
+            ended: list[str] = []
+            controller.lesson_open_ended.connect(ended.append)
+            try:
+                controller.open_lesson(path)
+                settled = self._settle()
+            finally:
+                controller.lesson_open_ended.disconnect(ended.append)
+            # Started, even if a step then failed (a traceback of its own, not a disagreement).
+            opened = (bool(ended) and ended[-1] == "") or (controller.lesson is not None
+                                                           and controller.lesson.source == str(Path(path)))
+            if passes is not None and settled and passes != opened:
+                what = (f"check-lesson passes it, the window refuses it: {ended[-1] if ended else 'no answer'}"
+                        if passes else "the window opens it, check-lesson refuses it")
+                self.report.findings.append(Finding("disagreement", label, what))
+            if not opened or controller.lesson is None:
+                return
+            for index in range(n_steps):
+                if index:
+                    controller.go_to(index)
+                if not self._settle():
+                    return
+                panel = self.window.current_panel()
+                if panel.title in NEW_HALF_TABS:
+                    outcome = self._read_view(f"{label} [step {index + 1}]", panel.title, panel.current_view())
+                    if outcome.startswith("refusal") and passes:
+                        refusals.append(f"step {index + 1}: {outcome[:160]}")
+                if self.tries_again and rng.random() < 0.3:
+                    controller.dock.reveal()
+                    self._settle()
+            if self.tries_again and rng.random() < 0.5:
+                controller.close_lesson()  # the lab from before the lesson comes back
+
+        self._gui_case(label, open_and_walk)
+        if refusals:
+            self.report.checked_then_refused.append(f"{label}: {refusals[0]}")
+        if passes and not self.replaying and self.rng.random() < SCREENSHOT_SHARE:
+            self._screenshot(label, path, self.rng.randint(1, n_steps))
+
+    def _screenshot(self, label: str, path: Path, step: int) -> None:
+        """`--lesson FILE --step N --screenshot OUT` in a process of its own: a PNG, or exit 2 with the reason; never
+        a wait without end. Run between cases, outside the heartbeat's measure (the GUI thread waits for it)."""
+        self.report.screenshots += 1
+        out = path.parent / f"step-{step}.png"
+        env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "HOME": str(self.workdir / "cli-home"),
+               "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
+        argv = [sys.executable, str(ROOT / "main.py"), "--lesson", str(path), "--step", str(step),
+                "--screenshot", str(out)]
+        where = f"{label} (--step {step} --screenshot)"
+        try:
+            done = subprocess.run(argv, cwd=str(path.parent), env=env, capture_output=True, text=True,
+                                  timeout=SCREENSHOT_TIMEOUT_S, check=False)
+        except subprocess.TimeoutExpired:
+            self.report.findings.append(Finding("hang", where, f"no exit in {SCREENSHOT_TIMEOUT_S:.0f} s"))
+            return
+        lines = [line for line in done.stderr.splitlines() if line.strip()]
+        if "Traceback" in done.stderr or done.returncode not in (0, 2):
+            self.report.findings.append(Finding("traceback", where,
+                                                f"exit status {done.returncode}: " + " / ".join(lines[-2:])))
+        elif done.returncode == 0 and not out.is_file():
+            self.report.findings.append(Finding("traceback", where, "exit status 0 without the PNG"))
+
+    def replay(self, path: Path) -> None:
+        """One case from a file a run kept: a lesson walked step by step, or a session driven through every sub-tab
+        of the Causal lab or Families panel it sets (the one its settings name first)."""
+        try:
+            document = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            document = None
+        if isinstance(document, dict) and isinstance(document.get("steps"), list):
+            self._view_lesson_case(f"view-lesson {path}", path, len(document["steps"]))
+            return
+        panels = document.get("panels") if isinstance(document, dict) else None
+        panel = next((title for title in NEW_HALF_TABS if isinstance(panels, dict) and title in panels), "Causal lab")
+        tab = panels[panel].get("tab") if isinstance(panels, dict) and isinstance(panels.get(panel), dict) else None
+        tabs = NEW_HALF_TABS[panel]
+        first = tab if tab in tabs else tabs[0]
+        others = [other for other in tabs if other != first]
+        self._view_session_case(f"view-session {path}", path, panel, [first, *others])
+
+    def _view_cli(self) -> None:
+        label, argv = self.maker.view_cli_case()
+        self._run_cli(label, argv, "view-cli")
+
+    def _draw_kind(self) -> str:
+        """A kind of case: the new half's kinds and the others draw half of the cases each when both are asked for."""
+        old = [kind for kind in self.kinds if kind in OLD_KINDS]
+        new = [kind for kind in self.kinds if kind in NEW_KINDS]
+        group = (old if self.rng.random() < 0.5 else new) if old and new else old or new
+        return self.rng.choice(group)
+
     def run(self, minutes: float | None = None, cases: int | None = None) -> Report:
         """Run until `minutes` have passed or `cases` cases have run, whichever is first."""
         from PySide6.QtCore import Qt, QTimer
@@ -678,6 +1060,8 @@ class FuzzRun:
 
         app = QApplication.instance() or QApplication(["transformer-explorer", "-platform", "offscreen"])
         started = time.perf_counter()
+        self.report.started_at = time.strftime("%Y-%m-%d %H:%M", time.gmtime())
+        self.report.load_at_start = _load_average(short=True)
         self.catcher.install()
         owns_window = self.window is None
         heartbeat = QTimer()
@@ -692,9 +1076,11 @@ class FuzzRun:
                 action = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
                 # `download` reaches the network; its refusals are tested against a local server elsewhere.
                 self._subcommands = {name: parser for name, parser in action.choices.items() if name != "download"}
+            if {"cli", "view-cli", "view-lesson"} & set(self.kinds):  # lessons are checked by check-lesson there
                 self.cli = CliChild(self.workdir / "cli-home")
                 self.cli.home.mkdir()
             self.catcher.take()  # what loading logged is not a case's finding
+            self.catcher.warned.clear()
             heartbeat.setTimerType(Qt.TimerType.PreciseTimer)
             heartbeat.setInterval(HEARTBEAT_MS)
             heartbeat.timeout.connect(self._tick)
@@ -702,9 +1088,12 @@ class FuzzRun:
             self._baseline = rss()
             deadline = started + minutes * 60 if minutes else float("inf")
             limit = cases if cases is not None else float("inf")
-            steps = {"session": self._session, "lesson": self._lesson, "checkpoint": self._checkpoint, "cli": self._cli}
-            while sum(self.report.cases.values()) < limit and time.perf_counter() < deadline:
-                steps[self.rng.choice(self.kinds)]()
+            steps = {"session": self._session, "lesson": self._lesson, "checkpoint": self._checkpoint, "cli": self._cli,
+                     "view-session": self._view_session, "view-lesson": self._view_lesson, "view-cli": self._view_cli}
+            if self.replaying is not None:
+                self.replay(self.replaying)
+            while self.replaying is None and sum(self.report.cases.values()) < limit and time.perf_counter() < deadline:
+                steps[self._draw_kind()]()
             self._close_dialogs()
             self._settle()
             self.report.final_growth_bytes = rss() - self._baseline
@@ -722,11 +1111,15 @@ class FuzzRun:
         return self.report
 
 
-def _load_average() -> str:
+def _load_average(short: bool = False) -> str:
+    """The 1, 5 and 15-minute load averages ("2.1, 1.8, 1.5 on 2 CPUs"); short: the 1-minute one alone."""
     try:
-        return ", ".join(f"{value:.1f}" for value in os.getloadavg()) + f" on {os.cpu_count()} CPUs"
+        loads = os.getloadavg()
     except OSError:
         return "unknown"
+    if short:
+        return f"{loads[0]:.2f}"
+    return ", ".join(f"{value:.1f}" for value in loads) + f" on {os.cpu_count()} CPUs"
 
 
 def _remove_tree(folder: Path) -> None:
@@ -745,18 +1138,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=seed(), default=0, help="the run's seed (the same seed draws the same cases)")
     parser.add_argument("--minutes", type=real_number(0.01, 1440.0), default=10.0, help="how long to run (default 10)")
     parser.add_argument("--cases", type=whole_number(1, 10_000_000), default=None, help="stop after this many cases")
-    parser.add_argument("--kinds", default=",".join(KINDS), help=f"comma-separated kinds of case (default {','.join(KINDS)})")
+    parser.add_argument("--kinds", default="all",
+                        help=f"comma-separated kinds of case ({', '.join(KINDS)}) or groups: "
+                             f"old ({', '.join(OLD_KINDS)}), new ({', '.join(NEW_KINDS)}), "
+                             "all (the default; half the cases new)")
     parser.add_argument("--keep", action="store_true", help="keep the case files and name them in the report, to replay findings")
+    parser.add_argument("--replay", type=Path, metavar="FILE",
+                        help="run one kept session or lesson file as a view case (same measures), no other case")
     parser.add_argument("--cli-worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.cli_worker:
         return cli_worker()
-    kinds = tuple(kind.strip() for kind in args.kinds.split(",") if kind.strip())
+    named = [kind.strip() for kind in args.kinds.split(",") if kind.strip()]
+    kinds = tuple(dict.fromkeys(kind for name in named for kind in KIND_GROUPS.get(name, (name,))))
     unknown = sorted(set(kinds) - set(KINDS))
     if unknown or not kinds:
-        parser.error(f"--kinds takes {', '.join(KINDS)}, not {', '.join(unknown) or 'nothing'}")
+        parser.error(f"--kinds takes {', '.join(KINDS)} or a group ({', '.join(KIND_GROUPS)}), "
+                     f"not {', '.join(unknown) or 'nothing'}")
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-    report = FuzzRun(args.seed, kinds, keep=args.keep).run(minutes=args.minutes, cases=args.cases)
+    if args.replay is not None:
+        kinds = ("view-lesson",)  # the command line's child: a lesson is checked by check-lesson there
+    report = FuzzRun(args.seed, kinds, keep=args.keep, replay=args.replay).run(minutes=args.minutes, cases=args.cases)
     print(report.table())
     return 0 if report.passed else 1
 

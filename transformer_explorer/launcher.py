@@ -4,9 +4,36 @@ subcommand runs headless; --help and --version answer without importing Qt or to
 from __future__ import annotations
 
 import os
+import signal
 import sys
 
 import transformer_explorer
+
+INTERRUPTED = "transformer-explorer: interrupted"  # what Ctrl-C prints, from the command line or a command
+
+
+def _exit_interrupted(signum: int, frame: object) -> None:
+    """Ctrl-C outside a command's own work (importing torch, parsing, shutting down): one line and exit 130 at
+    once. A KeyboardInterrupt raised here could surface anywhere, in an import or an atexit hook, as a
+    traceback; a command that cleans up after Ctrl-C installs its own handler while it runs (core.cli.main)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # a closed or reentered stream: the line below still goes out
+            pass
+    try:
+        os.write(2, (INTERRUPTED + "\n").encode())
+    except OSError:
+        pass
+    os._exit(130)
+
+
+def _own_interrupts(handler=_exit_interrupted) -> None:
+    """Take Ctrl-C for the rest of the process."""
+    try:
+        signal.signal(signal.SIGINT, handler)
+    except ValueError:  # not the main thread, where alone a handler can live: an embedding's own business
+        pass
 
 
 def _ensure_standard_streams() -> None:
@@ -41,6 +68,7 @@ def _foreign_modules_message() -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    _own_interrupts()  # first: the imports below (torch among them) take seconds
     _ensure_standard_streams()
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] in (["-h"], ["--help"]):
@@ -67,7 +95,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def window(argv: list[str] | None = None) -> int:
     """Open the desktop app (the gui-script entry point, which has no console on Windows)."""
+    _own_interrupts()
     _ensure_standard_streams()
     from gui.app import main as gui_main
 
+    _own_interrupts(signal.default_int_handler)  # the window handles its own KeyboardInterrupt
     return gui_main(sys.argv[1:] if argv is None else argv)

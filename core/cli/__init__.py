@@ -8,10 +8,13 @@ file, ...) print one line to stderr and exit 2; nothing prints a traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import signal
 import sys
+import threading
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from core.allocator import map_large_blocks
@@ -170,6 +173,20 @@ def _log_path() -> Path:
     return Path(platformdirs.user_cache_dir(PROG, appauthor=False)) / "cli-errors.log"
 
 
+@contextlib.contextmanager
+def _interrupt_raises() -> Iterator[None]:
+    """While a command runs, Ctrl-C raises KeyboardInterrupt, so that it stops a training run after the step or
+    deletes a half-written file; outside, the launcher's handler exits at once with one line."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)  # before the `except KeyboardInterrupt` prints its line
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if any("\x00" in argument for argument in argv):  # no path or value holds one; open() would raise ValueError
@@ -190,9 +207,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     map_large_blocks()  # as in the window: the memory estimate a command checks against assumes it
     try:
-        if hasattr(args, "kernels"):
-            _configure_kernels(args)
-        return int(args.run(args) or 0)
+        with _interrupt_raises():
+            if hasattr(args, "kernels"):
+                _configure_kernels(args)
+            return int(args.run(args) or 0)
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130

@@ -8,7 +8,7 @@ import argparse
 import math
 from collections.abc import Callable
 
-from core.limits import MAX_SEED
+from core.limits import MAX_SEED, MAX_TOKEN_ID
 
 MAX_IDS_CHARS = 200_000  # --ids: comma-separated ids, a few model contexts long
 MAX_TEXT_FILE_BYTES = 64 * 2**20  # --corpus, --text-file: the bundled corpus is 1 MiB
@@ -59,6 +59,37 @@ def bounded_text(limit: int) -> Callable[[str], str]:
     return parse
 
 
+def token_ids() -> Callable[[str], list[int]]:
+    """--ids and its kin: comma-separated token ids, each from 0 to MAX_TOKEN_ID (torch's int64 tensors hold no
+    larger one; no vocabulary is that large), at most MAX_IDS_CHARS characters in all."""
+
+    def parse(text: str) -> list[int]:
+        if len(text) > MAX_IDS_CHARS:
+            raise argparse.ArgumentTypeError(f"must be at most {MAX_IDS_CHARS:,} characters, got {len(text):,}")
+        parts = [part.strip() for part in text.split(",") if part.strip()]
+        if not parts:
+            raise argparse.ArgumentTypeError("needs at least one token id, e.g. 1,2,3")
+        ids = []
+        for part in parts:
+            digits = part.lstrip("+-")
+            if not (digits.isdigit() and digits.isascii()):
+                raise argparse.ArgumentTypeError(f"expects comma-separated whole numbers, got {_short(part)}")
+            value = int(part) if len(digits) <= 30 else None
+            if value is None or not 0 <= value <= MAX_TOKEN_ID:
+                raise argparse.ArgumentTypeError(f"a token id must be from 0 to {MAX_TOKEN_ID:,}, got {_short(part)}")
+            ids.append(value)
+        return ids
+
+    parse.__name__ = "token ids"
+    parse.bounds = (0, MAX_TOKEN_ID)  # type: ignore[attr-defined]
+    return parse
+
+
+def token_id() -> Callable[[str], int]:
+    """One token id (--answer-id, --foil-id): from 0 to MAX_TOKEN_ID."""
+    return whole_number(0, MAX_TOKEN_ID)
+
+
 def seed() -> Callable[[str], int]:
     """A seed: what torch, numpy and the window's 32-bit seed boxes all take."""
     return whole_number(0, MAX_SEED)
@@ -68,4 +99,5 @@ def _short(text: str) -> str:
     return repr(text) if len(text) <= 30 else repr(text[:27] + "...")
 
 
-__all__ = ["MAX_IDS_CHARS", "MAX_TEXT_FILE_BYTES", "bounded_text", "real_number", "seed", "whole_number"]
+__all__ = ["MAX_IDS_CHARS", "MAX_TEXT_FILE_BYTES", "bounded_text", "real_number", "seed", "token_id", "token_ids",
+           "whole_number"]

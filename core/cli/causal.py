@@ -12,7 +12,7 @@ import argparse
 import sys
 
 from core.cli import CliError
-from core.cli.bounds import MAX_IDS_CHARS, bounded_text, seed, whole_number
+from core.cli.bounds import bounded_text, seed, token_id, token_ids, whole_number
 from core.cli.common import add_model_arguments, config_from_args, print_json, print_table
 from core.choices import MASK_MODES
 from core.limits import MAX_TEXT_CHARS
@@ -39,7 +39,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     tokens = parser.add_mutually_exclusive_group()
     tokens.add_argument("--text", metavar="TEXT", type=bounded_text(MAX_TEXT_CHARS),
                         help="the sequence as text (character vocabulary, 65 tokens)")
-    tokens.add_argument("--ids", metavar="ID,ID,...", type=bounded_text(MAX_IDS_CHARS), help="the sequence as comma-separated token ids")
+    tokens.add_argument("--ids", metavar="ID,ID,...", type=token_ids(),
+                        help="the sequence as comma-separated token ids")
     parser.add_argument(
         "--edit",
         metavar="POS=TOKEN",
@@ -112,16 +113,6 @@ def _preset_tokenizer(config):
     return None
 
 
-def _parse_ids(text: str) -> list[int]:
-    try:
-        ids = [int(part) for part in text.replace(" ", "").split(",") if part]
-    except ValueError:
-        raise CliError(f"--ids expects comma-separated whole numbers, got {text!r}") from None
-    if not ids:
-        raise CliError("--ids is empty; give at least one token id")
-    return ids
-
-
 def _parse_edit(text: str | None, tokenizer) -> tuple[int, int]:
     """POS=TOKEN -> (position, new token id); TOKEN is text with a tokenizer, an id without one."""
     if not text:
@@ -135,9 +126,9 @@ def _parse_edit(text: str | None, tokenizer) -> tuple[int, int]:
         raise CliError(f"--edit position must be a whole number, got {position_text!r}") from None
     if tokenizer is None:
         try:
-            return position, int(token_text)
-        except ValueError:
-            raise CliError(f"without a tokenizer the new token is an id; got {token_text!r}") from None
+            return position, token_id()(token_text)
+        except argparse.ArgumentTypeError as error:
+            raise CliError(f"--edit: without a tokenizer the new token is an id, which {error}") from None
     if token_text == "":
         raise CliError("--edit needs a token after '=' (use \\s for a space)")
     return position, tokenizer.id_of(TOKEN_ESCAPES.get(token_text, token_text))
@@ -155,7 +146,7 @@ def _sequence(args: argparse.Namespace, tokenizer, vocab_size: int):
             raise CliError("--text is empty; give at least one character")
         return ids, tokenizer
     if args.ids is not None:
-        return _parse_ids(args.ids), None
+        return list(args.ids), None
     raise CliError("give the sequence with --text TEXT or --ids 1,2,3")
 
 
@@ -234,7 +225,7 @@ def run_causal(args: argparse.Namespace) -> int:
     if args.layers is not None and args.layers < 0:
         raise CliError(f"--layers must be 0 or more, got {args.layers}")
     # The memory check sizes activations by the real sequence, not the preset's whole context.
-    n_tokens_hint = len(args.text) if args.text is not None else (args.ids.count(",") + 1 if args.ids else None)
+    n_tokens_hint = len(args.text) if args.text is not None else (len(args.ids) if args.ids else None)
     model, tokenizer, description = _build_model(args, n_tokens_hint)
     if args.layers is not None and args.layers > len(model.blocks):
         raise CliError(f"--layers {args.layers}: the model has only {len(model.blocks)} blocks")

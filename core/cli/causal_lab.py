@@ -14,7 +14,7 @@ import math
 import sys
 
 from core.cli import CliError
-from core.cli.bounds import MAX_IDS_CHARS, bounded_text, seed, whole_number
+from core.cli.bounds import bounded_text, seed, token_id, token_ids, whole_number
 from core.cli.common import print_json, print_table
 from core.limits import MAX_TEXT_CHARS
 
@@ -34,11 +34,11 @@ def _add_checkpoint(parser: argparse.ArgumentParser) -> None:
 def _add_answer(parser: argparse.ArgumentParser) -> None:
     answer = parser.add_mutually_exclusive_group(required=True)
     answer.add_argument("--answer", metavar="TOKEN", type=bounded_text(MAX_TOKEN_CHARS), help="the answer token as text")
-    answer.add_argument("--answer-id", metavar="ID", type=whole_number(0, 10**9), help="the answer token's id")
+    answer.add_argument("--answer-id", metavar="ID", type=token_id(), help="the answer token's id")
     foil = parser.add_mutually_exclusive_group()
     foil.add_argument("--foil", metavar="TOKEN", type=bounded_text(MAX_TOKEN_CHARS),
                       help="a foil token: the metric is the answer's logit minus the foil's")
-    foil.add_argument("--foil-id", metavar="ID", type=whole_number(0, 10**9), help="the foil token's id")
+    foil.add_argument("--foil-id", metavar="ID", type=token_id(), help="the foil token's id")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -51,10 +51,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _add_checkpoint(patch)
     clean = patch.add_mutually_exclusive_group(required=True)
     clean.add_argument("--clean", metavar="TEXT", type=bounded_text(MAX_TEXT_CHARS), help="the clean input as text")
-    clean.add_argument("--clean-ids", metavar="ID,ID,...", type=bounded_text(MAX_IDS_CHARS), help="the clean input's ids")
+    clean.add_argument("--clean-ids", metavar="ID,ID,...", type=token_ids(), help="the clean input's ids")
     corrupt = patch.add_mutually_exclusive_group(required=True)
     corrupt.add_argument("--corrupt", metavar="TEXT", type=bounded_text(MAX_TEXT_CHARS), help="the corrupted input as text")
-    corrupt.add_argument("--corrupt-ids", metavar="ID,ID,...", type=bounded_text(MAX_IDS_CHARS),
+    corrupt.add_argument("--corrupt-ids", metavar="ID,ID,...", type=token_ids(),
                          help="the corrupted input's ids (as many as the clean input's)")
     _add_answer(patch)
     patch.add_argument("--site", choices=SITE_NAMES, default="resid_pre",
@@ -74,7 +74,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _add_checkpoint(attribute)
     tokens = attribute.add_mutually_exclusive_group(required=True)
     tokens.add_argument("--text", metavar="TEXT", type=bounded_text(MAX_TEXT_CHARS), help="the sequence as text")
-    tokens.add_argument("--ids", metavar="ID,ID,...", type=bounded_text(MAX_IDS_CHARS), help="the sequence's ids")
+    tokens.add_argument("--ids", metavar="ID,ID,...", type=token_ids(), help="the sequence's ids")
     attribute.add_argument("--position", type=whole_number(0, MAX_INDEX), metavar="T",
                            help="the position whose logit is split (default: the last); a decoder's logit there "
                            "scores the next token, an encoder's the token at that position")
@@ -109,19 +109,9 @@ def _load(args: argparse.Namespace):
     return loaded
 
 
-def _ids(text: str, option: str) -> list[int]:
-    try:
-        ids = [int(part) for part in text.replace(" ", "").split(",") if part]
-    except ValueError:
-        raise CliError(f"{option} expects comma-separated whole numbers, got {text[:60]!r}") from None
-    if not ids:
-        raise CliError(f"{option} is empty; give at least one token id")
-    return ids
-
-
-def _sequence(text: str | None, ids: str | None, tokenizer, option: str) -> list[int]:
+def _sequence(text: str | None, ids: list[int] | None, tokenizer, option: str) -> list[int]:
     if ids is not None:
-        return _ids(ids, f"{option}-ids" if option != "--text" else "--ids")
+        return list(ids)
     if tokenizer is None:
         raise CliError(f"this model has no tokenizer; give the tokens as {option}-ids" if option != "--text"
                        else "this model has no tokenizer; give the tokens as --ids")

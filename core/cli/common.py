@@ -11,6 +11,7 @@ from typing import Any
 from core.cli import CliError
 from core.config import ConfigError, ModelConfig
 from core.presets import get_preset
+from core.text_files import decode_text
 
 
 MAX_CONFIG_BYTES = 1024 * 1024
@@ -58,7 +59,7 @@ def config_from_args(args: argparse.Namespace) -> ModelConfig:
         if path.is_file() and path.stat().st_size > MAX_CONFIG_BYTES:
             raise CliError(f"{path} is larger than {MAX_CONFIG_BYTES // 1024} KiB; a config is a few fields")
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = json.loads(decode_text(path.read_bytes()))
         except json.JSONDecodeError as error:
             raise CliError(f"{path} is not valid JSON (line {error.lineno}: {error.msg})") from None
         except UnicodeDecodeError:

@@ -10,9 +10,10 @@ line (exit 2) before any forward pass.
 from __future__ import annotations
 
 import argparse
+import sys
 
-from core.cli import CliError
-from core.cli.bounds import MAX_IDS_CHARS, bounded_text, whole_number
+from core.cli import PROG, CliError
+from core.cli.bounds import bounded_text, token_ids, whole_number
 from core.cli.causal_lab import _load, _sequence
 from core.cli.common import print_json, print_table
 from core.limits import MAX_TEXT_CHARS
@@ -38,7 +39,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _add_checkpoint(fill, "an encoder (tiny-encoder, a BERT folder)")
     text = fill.add_mutually_exclusive_group(required=True)
     text.add_argument("--text", metavar="TEXT", type=bounded_text(MAX_TEXT_CHARS), help="the text, blanks included")
-    text.add_argument("--ids", metavar="ID,ID,...", type=bounded_text(MAX_IDS_CHARS),
+    text.add_argument("--ids", metavar="ID,ID,...", type=token_ids(),
                       help="the text's ids, the mask token's id at each blank")
     fill.add_argument("--top", type=whole_number(1, MAX_TOP_K), default=5, metavar="K",
                       help="tokens listed per blank (default 5)")
@@ -53,7 +54,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _add_checkpoint(translate, "an encoder-decoder trained by the lab's seq2seq objective (tiny-encoder-decoder)")
     source = translate.add_mutually_exclusive_group(required=True)
     source.add_argument("--source", metavar="TEXT", type=bounded_text(MAX_TEXT_CHARS), help="the source text")
-    source.add_argument("--source-ids", metavar="ID,ID,...", type=bounded_text(MAX_IDS_CHARS), help="the source's ids")
+    source.add_argument("--source-ids", metavar="ID,ID,...", type=token_ids(), help="the source's ids")
     translate.add_argument("--max-new", type=whole_number(1, MAX_NEW_TOKENS), default=32, metavar="N",
                            help="most decoding steps (default 32); decoding stops after END")
     translate.add_argument("--top", type=whole_number(1, MAX_TOP_K), default=3, metavar="K",
@@ -69,7 +70,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _add_checkpoint(route, "a mixture of experts (tiny-moe)")
     tokens = route.add_mutually_exclusive_group(required=True)
     tokens.add_argument("--text", metavar="TEXT", type=bounded_text(MAX_TEXT_CHARS), help="the text")
-    tokens.add_argument("--ids", metavar="ID,ID,...", type=bounded_text(MAX_IDS_CHARS), help="the text's ids")
+    tokens.add_argument("--ids", metavar="ID,ID,...", type=token_ids(), help="the text's ids")
     route.set_defaults(run=run_route)
 
 
@@ -129,9 +130,17 @@ def run_translate(args: argparse.Namespace) -> int:
     except DecodeError as error:
         raise CliError(str(error)) from None
     text = tokenizer.decode(list(result.output)) if tokenizer is not None else None
+    warning = _spelling_warning(args.source if args.source is not None else
+                                tokenizer.decode(source) if tokenizer is not None else None, tokenizer)
     if args.json:
-        print_json({"model": loaded.source, "text": text, **result.to_dict()})
+        from core.date_corpus import LEARNED_SPELLINGS, reads_dates
+
+        learned = list(LEARNED_SPELLINGS) if reads_dates(tokenizer) else None
+        print_json({"model": loaded.source, "text": text, "learned_spellings": learned, "spelling_warning": warning,
+                    **result.to_dict()})
         return 0
+    if warning:
+        print(f"{PROG} translate: warning: {warning}", file=sys.stderr)
     print(f"{loaded.source}: greedy decoding of {len(source)} source tokens, at most {max_new} steps")
     mean = result.cross_attention.mean(axis=(0, 1))  # (N, S) over layers and heads
     rows = []
@@ -146,6 +155,19 @@ def run_translate(args: argparse.Namespace) -> int:
     ending = "ended with END" if result.finished else f"no END within {max_new} steps"
     print(f"output: {text!r} ({ending})" if text is not None else f"output ids: {list(result.output)} ({ending})")
     return 0
+
+
+def _spelling_warning(source: str | None, tokenizer) -> str | None:
+    """Why a dates translator's answer for `source` is not what it learned (a spelling outside its pairs), or None."""
+    from core.date_corpus import learned_spellings_text, reads_dates, spelling_problem
+
+    if source is None or not reads_dates(tokenizer):
+        return None
+    problem = spelling_problem(source)
+    if not problem:
+        return None
+    return (f"the source is outside the spellings the dates translator learned ({problem}); it learned "
+            f"{learned_spellings_text()}, so its answer here, however confident, may be wrong")
 
 
 # ---- route --------------------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 
 from core.cli import CliError
-from core.cli.bounds import MAX_IDS_CHARS, bounded_text, seed, whole_number
+from core.cli.bounds import bounded_text, seed, token_ids, whole_number
 from core.cli.causal import _build_model as build_model
 from core.cli.causal import _sequence as read_sequence
 from core.cli.common import add_model_arguments, print_json, print_table
@@ -36,7 +36,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     tokens = parser.add_mutually_exclusive_group()
     tokens.add_argument("--text", metavar="TEXT", type=bounded_text(MAX_TEXT_CHARS), help="the sequence as text")
-    tokens.add_argument("--ids", metavar="ID,ID,...", type=bounded_text(MAX_IDS_CHARS),
+    tokens.add_argument("--ids", metavar="ID,ID,...", type=token_ids(),
                         help="the sequence as comma-separated token ids")
     parser.add_argument("--layer", type=whole_number(0, MAX_INDEX), default=0, metavar="L", help="the block (default 0)")
     parser.add_argument("--head", type=whole_number(0, MAX_INDEX), default=0, metavar="H", help="the head (default 0)")
@@ -94,7 +94,7 @@ def _as_json(worked, description: str, ids: list[int]) -> dict:
 
 
 def run_head(args: argparse.Namespace) -> int:
-    n_tokens_hint = len(args.text) if args.text is not None else (args.ids.count(",") + 1 if args.ids else None)
+    n_tokens_hint = len(args.text) if args.text is not None else (len(args.ids) if args.ids else None)
     model, tokenizer, description = build_model(args, n_tokens_hint)
     ids, labels_from = read_sequence(args, tokenizer, model.config.vocab_size)
 

@@ -24,18 +24,19 @@ import torch
 
 from core.checkpoints import CheckpointError, LoadedModel, check_destination, resolve_checkpoint
 from core.cli import CliError
-from core.cli.bounds import MAX_IDS_CHARS, MAX_TEXT_FILE_BYTES, bounded_text, real_number, seed, whole_number
+from core.cli.bounds import MAX_TEXT_FILE_BYTES, bounded_text, real_number, seed, token_ids, whole_number
 from core.cli.progress import Progress, ProgressBar, add_quiet_argument
 from core.cli.progress import duration as _duration
 from core.config import ModelConfig
 from core.device import choose_device
 from core.hf_import import FOLDER_KEYS
-from core.limits import MAX_TEXT_CHARS
+from core.limits import MAX_TEXT_CHARS, character_vocabulary_problem
 from core.model_saving import save_model
 from core.presets import get_preset
 from core.date_corpus import date_pairs
 from core.repeated_corpus import repeated_letters
 from core.recipes import BUNDLED_CORPORA, BUNDLED_RECIPES, DEFAULT_RECIPE
+from core.text_files import decode_text, is_link_loop, link_loop_message
 from core.training import (
     TRAIN_MASK_MODES,
     TrainingError,
@@ -43,6 +44,7 @@ from core.training import (
     check_run,
     evaluate_loss,
     generate,
+    objective_of,
     train,
     training_mask_mode,
 )
@@ -112,11 +114,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _add_checkpoint_argument(logits)
     source = logits.add_mutually_exclusive_group(required=True)
     source.add_argument("--text", type=bounded_text(MAX_TEXT_CHARS), help="text to tokenize with the model's tokenizer")
-    source.add_argument("--ids", type=bounded_text(MAX_IDS_CHARS), help="comma-separated token ids, e.g. 1,2,3")
+    source.add_argument("--ids", type=token_ids(), help="comma-separated token ids, e.g. 1,2,3")
     encoder_input = logits.add_mutually_exclusive_group()
     encoder_input.add_argument("--source", type=bounded_text(MAX_TEXT_CHARS),
                                help="an encoder-decoder model's encoder input as text (--text/--ids is the decoder's)")
-    encoder_input.add_argument("--source-ids", type=bounded_text(MAX_IDS_CHARS),
+    encoder_input.add_argument("--source-ids", type=token_ids(),
                                help="an encoder-decoder model's encoder input as comma-separated token ids")
     logits.add_argument("--out", metavar="FILE.npy", required=True, help="where to write the (T, V) float32 array")
     add_quiet_argument(logits)
@@ -210,7 +212,7 @@ def _read_text(path_text: str) -> str:
     if path.is_file() and path.stat().st_size > MAX_TEXT_FILE_BYTES:
         raise CliError(f"{path} is {path.stat().st_size:,} bytes, more than the {MAX_TEXT_FILE_BYTES:,} a text file may have")
     try:
-        return path.read_text(encoding="utf-8")
+        return decode_text(path.read_bytes())
     except UnicodeDecodeError:
         raise CliError(f"{path} is not UTF-8 text") from None
 
@@ -260,6 +262,11 @@ def run_train(args: argparse.Namespace) -> int:
         check_run(config, TrainSettings(**recipe))
     except TrainingError as error:
         raise CliError(str(error)) from None
+    if recipe.get("tokenizer", "char") == "char":  # a character vocabulary grows with the corpus: bound it first
+        blank = objective_of(config) == "masked-lm"
+        problem = character_vocabulary_problem(f"--corpus {corpus_path.name}", len(set(text)), blank)
+        if problem:
+            raise CliError(problem)
     # Before the first step: a run of minutes must not end in a folder it may not write.
     try:
         check_destination(out, needed_bytes=config_weights_bytes(config))
@@ -377,9 +384,10 @@ def quality_lines(quality: dict, expert_load: list) -> list[str]:
     """The objective's held-out figures and the experts' last load, as the end of a run prints them."""
     lines = []
     if "accuracy" in quality:
-        lines.append(f"held-out blanks ({quality['scored']:,}): {quality['accuracy']:.1%} filled right "
-                     f"(unigram baseline {quality['unigram_accuracy']:.1%}); loss {quality['loss']:.4f} nats "
-                     f"(unigram {quality['unigram_loss']:.4f})")
+        from core.objectives.masked_lm import blanks_filled_text
+
+        lines.append(f"held-out: {blanks_filled_text(quality)} (unigram baseline {quality['unigram_accuracy']:.1%}); "
+                     f"loss {quality['loss']:.4f} nats a chosen position (unigram {quality['unigram_loss']:.4f})")
     if "exact_match" in quality:
         lines.append(f"held-out pairs ({quality['pairs']:,}): {quality['exact_match']:.1%} exact match (greedy)")
     if expert_load:
@@ -411,16 +419,6 @@ def _probe_summary(what: str, history: list[tuple[int, float]]) -> str:
 # ---- logits, generate, evaluate -----------------------------------------------------------------
 
 
-def _parse_ids(text: str, option: str = "--ids") -> list[int]:
-    parts = [part.strip() for part in text.split(",") if part.strip()]
-    if not parts:
-        raise CliError(f"{option} needs at least one token id, e.g. {option} 1,2,3")
-    try:
-        return [int(part) for part in parts]
-    except ValueError:
-        raise CliError(f"{option} expects comma-separated whole numbers, got {text!r}") from None
-
-
 def _encode(loaded: LoadedModel, text: str) -> list[int]:
     if loaded.tokenizer is None:
         from core.families.registry import FAMILIES
@@ -440,7 +438,8 @@ def run_logits(args: argparse.Namespace) -> int:
     if out.suffix != ".npy":
         raise CliError(f"--out must name a .npy file, got {out}")
     if out.parent and not out.parent.is_dir():
-        raise CliError(f"the folder {out.parent} does not exist")
+        raise CliError(link_loop_message(out.parent) if is_link_loop(out.parent)
+                       else f"the folder {out.parent} does not exist")
     source_given = args.source is not None or args.source_ids is not None
     with Progress("logits", 3, "stage", quiet=args.quiet) as progress:
         progress.update(0, "loading the model")
@@ -452,11 +451,11 @@ def run_logits(args: argparse.Namespace) -> int:
         if source_given and not two_towers:
             raise CliError(f"--source and --source-ids are the encoder input of an encoder-decoder model; "
                            f"{loaded.source} is {_ONE_TOWER[loaded.config.architecture]} model")
-        ids = _parse_ids(args.ids) if args.ids is not None else _encode(loaded, args.text)
+        ids = list(args.ids) if args.ids is not None else _encode(loaded, args.text)
         device = next(loaded.model.parameters()).device
         source = None
         if two_towers:
-            source_ids = (_parse_ids(args.source_ids, "--source-ids") if args.source_ids is not None
+            source_ids = (list(args.source_ids) if args.source_ids is not None
                           else _encode(loaded, args.source))
             source = torch.tensor([source_ids], device=device)  # (1, S)
         progress.update(1, f"forward over {len(ids):,} tokens")

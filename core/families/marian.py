@@ -36,7 +36,10 @@ def config_fields(hf: HFConfig, where: str) -> dict[str, Any]:
     for encoder_key, decoder_key in pairs:
         if field(hf, encoder_key, where, int) != field(hf, decoder_key, where, int):
             raise CheckpointError(f"{where}: {encoder_key} and {decoder_key} differ; this app uses one value for both towers")
-    if not field(hf, "share_encoder_decoder_embeddings", where, bool, True) or field(hf, "decoder_vocab_size", where, int, vocab) != vocab:
+    decoder_vocab = field(hf, "decoder_vocab_size", where, int, vocab)
+    if decoder_vocab < 1:
+        raise CheckpointError(f"{where}: decoder_vocab_size is {decoder_vocab}: the target vocabulary is empty")
+    if not field(hf, "share_encoder_decoder_embeddings", where, bool, True) or decoder_vocab != vocab:
         raise CheckpointError(f"{where}: separate source and target vocabularies are not supported (one shared table only)")
     if not field(hf, "tie_word_embeddings", where, bool, True):
         raise CheckpointError(f"{where}: an output head apart from the embeddings is not supported")

@@ -16,6 +16,7 @@ import torch
 import torch.nn.functional as F
 
 from core.objectives.batch import IGNORED, Batch, scored_loss
+from core.limits import character_vocabulary_problem
 from core.tokenizers import CharTokenizer, UnknownTokenError
 
 SELECT_P = 0.15  # share of positions the loss is taken on
@@ -65,6 +66,17 @@ def mask_tokens(ids: torch.Tensor, mask_id: int, vocab_size: int, generator: tor
     return MaskedBatch(inputs, labels, chosen, masked, randomised)
 
 
+def blanks_filled_text(quality: dict) -> str:
+    """A masked LM's held-out accuracy in words, each share named by what it counts: the blanked positions alone
+    (the input shows the blank) and every chosen position (the kept ones show their answer)."""
+    every = (f"{quality['accuracy']:.1%} of all {quality['scored']:,} chosen positions (blanked, randomised and "
+             "kept as they were)")
+    masked_accuracy = quality.get("masked_accuracy")
+    if masked_accuracy is None:  # a record made before it was counted, or a held-out split with no blank
+        return f"{every} predicted right"
+    return f"{masked_accuracy:.1%} of {quality['masked']:,} blanked positions filled right; {every}"
+
+
 def masked_lm_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     """Mean cross-entropy over the chosen positions only: logits (B, T, V), labels (B, T) with IGNORED elsewhere."""
     if not bool((labels != IGNORED).any()):
@@ -82,14 +94,19 @@ class MaskedLmScore:
     """A masked LM on held-out text, against the unigram baseline that ignores both sides of the blank."""
 
     loss: float  # nats per scored character
-    accuracy: float  # share of scored characters whose most likely prediction is the original
+    # Share of scored characters whose most likely prediction is the original: every chosen position, the 10%
+    # the recipe kept as they were (the answer is in the input) and the 10% it randomised included.
+    accuracy: float
     unigram_loss: float  # nats per scored character of the training split's character frequencies
     unigram_accuracy: float  # share of scored characters equal to the training split's commonest one
     scored: int  # characters scored
+    masked_accuracy: float | None = None  # the same share over the blanked positions alone (None: none blanked)
+    masked: int = 0  # positions blanked
 
     def to_dict(self) -> dict[str, float | int]:
         return {"loss": self.loss, "accuracy": self.accuracy, "unigram_loss": self.unigram_loss,
-                "unigram_accuracy": self.unigram_accuracy, "scored": self.scored}
+                "unigram_accuracy": self.unigram_accuracy, "scored": self.scored,
+                "masked_accuracy": self.masked_accuracy, "masked": self.masked}
 
 
 class MaskedLmTask:
@@ -101,7 +118,11 @@ class MaskedLmTask:
         if MASK_CHAR in text:
             raise MaskingError(f"the corpus contains {MASK_CHAR!r}, the blank a masked model reads; "
                                "remove it from the text or train a decoder")
-        tokenizer = tokenizer or CharTokenizer.from_text(text + MASK_CHAR)
+        if tokenizer is None:
+            tokenizer = CharTokenizer.from_text(text + MASK_CHAR)
+            too_many = character_vocabulary_problem("the corpus", tokenizer.vocab_size - 1, blank=True)
+            if too_many:
+                raise MaskingError(too_many)
         try:
             self.mask_id = tokenizer.id_of(MASK_CHAR)
             ids = torch.tensor(tokenizer.encode(text), dtype=torch.long)  # (N,)
@@ -126,30 +147,37 @@ class MaskedLmTask:
 
     def held_out(self, seq_len: int, max_windows: int | None = None) -> Batch:
         """Non-overlapping windows of the held-out split, masked from HELD_OUT_SEED."""
+        masked = self.held_out_masking(seq_len, max_windows)
+        return Batch(masked.inputs, masked.labels)
+
+    def held_out_masking(self, seq_len: int, max_windows: int | None = None) -> MaskedBatch:
+        """The held-out windows with which positions the recipe blanked, randomised or kept."""
         count = len(self.val_ids) // seq_len
         if max_windows is not None:
             count = min(count, max_windows)
         windows = self.val_ids[: count * seq_len].view(count, seq_len)  # (W, T)
         generator = torch.Generator().manual_seed(HELD_OUT_SEED)
-        masked = mask_tokens(windows, self.mask_id, self.tokenizer.vocab_size, generator, special_ids=(self.mask_id,))
-        return Batch(masked.inputs, masked.labels)
+        return mask_tokens(windows, self.mask_id, self.tokenizer.vocab_size, generator, special_ids=(self.mask_id,))
 
     @torch.no_grad()
     def score(self, model: torch.nn.Module, seq_len: int, batch_size: int = 32,
               max_windows: int | None = None) -> MaskedLmScore:
-        held_out = self.held_out(seq_len, max_windows)
+        held_out = self.held_out_masking(seq_len, max_windows)
         device = next(model.parameters()).device
         was_training = model.training
         model.eval()
-        total, correct = 0.0, 0
-        for first in range(0, len(held_out.tokens), batch_size):
-            tokens = held_out.tokens[first : first + batch_size].to(device)  # (b, T)
+        total, correct, correct_masked = 0.0, 0, 0
+        for first in range(0, len(held_out.inputs), batch_size):
+            tokens = held_out.inputs[first : first + batch_size].to(device)  # (b, T)
             labels = held_out.labels[first : first + batch_size].to(device)  # (b, T)
+            blanked = held_out.masked[first : first + batch_size].to(device)  # (b, T)
             logits = model(tokens)  # (b, T, V)
             total += float(scored_loss(logits, labels, reduction="sum"))
-            scored = labels != IGNORED  # (b, T)
-            correct += int((logits.argmax(-1)[scored] == labels[scored]).sum())
+            right = logits.argmax(-1) == labels  # (b, T)
+            correct += int(right[labels != IGNORED].sum())
+            correct_masked += int(right[blanked].sum())
         model.train(was_training)
+        n_masked = int(held_out.masked.sum())
         labels = held_out.labels[held_out.labels != IGNORED]  # (n,)
         counts = torch.bincount(self.train_ids, minlength=self.tokenizer.vocab_size).double() + 1  # (V,) add-one
         log_unigram = (counts / counts.sum()).log()  # (V,)
@@ -159,6 +187,8 @@ class MaskedLmTask:
             unigram_loss=float(-log_unigram[labels].mean()),
             unigram_accuracy=float((labels == int(counts.argmax())).double().mean()),
             scored=len(labels),
+            masked_accuracy=correct_masked / n_masked if n_masked else None,
+            masked=n_masked,
         )
 
     @torch.no_grad()
@@ -178,4 +208,4 @@ class MaskedLmTask:
 
 
 __all__ = ["HELD_OUT_SEED", "IGNORED", "MASK_CHAR", "MASK_P", "MaskedBatch", "MaskedLmScore", "MaskedLmTask",
-           "MaskingError", "RANDOM_P", "SELECT_P", "mask_tokens", "masked_lm_loss"]
+           "MaskingError", "RANDOM_P", "SELECT_P", "blanks_filled_text", "mask_tokens", "masked_lm_loss"]

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from core.text_files import text_lines
+
 START = "\t"  # the decoder's first input: "begin the target"
 END = "\n"  # the decoder's last prediction: "the target is complete"
 MAX_PAIRS = 1_000_000
@@ -24,7 +26,7 @@ class Pair:
 def parse_pairs(text: str) -> list[Pair]:
     """The pairs of a tab-separated text: one `source<TAB>target` per non-empty line."""
     pairs = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(text_lines(text), start=1):
         if not line.strip():
             continue
         parts = line.split(START)

@@ -18,9 +18,11 @@ import torch
 
 from core.objectives.batch import IGNORED, Batch, scored_loss
 from core.objectives.pairs import END, MAX_PAIRS, START, Pair, PairsError, decoder_input, decoder_labels, parse_pairs
+from core.limits import character_vocabulary_problem
 from core.tokenizers import CharTokenizer, UnknownTokenError
 
 HELD_OUT_FRACTION = 0.1  # the last tenth of the pairs
+SCORE_ROWS = 64  # held-out pairs per forward pass when scoring: a bundled batch
 
 
 @dataclass(frozen=True)
@@ -55,7 +57,11 @@ class Seq2SeqTask:
         pairs = parse_pairs(text)
         if len(pairs) < 10:
             raise PairsError(f"{len(pairs)} pairs; a run needs at least 10 (a tenth is held out)")
-        tokenizer = tokenizer or CharTokenizer.from_text("".join(p.source + p.target for p in pairs) + START + END)
+        if tokenizer is None:
+            tokenizer = CharTokenizer.from_text("".join(p.source + p.target for p in pairs) + START + END)
+            too_many = character_vocabulary_problem("the corpus", tokenizer.vocab_size)
+            if too_many:
+                raise PairsError(too_many)
         try:
             self.start_id, self.end_id = tokenizer.id_of(START), tokenizer.id_of(END)
             encoded = [(tokenizer.encode(p.source), tokenizer.encode(decoder_input(p.target)),
@@ -98,18 +104,23 @@ class Seq2SeqTask:
             take = len(group.sources) if max_pairs is None else min(len(group.sources), max_pairs - seen)
             if take <= 0:
                 break
-            sources = group.sources[:take].to(device)  # (b, S)
-            logits = model(group.inputs[:take].to(device), source=sources)  # (b, T, V)
-            total += float(scored_loss(logits, group.labels[:take].to(device), reduction="sum"))
-            characters += group.labels[:take].numel()
-            outputs = greedy_decode(model, sources, self.start_id, self.end_id, group.labels.shape[1] + 1)  # (b, <=T+1)
-            for row in range(take):
-                target = group.labels[row].tolist()  # the target and END
-                produced = outputs[row, : len(target)].tolist()
-                exact += produced == target
-                if len(shown) < examples:
-                    shown.append((self.tokenizer.decode(group.sources[row].tolist()),
-                                  self.tokenizer.decode(target[:-1]), _decoded(self.tokenizer, outputs[row], self.end_id)))
+            # In slices of SCORE_ROWS pairs: a group's logits at once grow with the held-out split times the vocabulary.
+            for first in range(0, take, SCORE_ROWS):
+                rows = slice(first, min(take, first + SCORE_ROWS))
+                sources = group.sources[rows].to(device)  # (b, S)
+                labels = group.labels[rows]  # (b, T)
+                logits = model(group.inputs[rows].to(device), source=sources)  # (b, T, V)
+                total += float(scored_loss(logits, labels.to(device), reduction="sum"))
+                characters += labels.numel()
+                del logits
+                outputs = greedy_decode(model, sources, self.start_id, self.end_id, labels.shape[1] + 1)  # (b, <=T+1)
+                for row in range(len(labels)):
+                    target = labels[row].tolist()  # the target and END
+                    produced = outputs[row, : len(target)].tolist()
+                    exact += produced == target
+                    if len(shown) < examples:
+                        shown.append((self.tokenizer.decode(sources[row].tolist()), self.tokenizer.decode(target[:-1]),
+                                      _decoded(self.tokenizer, outputs[row], self.end_id)))
             seen += take
         model.train(was_training)
         return Seq2SeqScore(total / characters, exact / seen, seen, tuple(shown))

@@ -136,3 +136,25 @@ def test_a_tokenizer_without_start_is_refused(capsys, tmp_path):
     folder = family_models.folder(model, family_models.shakespeare_tokenizer(), tmp_path / "no-start")
     code, _out, err = run(capsys, "translate", "--checkpoint", str(folder), "--source", "abc")
     assert code == 2 and "no START token" in err
+
+
+def test_translate_warns_on_a_spelling_the_dates_translator_never_learned(capsys):
+    import json
+
+    from core.date_corpus import LEARNED_SPELLINGS
+
+    code, out, err = run(capsys, "translate", "--checkpoint", "tiny-encoder-decoder", "--source", "5th March 2021")
+    assert code == 0 and "output: '2021-03-05" in out
+    (line,) = err.strip().splitlines()
+    assert line.startswith("transformer-explorer translate: warning: the source is outside the spellings")
+    assert "the day '5th' is an ordinal" in line and "1900 to 2099" in line
+    code, out, err = run(capsys, "translate", "--checkpoint", "tiny-encoder-decoder", "--source", "5 March 1850",
+                         "--json")
+    data = json.loads(out)
+    assert code == 0 and data["learned_spellings"] == list(LEARNED_SPELLINGS)
+    assert "the year 1850 is outside 1900 to 2099" in data["spelling_warning"] and err == ""
+    code, out, err = run(capsys, "translate", "--checkpoint", "tiny-encoder-decoder", "--source", "March 5, 2021",
+                         "--json")
+    assert code == 0 and json.loads(out)["spelling_warning"] is None and err == ""
+    code, _out, err = run(capsys, "translate", "--checkpoint", "tiny-encoder-decoder", "--source", "March 5, 2021")
+    assert code == 0 and err == ""

@@ -28,8 +28,11 @@ SUBCOMMANDS = _subcommands()
 
 SMALL_INTS = ["-1", "0", "1", "2", "3", "4", "x", "", "2.5", "1e3", "0x10", "٣"]
 FLOATS = ["0", "-1", "0.5", "1", "2", "nan", "inf", "-inf", "1e-30", "abc", ""]
-TEXTS = ["abc", "", "To be, or not", "€☃", "\n\t", "z" * 200, "--json", "a b c"]
-IDS = ["1,2,3", "0", "", "x", "-1", "1,,2", "99999", "1, 2", "64,0,1"]
+TEXTS = ["abc", "", "To be, or not", "€☃", "\n\t", "z" * 200, "--json", "a b c", "a_b", "Friday, 5 March 2021",
+         "z" * 9_990 + "€☃名前"]
+PAST_INT64 = ["9223372036854775808", "99999999999999999999"]
+IDS = ["1,2,3", "0", "", "x", "-1", "1,,2", "99999", "1, 2", "64,0,1", "39,99999999999999999999",
+       "1,9223372036854775808"]
 EDITS = ["1=b", "0=a", "=", "x=y", "99=a", "-1=a", "1=\\n", "2=5", "1", "a=b=c"]
 SETS = ["d_model=64", "n_heads=5", "n_layers=0", "junk", "=", "d_model=x", "vocab_size=-1", "norm=rmsnorm", "bias=maybe"]
 JUNK = ["", "-", "--", "-x", "--no-such-flag", "💥", "a" * 500, "--json"]
@@ -49,13 +52,16 @@ def _value_strategy(command: str, dest: str, option: argparse.Action, tmp: dict[
         "preset": _presets(command),
         "compare": _presets(command),
         "config": [tmp["garbage_json"], tmp["not_a_file"], tmp["folder"], tmp["good_config"], tmp["binary"]],
-        "checkpoint": ["tiny-gpt", "tiny-llama", tmp["not_a_file"], tmp["folder"], tmp["garbage_json"], ""],
+        "checkpoint": ["tiny-gpt", "tiny-llama", "tiny-encoder", "tiny-encoder-decoder", "tiny-moe", "tiny-induction",
+                       tmp["not_a_file"], tmp["folder"], tmp["garbage_json"], ""],
         "corpus": [tmp["binary"], tmp["not_a_file"], tmp["folder"], tmp["text"]],
         "text_file": [tmp["binary"], tmp["not_a_file"], tmp["folder"], tmp["text"]],
         "out": [tmp["out"], tmp["garbage_json"], tmp["folder"]],
         "set": SETS,
-        "text": TEXTS,
-        "ids": IDS,
+        "text": TEXTS, "clean": TEXTS, "corrupt": TEXTS, "source": TEXTS, "answer": TEXTS, "foil": TEXTS,
+        "ids": IDS, "clean_ids": IDS, "corrupt_ids": IDS, "source_ids": IDS,
+        "answer_id": SMALL_INTS + PAST_INT64, "foil_id": SMALL_INTS + PAST_INT64, "position": SMALL_INTS + PAST_INT64,
+        "length": SMALL_INTS + ["33", "65", "129"] + PAST_INT64, "top": SMALL_INTS + PAST_INT64,
         "edit": EDITS,
         "perm": ["2,1,0", "0", "", "1,1", "x", "0,1,2,3,4,5,6,7", "-1,0"],
         "device": ["cpu", "cuda", "mps", "tpu", "", "cuda:7"],
@@ -153,3 +159,51 @@ def test_a_path_with_a_nul_byte_is_a_one_line_error(argv, tmp_path, monkeypatch)
     monkeypatch.setenv("HOME", str(tmp_path))
     code, _out, err = run_cli(argv)
     assert code == 2 and "Traceback" not in err
+
+
+# The commands of the Causal lab and the Families panel, each with the model made for it, and hostile values: ids past
+# int64, texts of 10,000 characters with characters no vocabulary has, numbers past every bound, another family's model.
+_LONG = "To be or not " * 769 + "€☃名"  # 10,000 characters
+NEW_HALF_ARGVS = [
+    ["fill-mask", "--checkpoint", "tiny-encoder", "--ids", "39,99999999999999999999"],
+    ["fill-mask", "--checkpoint", "tiny-encoder", "--ids", "1,-9223372036854775809"],
+    ["fill-mask", "--checkpoint", "tiny-encoder", "--text", _LONG],
+    ["fill-mask", "--checkpoint", "tiny-encoder", "--text", "q_estion", "--top", "99999999999999999999"],
+    ["fill-mask", "--checkpoint", "tiny-gpt", "--text", "q_estion"],
+    ["translate", "--checkpoint", "tiny-encoder-decoder", "--source-ids", "1,9223372036854775808"],
+    ["translate", "--checkpoint", "tiny-encoder-decoder", "--source", _LONG],
+    ["translate", "--checkpoint", "tiny-encoder-decoder", "--source", "5 März 2021"],
+    ["translate", "--checkpoint", "tiny-encoder-decoder", "--source", "March 5, 2021", "--max-new",
+     "99999999999999999999"],
+    ["translate", "--checkpoint", "tiny-moe", "--source", "March 5, 2021"],
+    ["route", "--checkpoint", "tiny-moe", "--ids", "9223372036854775808"],
+    ["route", "--checkpoint", "tiny-moe", "--text", _LONG],
+    ["route", "--checkpoint", "tiny-gpt", "--text", "To be"],
+    ["patch", "--checkpoint", "tiny-gpt", "--clean-ids", "1,2,9223372036854775808", "--corrupt-ids", "1,2,3",
+     "--answer", "o"],
+    ["patch", "--checkpoint", "tiny-gpt", "--clean", "I say, Rome", "--corrupt", "I say, Xome", "--answer", "€"],
+    ["patch", "--checkpoint", "tiny-gpt", "--clean", "I say, Rome", "--corrupt", "I say, Xome", "--answer-id",
+     "99999999999999999999"],
+    ["patch", "--checkpoint", "tiny-induction-attn", "--clean", "abc", "--corrupt", "abd", "--answer", "a",
+     "--site", "mlp_out"],
+    ["patch", "--checkpoint", "tiny-gpt", "--clean", _LONG, "--corrupt", _LONG, "--answer", "o"],
+    ["patch", "--checkpoint", "tiny-encoder-decoder", "--clean", "March", "--corrupt", "Marcz", "--answer", "a"],
+    ["attribute", "--checkpoint", "tiny-gpt", "--ids", "1,99999999999999999999", "--answer", "o"],
+    ["attribute", "--checkpoint", "tiny-gpt", "--text", "I say, Rome", "--answer", "o", "--position",
+     "99999999999999999999"],
+    ["attribute", "--checkpoint", "tiny-moe", "--text", _LONG, "--answer", "o"],
+    ["induction", "--checkpoint", "tiny-induction", "--length", "40"],
+    ["induction", "--checkpoint", "tiny-induction", "--length", "99999999999999999999"],
+    ["induction", "--checkpoint", "tiny-encoder-decoder", "--length", "20"],
+]
+
+
+@pytest.mark.parametrize("argv", NEW_HALF_ARGVS, ids=lambda argv: " ".join(a[:24] for a in argv)[:90])
+def test_the_causal_and_family_commands_refuse_hostile_values_in_one_line(argv, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    code, _out, err = run_cli(argv)
+    assert "Traceback" not in err and "unexpected error" not in err, (argv, err)
+    assert code in (0, 2), (argv, code, err)
+    if code == 2:
+        assert len([line for line in err.splitlines() if "error" in line]) == 1, (argv, err)

@@ -155,7 +155,7 @@ def test_checkpoint_accepts_hugging_face_folders(tmp_path, capsys):
         (["logits", "--checkpoint", "no-such-model", "--text", "a", "--out", "x.npy"], "neither a bundled model"),
         (
             ["logits", "--checkpoint", "tiny-gpt", "--ids", "1,x", "--out", "x.npy"],
-            "--ids expects comma-separated whole numbers",
+            "argument --ids: expects comma-separated whole numbers",
         ),
         (
             ["logits", "--checkpoint", "tiny-gpt", "--ids", "1,999", "--out", "x.npy"],
@@ -250,3 +250,31 @@ def test_export_refuses_an_attention_only_model_before_writing(tmp_path, capsys)
     line = _error_line(capsys, ["export", "--checkpoint", str(folder), "--out", str(out), "--quiet"])
     assert "tiny-induction-attn has no Hugging Face equivalent" in line and "an FFN in every block" in line
     assert not out.exists()
+
+
+@pytest.mark.parametrize("preset", ["tiny-encoder-decoder", "tiny-gpt", "tiny-encoder"])
+def test_a_corpus_of_80000_distinct_characters_is_refused_before_training(capsys, tmp_path, preset):
+    from core.limits import MAX_CHARACTER_VOCAB
+
+    characters = [chr(c) for c in range(0x4E00, 0x4E00 + 80_000 + 2048) if not 0xD800 <= c <= 0xDFFF][:80_000]
+    corpus = tmp_path / "wide.txt"
+    corpus.write_text("\n".join("".join(characters[i : i + 8]) + "\t" + "".join(characters[i + 8 : i + 16])
+                                for i in range(0, len(characters), 16)) + "\n", encoding="utf-8")
+    out = tmp_path / "model"
+    line = _error_line(capsys, ["train", "--preset", preset, "--corpus", str(corpus), "--out", str(out), "--quiet"])
+    assert "--corpus wide.txt has 80,002 distinct characters" in line, line
+    assert f"a character model trains on at most {MAX_CHARACTER_VOCAB:,} tokens" in line
+    assert not out.exists()
+
+
+def test_a_masked_lm_run_prints_both_accuracies_each_named_by_what_it_counts():
+    from core.cli.models import quality_lines
+
+    quality = {"loss": 1.7, "accuracy": 0.5064, "unigram_loss": 3.35, "unigram_accuracy": 0.1514, "scored": 16_609,
+               "masked_accuracy": 0.4664, "masked": 13_212}
+    (line,) = quality_lines(quality, [])
+    assert ("46.6% of 13,212 blanked positions filled right; 50.6% of all 16,609 chosen positions (blanked, "
+            "randomised and kept as they were)") in line
+    older = {key: value for key, value in quality.items() if not key.startswith("masked")}  # a record made before
+    (line,) = quality_lines(older, [])
+    assert "50.6% of all 16,609 chosen positions (blanked, randomised and kept as they were) predicted right" in line

@@ -117,3 +117,70 @@ def test_a_fifo_as_a_config_file_is_refused_without_waiting(capsys, tmp_path):
     os.mkfifo(fifo)
     assert main(["params", "--config", str(fifo)]) == 2
     assert "is not a regular file; give a JSON file of config fields" in capsys.readouterr().err
+
+
+_PAST_INT64 = "99999999999999999999"  # 2**66 and more: no int64 tensor holds it
+
+
+@pytest.mark.parametrize(
+    ("argv", "option"),
+    [
+        (["fill-mask", "--checkpoint", "tiny-encoder", "--ids", f"39,{_PAST_INT64}"], "--ids"),
+        (["fill-mask", "--checkpoint", "tiny-encoder", "--ids", f"39,-{_PAST_INT64}"], "--ids"),
+        (["translate", "--checkpoint", "tiny-encoder-decoder", "--source-ids", f"5,{_PAST_INT64}"], "--source-ids"),
+        (["route", "--checkpoint", "tiny-moe", "--ids", _PAST_INT64], "--ids"),
+        (["patch", "--checkpoint", "tiny-gpt", "--clean-ids", "1,2", "--corrupt-ids", f"1,{_PAST_INT64}",
+          "--answer-id", "3"], "--corrupt-ids"),
+        (["patch", "--checkpoint", "tiny-gpt", "--clean-ids", f"{_PAST_INT64},2", "--corrupt-ids", "1,2",
+          "--answer-id", "3"], "--clean-ids"),
+        (["patch", "--checkpoint", "tiny-gpt", "--clean-ids", "1,2", "--corrupt-ids", "1,3",
+          "--answer-id", "3", "--foil-id", _PAST_INT64], "--foil-id"),
+        (["attribute", "--checkpoint", "tiny-gpt", "--ids", f"{_PAST_INT64},1", "--answer-id", "2"], "--ids"),
+        (["attribute", "--checkpoint", "tiny-gpt", "--ids", "3,1", "--answer-id", _PAST_INT64], "--answer-id"),
+        (["logits", "--checkpoint", "tiny-gpt", "--ids", _PAST_INT64, "--out", "x.npy"], "--ids"),
+        (["logits", "--checkpoint", "tiny-encoder-decoder", "--source-ids", _PAST_INT64, "--ids", "1",
+          "--out", "x.npy"], "--source-ids"),
+        (["causal", "--checkpoint", "tiny-gpt", "--ids", f"1,{_PAST_INT64}", "--edit", "0=2"], "--ids"),
+        (["head", "--checkpoint", "tiny-gpt", "--ids", f"1,{_PAST_INT64}"], "--ids"),
+    ],
+)
+def test_an_id_past_int64_is_refused_in_one_line_naming_the_option_and_the_bound(capsys, argv, option):
+    from core.limits import MAX_TOKEN_ID
+
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert f"argument {option}:" in err and f"from 0 to {MAX_TOKEN_ID:,}" in err, err
+
+
+def test_an_edit_id_past_int64_is_refused_in_one_line(capsys):
+    from core.limits import MAX_TOKEN_ID
+
+    assert main(["causal", "--checkpoint", "tiny-gpt", "--ids", "1,2", "--edit", f"0={_PAST_INT64}"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "--edit" in err and f"from 0 to {MAX_TOKEN_ID:,}" in err, err
+
+
+def test_the_token_id_bound_is_the_largest_vocabulary_a_config_holds():
+    from core import config
+    from core.limits import MAX_TOKEN_ID
+
+    config.validate(config.ModelConfig(vocab_size=MAX_TOKEN_ID + 1))
+    with pytest.raises(config.ConfigError):
+        config.validate(config.ModelConfig(vocab_size=MAX_TOKEN_ID + 2))
+
+
+@given(value=st.lists(st.one_of(st.integers(min_value=-(10**40), max_value=10**40).map(str), st.text(max_size=12)),
+                      max_size=6).map(",".join))
+def test_any_id_list_parses_in_range_or_is_refused_in_one_line(value):
+    from core.cli.bounds import token_ids
+    from core.limits import MAX_TOKEN_ID
+
+    try:
+        parsed = token_ids()(value)
+    except argparse.ArgumentTypeError as error:
+        assert "\n" not in str(error) and len(str(error)) < 120
+    else:
+        assert parsed and all(0 <= i <= MAX_TOKEN_ID for i in parsed)

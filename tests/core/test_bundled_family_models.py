@@ -58,6 +58,30 @@ def test_the_masked_lm_fills_held_out_blanks_far_better_than_character_frequenci
     assert score.loss == pytest.approx(recorded["loss"], rel=1e-4)
 
 
+def test_the_masked_only_accuracy_counts_the_blanked_positions_alone(encoder):
+    task = MaskedLmTask(SHAKESPEARE, encoder.tokenizer)
+    seq_len = record("tiny-encoder")["settings"]["seq_len"]
+    held_out = task.held_out_masking(seq_len)
+    # The recipe's three kinds of chosen position, disjoint: blanked (the input shows the mask), randomised, kept.
+    assert bool((held_out.inputs[held_out.masked] == task.mask_id).all())
+    assert not bool((held_out.masked & held_out.randomised).any())
+    assert bool((held_out.chosen == (held_out.labels != -100)).all())
+    right_blanked = right_chosen = 0
+    with torch.no_grad():
+        for window in range(len(held_out.inputs)):  # one window at a time, as a loop written here
+            predicted = encoder.model(held_out.inputs[window : window + 1])[0].argmax(-1)  # (T,)
+            hits = predicted == held_out.labels[window]  # (T,)
+            right_blanked += int(hits[held_out.masked[window]].sum())
+            right_chosen += int(hits[held_out.chosen[window]].sum())
+    blanked, chosen = int(held_out.masked.sum()), int(held_out.chosen.sum())
+    score = task.score(encoder.model, seq_len)
+    assert (score.masked, score.scored) == (blanked, chosen)
+    assert score.masked_accuracy == pytest.approx(right_blanked / blanked, abs=2 / blanked)
+    assert score.accuracy == pytest.approx(right_chosen / chosen, abs=2 / chosen)
+    # The kept positions show their answer in the input: counting them raises the share above the blanks' own.
+    assert score.accuracy > score.masked_accuracy
+
+
 def test_the_encoder_reads_both_sides_of_the_blank_and_the_decoder_only_the_left(encoder):
     text = "To be, or not to be: that is the q_estion"
     blank = text.index(MASK_CHAR)

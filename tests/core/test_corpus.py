@@ -77,3 +77,27 @@ def test_windows_need_the_training_split_to_hold_one_window_and_its_target():
     longest_fitting = max(t for t in range(1, 1000) if int((t + 2) / 0.9) + 1 <= 1000)
     assert window_problem(corpus, longest_fitting) == ""
     assert "Shorten the sequence length" in window_problem(corpus, longest_fitting + 1)
+
+
+def _distinct_characters(count: int) -> list[str]:
+    """`count` distinct characters, none of them a line break, a tab or the blank."""
+    skipped = {"\t", "\n", "\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029", "_"}
+    return [c for c in map(chr, range(0x21, 0x21 + count + 4096)) if c not in skipped
+            and not 0xD800 <= ord(c) <= 0xDFFF][:count]
+
+
+def test_a_corpus_wider_than_the_character_vocabulary_bound_is_refused_naming_the_bound():
+    from core.limits import MAX_CHARACTER_VOCAB
+
+    wide = _distinct_characters(MAX_CHARACTER_VOCAB + 1)
+    corpus = Corpus("wide.txt", "".join(wide), len(wide))
+    for config in (TINY, TINY.replace(architecture="encoder", attention="bidirectional")):
+        problem = vocabulary_problem(config.replace(vocab_size=corpus.vocab_size + 1), corpus)
+        assert f"{MAX_CHARACTER_VOCAB + 1:,} distinct characters" in problem
+        assert f"at most {MAX_CHARACTER_VOCAB:,} tokens" in problem
+    # At the bound itself a decoder trains; an encoder's blank makes one token more.
+    at_bound = Corpus("full.txt", "".join(wide[:-1]), MAX_CHARACTER_VOCAB)
+    assert vocabulary_problem(TINY.replace(vocab_size=MAX_CHARACTER_VOCAB), at_bound) == ""
+    encoder = TINY.replace(architecture="encoder", attention="bidirectional", vocab_size=MAX_CHARACTER_VOCAB + 1)
+    assert f"({MAX_CHARACTER_VOCAB + 1:,} tokens with the blank); a character model trains on at most" in \
+        vocabulary_problem(encoder, at_bound)

@@ -221,3 +221,107 @@ def test_a_file_or_nothing_instead_of_a_folder(tmp_path):
 
 def test_session_format_tag_is_stable():
     assert SESSION_FORMAT == "transformer-explorer-session"
+
+
+# ---- the fuzz run's makers for the Causal lab and Families views (tools/fuzz_inputs.py) ------------
+
+
+def _draws(maker, count: int = 400, seed: int = 7):
+    import random
+
+    rng = random.Random(seed)
+    return [maker(rng) for _ in range(count)]
+
+
+def test_view_settings_reach_past_every_bound_and_stay_within_some():
+    """Settings aim at the views: over many draws each declared setting gets values the lesson check accepts and values
+    it refuses, every sub-tab is asked for, and the named hostile values (heads a model lacks, periods past a context,
+    blanks past the text, ids past int64) all come up."""
+    from core.lesson_parts import PANEL_PARTS
+    from tools.fuzz_inputs import NEW_HALF_TABS, PAST_INT64, new_half_settings
+
+    for panel, tabs in NEW_HALF_TABS.items():
+        declared = PANEL_PARTS[panel].settings
+        draws = _draws(lambda rng, panel=panel, tabs=tabs: new_half_settings(rng, panel, rng.choice(tabs)))
+        assert {d["tab"] for d in draws} >= set(tabs)
+        for key, setting in declared.items():
+            values = [d[key] for d in draws if key in d]
+            if key == "tab":
+                continue
+            assert any(not setting.problem(v) for v in values), (panel, key)
+            assert any(setting.problem(v) for v in values) or setting.kind == "text", (panel, key)
+        seen = [value for d in draws for value in d.values()]
+        assert any(isinstance(v, list) and PAST_INT64 in v for v in seen) or panel == "Families"
+    causal = _draws(lambda rng: new_half_settings(rng, "Causal lab", "Induction"))
+    assert _values(causal, "period") >= {33, 65, 129, 513}  # twice past the contexts 64 and 128, and past the bound 512
+    assert _values(causal, "heads") >= {"L9H9", "L0H99", "L"}
+    assert _values(causal, "site") >= {"mlp_out", "head"}
+    families = _draws(lambda rng: new_half_settings(rng, "Families", "Fill in the blank"))
+    assert _values(families, "blank") >= {0, 65, 10_000, 10_001}
+    assert _values(families, "cross_head") >= {-1, 4, 1024}
+
+
+def _values(draws: list[dict], key: str) -> set:
+    return {d[key] for d in draws if isinstance(d.get(key), (int, str))}
+
+
+def test_within_lesson_bounds_keeps_exactly_what_a_lesson_may_say():
+    from core.lesson_parts import PANEL_PARTS
+    from core.limits import settings_problem
+    from tools.fuzz_inputs import NEW_HALF_TABS, new_half_settings, within_lesson_bounds
+
+    kept_any = dropped_any = False
+    for panel, tabs in NEW_HALF_TABS.items():
+        draws = _draws(lambda rng, panel=panel, tabs=tabs: new_half_settings(rng, panel, rng.choice(tabs)), 200)
+        for settings in draws:
+            kept = within_lesson_bounds(panel, settings)
+            assert all(not PANEL_PARTS[panel].settings[key].problem(value) for key, value in kept.items())
+            assert not settings_problem(kept, "panel_settings")
+            kept_any |= bool(kept)
+            dropped_any |= len(kept) < len(settings)
+    assert kept_any and dropped_any
+
+
+def test_view_lessons_built_from_the_makers_pass_the_lesson_check_and_put_every_family_before_every_view():
+    """The state and in-bounds settings make lessons check-lesson passes (so the window must show them), with a
+    model of each family and mismatches (a router view on a decoder, cross-attention on an encoder)."""
+    from core.lessons import LessonError, parse_lesson
+    from core.presets import PRESETS
+    from tools.fuzz_inputs import (FAMILY_PRESETS, NEW_HALF_TABS, VIEW_PRESETS, new_half_settings, new_half_state,
+                                   within_lesson_bounds)
+
+    pairs, passed, refused = set(), 0, 0
+
+    def lesson(rng):
+        panel = rng.choice(sorted(NEW_HALF_TABS))
+        tab = rng.choice(NEW_HALF_TABS[panel])
+        label, state = new_half_state(rng, tab)
+        settings = within_lesson_bounds(panel, new_half_settings(rng, panel, tab))
+        return tab, state, {"title": "t", "steps": [{"title": "s", "text": "x", "panel": panel, "state": state,
+                                                     "panel_settings": settings}]}
+
+    for tab, state, document in _draws(lesson, 300):
+        assert state["preset"] in PRESETS and 0 < len(state["text"]) <= 10_000
+        pairs.add((state["preset"], tab))
+        try:
+            parse_lesson(document, panels=list(NEW_HALF_TABS))
+            passed += 1
+        except LessonError:
+            refused += 1
+    assert passed > 200 and refused < passed  # what the window gets, mostly: the views must refuse, not the loader
+    assert {preset for preset, _ in pairs} >= set(FAMILY_PRESETS)
+    assert ("tiny-gpt", "Router") in pairs and ("tiny-encoder", "Cross-attention") in pairs
+    assert all((VIEW_PRESETS[tab], tab) in pairs for tab in VIEW_PRESETS)
+
+
+def test_view_command_lines_cover_each_command_with_the_hostile_values():
+    from tools.fuzz_inputs import NEW_HALF_COMMANDS, PAST_INT64, new_half_argv
+
+    draws = [argv for _label, argv in _draws(new_half_argv, 600)]
+    assert {argv[0] for argv in draws} == set(NEW_HALF_COMMANDS)
+    values = [value for argv in draws for value in argv]
+    assert any(str(PAST_INT64) in value or "99999999999999999999" in value for value in values)  # ids past int64
+    assert any(len(value) == 10_000 for value in values)  # a text of 10,000 characters
+    assert any("€" in value for value in values)  # a token no vocabulary has
+    wrong = [argv for argv in draws if argv[2] != NEW_HALF_COMMANDS[argv[0]]]
+    assert wrong and {argv[0] for argv in wrong} == set(NEW_HALF_COMMANDS)  # each command on another family's model

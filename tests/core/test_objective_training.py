@@ -98,6 +98,52 @@ def test_greedy_decoding_and_exact_match_agree_with_a_loop_written_here():
     assert single.score(model).loss == pytest.approx(float(F.cross_entropy(logits[0], labels[0])), rel=1e-5)
 
 
+def test_scoring_runs_the_held_out_pairs_in_slices_and_sums_them_as_one_pass_would():
+    from core.objectives.seq2seq import SCORE_ROWS
+
+    import random
+
+    draw = random.Random(0)
+    words = ["".join(draw.choice("abcdefgh") for _ in range(5)) for _ in range(2000)]
+    task = Seq2SeqTask("\n".join(f"{word}\t{word[::-1]}" for word in words))  # one length group: 200 held out
+    model = Transformer.from_seed(ENCODER_DECODER.replace(vocab_size=task.tokenizer.vocab_size), seed=1).eval()
+    assert max(len(group.sources) for group in task.val_groups) > SCORE_ROWS  # a group that must be sliced
+    rows_seen = []
+    hook = model.register_forward_pre_hook(lambda module, args: rows_seen.append(args[0].shape[0]))
+    try:
+        score = task.score(model)
+    finally:
+        hook.remove()
+    # The logits of one pass hold at most SCORE_ROWS pairs: memory no longer grows with the held-out split.
+    assert max(rows_seen) == SCORE_ROWS
+    total, characters = 0.0, 0
+    with torch.no_grad():
+        for group in task.val_groups:  # every pair of a group at once, as a loop written here
+            logits = model(group.inputs, source=group.sources)  # (n, T, V)
+            total += float(F.cross_entropy(logits.flatten(0, 1), group.labels.flatten(), reduction="sum"))
+            characters += group.labels.numel()
+    assert score.pairs == len(task.val_pairs)
+    assert score.loss == pytest.approx(total / characters, rel=1e-5)  # float32 sums in another order
+
+
+def test_pairs_wider_than_the_character_vocabulary_bound_are_refused_before_any_tensor():
+    from core.limits import MAX_CHARACTER_VOCAB
+
+    characters = [chr(c) for c in range(0x4E00, 0x4E00 + 80_000 + 2048) if not 0xD800 <= c <= 0xDFFF][:80_000]
+    text = "\n".join("".join(characters[i : i + 8]) + "\t" + "".join(characters[i + 8 : i + 16])
+                     for i in range(0, len(characters), 16))
+    with pytest.raises(PairsError, match=f"80,002 distinct characters; a character model trains on at most "
+                                         f"{MAX_CHARACTER_VOCAB:,}"):  # with START and END
+        Seq2SeqTask(text)
+    with pytest.raises(MaskingError, match=f"at most {MAX_CHARACTER_VOCAB:,}"):
+        MaskedLmTask("".join(characters))
+    with pytest.raises(TrainingError, match=f"at most {MAX_CHARACTER_VOCAB:,}"):
+        train(ENCODER_DECODER, text, steps=1, batch_size=2, seq_len=16)
+    decoder = ModelConfig(vocab_size=64, d_model=16, n_heads=2, n_layers=1, d_ff=32, context_length=16)
+    with pytest.raises(TrainingError, match=f"at most {MAX_CHARACTER_VOCAB:,}"):  # next-token, from Python too
+        train(decoder, "".join(characters), steps=1, batch_size=2, seq_len=8)
+
+
 def test_a_short_seq2seq_run_learns_and_reports_its_held_out_figures():
     run = train(ENCODER_DECODER, date_pairs(seed=0, count=600), steps=60, batch_size=16, seq_len=16, lr=3e-3,
                 eval_every=30)

@@ -198,3 +198,21 @@ def test_settings_round_trip(qtbot, lab):
                             "blank": "x", "cross_head": True})
     assert panel.current_view() is panel.router_view and panel.cross_view.steps == 3
     assert panel.source_edit.text() == "June 2, 2020" and panel.fill_top_spin.value() == 7
+
+
+def test_cross_attention_marks_a_source_outside_the_dates_translators_spellings(qtbot, lab):
+    state, panel = lab
+    view = panel.cross_view
+    with qtbot.waitSignal(view.result_shown, timeout=RESULT_TIMEOUT_MS):
+        state.set_tokenizer(family_models.date_tokenizer())
+        state.set_model(family_models.encoder_decoder(seed=2))
+    assert panel.source_edit.text() == "5 March 2021" and "⚠" not in panel.cross_output.text()
+    with qtbot.waitSignal(view.result_shown, timeout=RESULT_TIMEOUT_MS):
+        panel.source_edit.setText("5th March 2021")
+    shown = panel.cross_output.text()
+    assert "⚠ Outside the spellings it learned: the day '5th' is an ordinal" in shown
+    learned = panel.cross_output.toolTip()
+    assert "'5 March 2021', 'March 5, 2021', 'Friday, 5 March 2021'" in learned and "1900 to 2099" in learned
+    with qtbot.waitSignal(view.result_shown, timeout=RESULT_TIMEOUT_MS):
+        panel.source_edit.setText("March 5, 2021")
+    assert "⚠" not in panel.cross_output.text()

@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from tools.fuzz_run import GROWTH_BOUND_BYTES, KINDS, STALL_BOUND_S, FuzzRun, Report
+from tools.fuzz_run import GROWTH_BOUND_BYTES, NEW_KINDS, OLD_KINDS, STALL_BOUND_S, FuzzRun, Report
 
 SEED = int(os.environ.get("FUZZ_SEED", "20261201"))  # another seed: FUZZ_SEED=N pytest ...
 CASES = 36
@@ -37,10 +37,10 @@ def full_window(qtbot, settings):
 
 
 def test_hostile_inputs_meet_no_traceback_no_freeze_and_no_growth(full_window, tmp_path):
-    report = FuzzRun(SEED, KINDS, workdir=tmp_path, window=full_window).run(cases=CASES)
+    report = FuzzRun(SEED, OLD_KINDS, workdir=tmp_path, window=full_window).run(cases=CASES)
     summary = report.table()
     assert sum(report.cases.values()) == CASES, summary
-    assert set(report.cases) == set(KINDS), summary  # every kind of input was tried
+    assert set(report.cases) == set(OLD_KINDS), summary  # every kind of input was tried
     assert not report.findings, summary
     # The GUI thread's own work in its longest stall is the app's, whatever else the machine runs.
     assert report.stall_cpu_s <= STALL_BOUND_S, summary
@@ -74,3 +74,59 @@ def test_the_measures_see_what_they_bound(full_window, tmp_path):
     assert [f.case for f in report.tracebacks] == ["session raises"], report.table()
     assert "ZeroDivisionError" in report.tracebacks[0].what
     assert not report.passed
+
+
+def _view_session(window, tmp_path, name: str, preset: str, text: str, panel: str, settings: dict) -> Path:
+    import json
+
+    from core.presets import get_preset
+
+    document = window.current_session().to_json()
+    document.update(config=get_preset(preset).to_dict(), text=text, tokens=None, panels={panel: settings})
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    return path
+
+
+def test_a_view_case_turns_to_its_sub_tab_and_reads_a_refusal_a_result_and_a_stuck_view(full_window, tmp_path):
+    """The view cases drive the view: its sub-tab is brought on screen so that it computes, and what it ends with is
+    read once the worker is idle: a refusal (a period whose two repeats pass tiny-induction's context of 64), a result
+    (a period that fits), and a view left saying "Computing..." with nothing on its way, which is a hang."""
+    from gui.panels.base import COMPUTING
+
+    text = "JmXqzRbTwKcLpVnYhDgAJmXqzRbTwKcLpVnYhDg"
+    cases = iter([
+        ("view-session past the context", _view_session(full_window, tmp_path, "refused", "tiny-induction", text,
+                                                        "Causal lab", {"tab": "Attribution", "period": 40})),
+        ("view-session within the context", _view_session(full_window, tmp_path, "shown", "tiny-induction", text,
+                                                          "Causal lab", {"tab": "Attribution", "period": 20})),
+    ])
+    run = FuzzRun(SEED, ("view-session",), workdir=tmp_path, window=full_window)
+    run.tries_again = False  # the two cases as written
+    run._view_session = lambda: run._view_session_case(*next(cases), "Causal lab", ["Induction"])
+    report = run.run(cases=2)
+    panel = full_window.panel("Causal lab")
+    assert panel.current_view() is panel.induction_view and panel.induction_view.isVisible(), report.table()
+    assert report.view_outcomes["Causal lab/Induction"] == {"refusal": 1, "result": 1}, report.table()
+    assert panel.induction_view.period_spin.value() == 20 and not report.findings, report.table()
+
+    panel.induction_view._show_message(COMPUTING)  # as if a request were lost: the worker is idle, nothing on its way
+    assert run._read_view("view-session probe", "Causal lab", panel.induction_view).startswith("stuck")
+    assert [f.kind for f in report.findings] == ["hang"] and "Computing" in report.findings[0].what
+
+
+NEW_HALF_CASES = 6
+
+
+def test_hostile_view_cases_meet_no_traceback_no_hang_and_no_freeze(full_window, tmp_path):
+    """A few cases of each kind aimed at the Causal lab and Families views and their commands, within the run's bounds
+    (the longer runs of docs/performance-fuzz.md use the same driver)."""
+    report = FuzzRun(SEED, NEW_KINDS, workdir=tmp_path, window=full_window).run(cases=NEW_HALF_CASES)
+    summary = report.table()
+    assert set(report.cases) == set(NEW_KINDS), summary
+    assert sum(sum(counts.values()) for counts in report.view_outcomes.values()) >= 2, summary  # views were driven
+    assert not [f for f in report.findings if f.kind != "warning"], summary
+    assert report.stall_cpu_s <= STALL_BOUND_S, summary
+    if not _oversubscribed():
+        assert report.longest_stall_s <= STALL_BOUND_S, summary
+    assert report.peak_growth_bytes <= GROWTH_BOUND_BYTES, summary

@@ -437,7 +437,9 @@ def test_an_encoder_trains_as_a_masked_lm_and_its_headline_counts_blanks(qtbot, 
     quality = panel.outcome.metadata["quality"]
     headline = panel.status_label.text()
     assert panel.outcome.metadata["objective"] == "masked-lm"
-    assert f"{quality['accuracy']:.1%} filled right" in headline and "held-out blanks" in headline
+    assert f"{quality['masked_accuracy']:.1%} of {quality['masked']:,} blanked positions filled right" in headline
+    assert f"{quality['accuracy']:.1%} of all {quality['scored']:,} chosen positions" in headline
+    assert "held-out blanks" in headline
     assert "causal mask" not in headline  # an encoder is scored with both sides, as it was trained
 
 

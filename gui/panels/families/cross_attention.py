@@ -221,7 +221,13 @@ class CrossAttentionView(View):
         else:
             steps = f"{result.steps} step{'s' if result.steps != 1 else ''}"
             state = f"Output after {steps}: {output}  (Step on, or Run to END)"
-        self.output_label.setText(f"Source: {source_text}  ({len(result.source)} tokens)\n{state}")
+        from core.date_corpus import learned_spellings_text, reads_dates, spelling_problem
+
+        problem = spelling_problem(source_text) if reads_dates(tokenizer) else ""
+        warning = (f"\n⚠ Outside the spellings it learned: {problem}. The output may be wrong, however probable."
+                   if problem else "")
+        self.output_label.setToolTip(f"The dates translator learned only {learned_spellings_text()}" if problem else "")
+        self.output_label.setText(f"Source: {source_text}  ({len(result.source)} tokens)\n{state}{warning}")
         self.step_button.setEnabled(not result.finished and result.steps < self.max_steps())
         self._draw_map(result)
         self._show_steps(result)
