@@ -142,7 +142,9 @@ class LabState(QObject):
         elif field == "tokenizer":
             self._retokenize()
         elif field == "config":
-            self._clamp_selection()
+            self._clamp_selection(value)
+        elif field == "model" and value is not None:
+            self._clamp_selection(value.config)  # a model adopted before its config (a folder, a run) is the one shown
         self._emit(field)
         if text_followed:
             self._emit("text")
@@ -194,8 +196,8 @@ class LabState(QObject):
             self._values["token_edit"] = None  # a retyped text is no single edit
             self._emit("tokens")
 
-    def _clamp_selection(self) -> None:
-        config: ModelConfig = self._values["config"]
+    def _clamp_selection(self, config: ModelConfig) -> None:
+        """The selected layer and head exist in `config`: each view that shows the selection draws the same head."""
         for field, limit in (("selected_layer", config.n_layers), ("selected_head", config.n_heads)):
             if self._values[field] >= limit:
                 self._values[field] = limit - 1

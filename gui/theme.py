@@ -272,6 +272,24 @@ def font(relative: float = 1.0, bold: bool = False) -> QFont:
     return result
 
 
+def plain_axis_numbers(axis) -> None:
+    """Tick numbers as they are on an axis without units.
+
+    pyqtgraph scales a unitless axis whose values stay under 1 (or pass 1e9) and writes the factor beside its
+    label, "probability (x0.001)" over ticks of 0 to 500: a factor nobody reads as one. An axis with units
+    (bytes, seconds) keeps its SI prefix, "kB" reads well. Disabling the prefix keeps the scale of the range it was
+    disabled at, so the scale is set back to 1 as well.
+    """
+    if axis.labelUnits:
+        return
+    axis.enableAutoSIPrefix(False)
+    if axis.autoSIPrefixScale != 1.0:
+        axis.autoSIPrefixScale = 1.0
+        axis.labelUnitPrefix = ""
+        axis.picture = None  # the tick texts are redrawn unscaled
+        axis.update()
+
+
 def style_plot(target: pg.PlotWidget | pg.PlotItem) -> None:
     """Apply the theme and font scale to an existing plot: background, axes, tick and label fonts."""
     import pyqtgraph as pg
@@ -291,6 +309,8 @@ def style_plot(target: pg.PlotWidget | pg.PlotItem) -> None:
         axis.setStyle(tickFont=tick_font, tickLength=-6)
         if axis.labelText:
             axis.setLabel(axis.labelText, units=axis.labelUnits or None, **{"color": theme.text, "font-size": f"{label_px}px"})
+    for name in ("left", "bottom", "right", "top"):
+        plain_axis_numbers(item.getAxis(name))
     if item.titleLabel is not None and item.titleLabel.text:
         item.setTitle(item.titleLabel.text, color=theme.text, size=f"{round(label_px * 1.1)}px")
     legend = item.legend
@@ -322,4 +342,5 @@ __all__ = [
     "colormap",
     "font",
     "style_plot",
+    "plain_axis_numbers",
 ]

@@ -99,7 +99,7 @@ class SessionFiles:
                 self.statusBar().showMessage(f"the session used {session.device}, which this machine lacks; staying on {state.device}", 10000)
         finally:
             state.undo_stack.endMacro()
-        if session.tokens is not None and list(session.tokens) != state.tokens:
+        if session.tokens is not None and list(session.tokens) != state.tokens and self._reads_as(session):
             state.set_tokens(list(session.tokens))
         for panel in self.panels:
             settings = session.panels.get(panel.title)
@@ -108,6 +108,16 @@ class SessionFiles:
                     panel.restore_settings(settings)
                 except Exception:  # one panel's stale settings must not block the session
                     log.warning("panel %r could not restore its settings", panel.title, exc_info=True)
+
+    def _reads_as(self, session: Session) -> bool:
+        """Whether the lab's tokenizer reads the session's ids as its text. The ids belong to the session's model; one
+        of another vocabulary may still be on its way, and its tokenizer will read the text again when it comes:
+        set now, the text would follow ids decoded by the wrong tokenizer."""
+        tokenizer = self.state.tokenizer
+        try:
+            return tokenizer is not None and tokenizer.decode(list(session.tokens)) == session.text
+        except Exception:  # noqa: BLE001 (an id this tokenizer lacks: each tokenizer has its own error)
+            return False
 
     def open_session_dialog(self) -> None:
         start = str(self.settings_store.value("session/dir", str(Path.home())))

@@ -162,7 +162,7 @@ def run_patch(args: argparse.Namespace) -> int:
     corrupt = _sequence(args.corrupt, args.corrupt_ids, tokenizer, "--corrupt")
     answer = _token(args.answer, args.answer_id, tokenizer, "--answer")
     foil = _token(args.foil, args.foil_id, tokenizer, "--foil")
-    from core.experiments.patching import PatchingError, activation_patch
+    from core.experiments.patching import UNDEFINED, PatchingError, activation_patch
 
     try:
         result = activation_patch(loaded.model, clean, corrupt, answer, foil, site=args.site, position=args.position)
@@ -171,10 +171,13 @@ def run_patch(args: argparse.Namespace) -> int:
     if args.json:
         print_json({
             "model": loaded.source, "site": args.site, "clean": clean, "corrupt": corrupt, "answer": answer,
-            "foil": foil, "clean_metric": result.clean_metric, "corrupt_metric": result.corrupt_metric,
+            "foil": foil, "clean_metric": _finite(result.clean_metric),
+            "corrupt_metric": _finite(result.corrupt_metric),
             "columns": "head" if args.site == "head" else "position",
-            "values": result.values.tolist(),
+            "values": [[_finite(v) for v in row] for row in result.values.tolist()],
+            # null cells (never NaN, which is not JSON) when the two metrics agree: see "normalised_undefined"
             "normalised": [[_finite(v) for v in row] for row in result.normalised.tolist()],
+            "normalised_undefined": UNDEFINED if result.metrics_agree else None,
             "patch_all_equals_clean": list(result.patch_all_equal), "patch_none_equals_corrupt": result.patch_none_equal,
             "changed_positions": list(result.changed_positions), "position": result.position,
         })
@@ -191,8 +194,13 @@ def run_patch(args: argparse.Namespace) -> int:
         header = ["layer", *(f"H{h}" for h in range(columns))]
     else:
         header = ["layer", *(f"{t}:{_label(tokenizer, token)}" for t, token in enumerate(corrupt))]
-    rows = [[str(layer), *(f"{v:.3f}" for v in row)] for layer, row in enumerate(result.normalised)]
-    print("normalised (0 = corrupted, 1 = clean):")
+    if result.metrics_agree:
+        print(f"normalised (0 = corrupted, 1 = clean): {UNDEFINED}; the metric with one activation patched:")
+        table = result.values
+    else:
+        print("normalised (0 = corrupted, 1 = clean):")
+        table = result.normalised
+    rows = [[str(layer), *(f"{v:.3f}" for v in row)] for layer, row in enumerate(table)]
     print_table(rows, header, set(range(len(header))))
     all_equal = all(result.patch_all_equal)
     print(f"check: every position of each layer's resid_pre patched = clean logits (torch.equal): "

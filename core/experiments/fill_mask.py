@@ -300,8 +300,9 @@ def describe(side: str, edited: Sequence[int], blank: int, encoder: BlankChange,
     if decoder is None:
         parts.append(f"No decoder half: {decoder_note}.")
     else:
-        parts.append(f"{decoder_name}'s logits at position {decoder.after.position}, where it predicts the blank, "
-                     f"{_moved(decoder)}.")
+        # The blank's own position, as everywhere: the decoder reads its logits one position earlier (decoder.position).
+        parts.append(f"{decoder_name}'s logits for the blank at {blank} (read at the token before it: a decoder "
+                     f"predicts from the left only) {_moved(decoder)}.")
         if side == "after" and decoder.exactly_unchanged:
             parts.append("The decoder cannot see past the blank; the encoder reads both sides.")
         elif side == "after":

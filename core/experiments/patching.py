@@ -51,6 +51,10 @@ MAX_BATCH_ELEMENTS = 2**24  # floats of one patched batch's stream (B * T * D): 
 # Multiply-adds of a whole map (see map_cost): about a minute on a laptop's CPU. GPT-2 small's resid_pre map
 # fits up to ~130 tokens, a tiny bundled model's over its whole context.
 MAX_MAP_FLOPS = 2e13
+# Clean and corrupted metrics closer than this (relative to their size, at least 1 logit) differ by float32 rounding
+# alone: a few units in the last place of a logit (float32's eps is 1.2e-7).
+AGREE_RTOL = 8 * float(np.finfo(np.float32).eps)
+UNDEFINED = "undefined: clean and corrupted agree"  # what a normalised cell says when metrics_agree
 
 
 def site_problem(config, site: str) -> str | None:
@@ -95,12 +99,18 @@ class PatchingResult:
     position: int = -1  # where the metric is read (the last position of the sequence by default)
 
     @property
+    def metrics_agree(self) -> bool:
+        """The clean and corrupted metrics are equal up to float32 rounding: the normalised map is undefined."""
+        span = abs(self.clean_metric - self.corrupt_metric)
+        return span <= AGREE_RTOL * max(1.0, abs(self.clean_metric), abs(self.corrupt_metric))
+
+    @property
     def normalised(self) -> np.ndarray:
-        """(L, columns) 0 = corrupted, 1 = clean; NaN everywhere when the two metrics are equal."""
-        span = self.clean_metric - self.corrupt_metric
-        if span == 0:
+        """(L, columns) 0 = corrupted, 1 = clean; NaN everywhere when the two metrics agree (metrics_agree):
+        dividing by their difference would give no number, or one made of rounding error."""
+        if self.metrics_agree:
             return np.full_like(self.values, np.nan)
-        return (self.values - self.corrupt_metric) / span
+        return (self.values - self.corrupt_metric) / (self.clean_metric - self.corrupt_metric)
 
 
 def metric(logits: torch.Tensor, answer: int, foil: int | None) -> torch.Tensor:

@@ -9,7 +9,8 @@ from collections.abc import Sequence
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QColor, QFontMetrics
-from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QLabel, QTableWidget, QTableWidgetItem, QWidget
+from PySide6.QtWidgets import (QAbstractItemView, QHeaderView, QLabel, QSizePolicy, QTableWidget, QTableWidgetItem,
+                               QWidget)
 
 from core.choices import MASK_MODE_LABELS
 from gui import theme
@@ -61,6 +62,41 @@ def plain_label(text: str = "", name: str = "", wrap: bool = True) -> QLabel:
     if name:
         label.setObjectName(name)
     return label
+
+
+class NoteLabel(QLabel):
+    """A view's one-line note of inputs that were reset ("head reset to L0H0: the new model has 1 layer"), shown only
+    while it has something to say. In a view's `stale_labels`, the next change of the view's inputs clears it."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__("")
+        self.setObjectName(name)
+        self.setTextFormat(Qt.TextFormat.PlainText)  # it quotes the user's tokens
+        self.setWordWrap(True)  # one sentence, on as many lines as a narrow window needs: never a sideways scroll
+        # In a row of controls it takes what the row leaves over, so it wraps only where the window is narrow.
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+        self.setToolTip("Inputs that were reset because they no longer applied; cleared at the next change")
+        self.hide()
+
+    def setText(self, text: str) -> None:  # noqa: N802 (Qt's name)
+        super().setText(text)
+        if self.parentWidget() is not None:  # a label without a parent would open as a window of its own
+            self.setHidden(not text)
+
+
+def note_label(name: str) -> NoteLabel:
+    return NoteLabel(name)
+
+
+def reset_note(parts: Sequence[str]) -> str:
+    """One line for a note_label from clauses such as "head reset to L0H0: the new model has 1 layer"."""
+    return "; ".join(parts)
+
+
+def layers_and_heads(config) -> str:
+    """ "2 layers of 4 heads": what a reset note names when a layer or head is not in the new model."""
+    layers, heads = config.n_layers, config.n_heads
+    return f"{layers} layer{'s' if layers != 1 else ''} of {heads} head{'s' if heads != 1 else ''}"
 
 
 def labelled(row: FlowLayout, text: str, widget: QWidget) -> QLabel:
@@ -187,14 +223,18 @@ class TrainedMaskWarning(QLabel):
 
 __all__ = [
     "LEAKY_MASK_WHY",
+    "NoteLabel",
     "TrainedMaskWarning",
     "as_sentence",
     "caption",
     "fit_table",
     "format_change",
     "labelled",
+    "layers_and_heads",
     "make_plot",
+    "note_label",
     "plain_label",
+    "reset_note",
     "sequence_refusal",
     "set_cell",
     "set_title",

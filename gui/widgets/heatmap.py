@@ -37,6 +37,7 @@ class Heatmap(QWidget):
                  parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.value_format = value_format
+        self.nan_text = "masked"  # what the readout says over a NaN cell (a view may name its own reason)
         self.matrix = np.zeros((1, 1), dtype=np.float32)
         self.row_labels: list[str] = []
         self.col_labels: list[str] = []
@@ -116,6 +117,7 @@ class Heatmap(QWidget):
         if axis.labelText:
             label_px = max(8, round(theme.font(0.9).pointSizeF() * 1.35))
             axis.setLabel(axis.labelText, **{"color": theme.current().text, "font-size": f"{label_px}px"})
+        theme.plain_axis_numbers(axis)
         axis.setWidth(None)  # from the widest label from now on
 
     def cell_at(self, scene_pos: QPointF) -> tuple[int, int] | None:
@@ -146,7 +148,7 @@ class Heatmap(QWidget):
             return
         row, col = cell
         value = float(self.matrix[row, col])
-        shown = "masked" if not math.isfinite(value) else self.value_format.format(value)
+        shown = self.nan_text if not math.isfinite(value) else self.value_format.format(value)
         row_label = _visible(self.row_labels[row]) if row < len(self.row_labels) else str(row)
         col_label = _visible(self.col_labels[col]) if col < len(self.col_labels) else str(col)
         self.readout.setText(f"row {row} '{row_label}'  x  column {col} '{col_label}':  {shown}")

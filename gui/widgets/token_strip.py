@@ -127,6 +127,10 @@ class ChipRow(QWidget):
     def selected(self) -> int:
         return self._selected
 
+    @property
+    def marked(self) -> int:
+        return self._marked
+
     def chip_rect(self, index: int) -> QRect:
         return self._geometry.rects[index]
 
@@ -417,7 +421,10 @@ class TokenStrip(QWidget):
         self.edit_row.addWidget(control_group(*widgets, spacing=spacing))
 
     def set_tokenizer(self, tokenizer) -> None:
-        """Use this tokenizer for labels, the vocabulary list and text validation."""
+        """Use this tokenizer for labels, the vocabulary list and text validation (a mark of an edit goes with the
+        old one)."""
+        if tokenizer is not self._tokenizer:
+            self.chips.set_marked(-1)
         self._tokenizer = tokenizer
         labels: list[str] = []
         if tokenizer is not None:
@@ -427,7 +434,11 @@ class TokenStrip(QWidget):
         self._show_chips()
 
     def set_tokens(self, ids: Sequence[int]) -> None:
-        self._ids = [int(i) for i in ids]
+        """Show these tokens. A mark of an edit goes with the tokens it was made on: the owner marks the new ones."""
+        ids = [int(i) for i in ids]
+        if ids != self._ids:
+            self.chips.set_marked(-1)
+        self._ids = ids
         self._show_chips()
         self._sync_text_with_tokens()
 
@@ -466,6 +477,11 @@ class TokenStrip(QWidget):
     @property
     def selected(self) -> int:
         return self.chips.selected
+
+    @property
+    def marked(self) -> int:
+        """The position drawn as the last edit, or -1."""
+        return self.chips.marked
 
     # ---- actions (also the programmatic API) ---------------------------------------------------
     def select(self, position: int) -> None:

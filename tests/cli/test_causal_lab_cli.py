@@ -94,3 +94,25 @@ def test_patching_the_ffn_of_an_attention_only_model_is_refused_in_one_line(caps
     assert "attention-only tiny-induction-attn has no FFN in its blocks, so there is no mlp_out to patch" in err
     code, out, _err = run(capsys, *argv, "--site", "attn_out", "--json")
     assert code == 0 and np.array(json.loads(out)["values"]).shape == (2, 3)
+
+
+def test_patch_says_undefined_where_clean_and_corrupted_agree_and_its_json_stays_json(capsys):
+    """The corrupted token after the metric's position: both metrics are the same, so no cell has a normalised value;
+    the table says so in words (never "nan") and the JSON holds null (never NaN, which is not JSON)."""
+    argv = ("patch", "--checkpoint", "tiny-gpt", "--clean", "ROMEO: to be or", "--corrupt", "ROMEO: to be ox",
+            "--answer", " ", "--position", "3")
+    code, out, err = run(capsys, *argv)
+    assert code == 0 and err == ""
+    assert "normalised (0 = corrupted, 1 = clean): undefined: clean and corrupted agree" in out
+    assert "nan" not in out.lower()
+    code, out, err = run(capsys, *argv, "--json")
+    assert code == 0
+
+    def refuse(constant):
+        raise AssertionError(f"{constant} is not JSON")
+
+    data = json.loads(out, parse_constant=refuse)
+    assert data["clean_metric"] == data["corrupt_metric"]
+    assert data["normalised_undefined"] == "undefined: clean and corrupted agree"
+    assert all(value is None for row in data["normalised"] for value in row)
+    assert all(isinstance(value, float) for row in data["values"] for value in row)

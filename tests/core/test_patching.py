@@ -83,3 +83,20 @@ def test_a_map_beyond_the_cost_bound_is_refused_in_words():
     assert cost_problem(get_preset("gpt2-small"), 20, "resid_pre") is None
     problem = cost_problem(get_preset("gpt2-small"), 1024, "resid_pre")
     assert problem is not None and "shorten the text" in problem
+
+
+ONE_ULP_ABOVE = float(np.float32(2.5) + np.spacing(np.float32(2.5)))
+
+
+@pytest.mark.parametrize("clean, corrupt, agree", [(2.5, 2.5, True), (2.5, ONE_ULP_ABOVE, True), (2.5, 2.4, False),
+                                                    (-300.0, -300.0 + 1e-3, False)])
+def test_the_normalised_map_is_undefined_only_where_the_metrics_agree_to_float32_rounding(clean, corrupt, agree):
+    from core.experiments.patching import PatchingResult
+
+    values = np.array([[2.45, 2.5]])
+    result = PatchingResult("resid_pre", 0, None, clean, corrupt, values, (), None, ())
+    assert result.metrics_agree is agree
+    if agree:
+        assert np.isnan(result.normalised).all()  # a share of a difference of rounding error is no number
+    else:
+        assert np.allclose(result.normalised, (values - corrupt) / (clean - corrupt))

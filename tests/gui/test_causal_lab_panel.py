@@ -161,3 +161,48 @@ def test_an_attention_only_model_has_no_ffn_parts_site_or_field(qtbot, lab, load
     assert picker.selected() == () and not ablation.showing_message
     state.set_model(loaded.model)
     assert picker.isEnabled() and picker.shape == (loaded.config.n_layers, 1) and picker.text() == "none ▾"
+
+
+def test_patching_cells_are_undefined_when_clean_and_corrupted_agree(qtbot, lab, loaded):
+    """A corrupted token after the metric's position cannot move a decoder's metric there: the two runs agree, and
+    no cell may show a number (or "nan") for a share of a difference of zero."""
+    from PySide6.QtCore import QPointF
+
+    state, panel = lab
+    view = _show_tab(qtbot, panel, "Patching")
+    with qtbot.waitSignal(view.result_shown, timeout=RESULT_TIMEOUT_MS):
+        view.position_spin.setValue(3)  # the metric at position 3
+    with qtbot.waitSignal(view.result_shown, timeout=RESULT_TIMEOUT_MS):
+        panel.corrupt_at(8, loaded.tokenizer.id_of("X"))  # a token after it
+    assert view.result.clean_metric == view.result.corrupt_metric  # causal: bitwise the same logits there
+    summary = view.summary_label.text()
+    assert "map: undefined: clean and corrupted agree" in summary and "nan" not in summary.lower()
+    assert np.isnan(view.patch_map.matrix).all()
+    assert view.patch_map.plot.getPlotItem().titleLabel.text == "Normalised metric undefined: clean and corrupted agree"
+    scene = view.patch_map.plot.getViewBox().mapViewToScene(QPointF(2.5, 1.5))  # position 2, layer 1
+    view.patch_map._mouse_moved(scene)
+    assert view.patch_map.readout.text() == "row 1 'L1'  x  column 2 'M':  undefined: clean and corrupted agree"
+    with qtbot.waitSignal(view.result_shown, timeout=RESULT_TIMEOUT_MS):
+        panel.corrupt_at(2, loaded.tokenizer.id_of("X"))  # before it: a defined map again
+    assert not np.isnan(view.patch_map.matrix).any()
+    assert view.patch_map.plot.getPlotItem().titleLabel.text.startswith("Metric with one activation patched")
+
+
+def test_the_attribution_bars_name_what_they_plot(lab):
+    _state, panel = lab
+    view = panel.attribution_view
+    assert view.parts_plot.getAxis("bottom").labelText == "direct effect on the logit difference"  # a foil is set
+    assert "share" not in view.parts_plot.getAxis("bottom").labelText
+
+
+def test_no_unitless_axis_of_a_view_writes_a_scale_factor(qtbot, lab):
+    """pyqtgraph writes "(x0.001)" beside a unitless axis whose values stay under 1: every plot the views style
+    keeps its numbers as they are."""
+    import pyqtgraph as pg
+
+    _state, panel = lab
+    for plot in panel.findChildren(pg.PlotWidget):
+        for name in ("left", "bottom"):
+            axis = plot.getAxis(name)
+            axis.setRange(0.0, 0.004)
+            assert "(x" not in axis.labelString() and axis.autoSIPrefixScale == 1.0, (plot.objectName(), name)

@@ -63,6 +63,11 @@ def test_fill_in_the_blank_shows_the_encoder_s_predictions(lab):
         cell = table.item(rank, 1).text().split()
         assert cell == [expected.top_labels[0][rank], f"{expected.top_probabilities[0][rank]:.4f}"]
     assert "No edit around this blank yet" in panel.fill_verdict.text() and "tiny-gpt" in panel.fill_verdict.text()
+    # One blank, one position, wherever it is named: the decoder predicts it from the left, and is not given its own.
+    assert f"predicts the blank at position {BLANK} " in panel.fill_verdict.text()
+    assert f"position {BLANK - 1}" not in panel.fill_verdict.text() + panel.fill_plot.getPlotItem().titleLabel.text
+    assert f"(position {BLANK})" in panel.fill_plot.getPlotItem().titleLabel.text
+    assert "(x" not in panel.fill_plot.getAxis("bottom").labelString()  # probabilities under 1 stay as they are
     assert panel.cross_view.computations == 0 and panel.router_view.computations == 0  # hidden views do no work
 
 
@@ -72,7 +77,7 @@ def test_an_edit_after_the_blank_moves_the_encoder_only_and_one_before_moves_bot
     _replace(qtbot, panel, view, BLANK + 15, "X")
     verdict = panel.fill_verdict.text()
     assert f"after the blank at {BLANK}" in verdict and "encoder's logits at the blank moved: max |delta logit|" in verdict
-    assert f"tiny-gpt's logits at position {BLANK - 1}" in verdict and "bitwise unchanged (torch.equal)" in verdict
+    assert f"tiny-gpt's logits for the blank at {BLANK}" in verdict and "bitwise unchanged (torch.equal)" in verdict
     before, after = panel.fill_texts.text().splitlines()
     assert before.startswith("Before:") and "that ⟨i⟩s" in before
     assert after.startswith("After:") and "that ⟨X⟩s" in after and "n⟦_⟧t" in after

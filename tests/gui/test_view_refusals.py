@@ -261,6 +261,9 @@ def test_patching_at_mlp_out_of_an_attention_only_model_is_greyed_and_corrected_
     combo.setCurrentIndex(combo.findData("mlp_out"))
     wait_for_result(qtbot, view)
     causal_lab.use(decoder(attention_only=True), text=TEXT)
+    # A new model lacking the site resets it, and says so; a lesson or a session can still name it.
+    assert view.site == "resid_pre" and view.note_label.text().startswith("site reset to resid_pre")
+    panel.restore_settings({"site": "mlp_out"})
     qtbot.waitUntil(lambda: view.refused, timeout=RESULT_TIMEOUT_MS)
     _assert_refused_in_place(view, combo, "Patch site: ")
     assert "patch resid_pre, attn_out or head" in view.message.text()

@@ -13,7 +13,8 @@ from PySide6.QtWidgets import QComboBox, QSplitter, QVBoxLayout, QWidget
 
 from gui import theme
 from gui.panels.base import Refusal, View
-from gui.panels.common import as_sentence, labelled, make_plot, plain_label, sequence_refusal, token_label
+from gui.panels.common import (as_sentence, labelled, layers_and_heads, make_plot, note_label, plain_label,
+                               sequence_refusal, token_label)
 from gui.widgets.flow_layout import FlowLayout
 from gui.widgets.legend import legend_below
 from gui.widgets.part_picker import PartPicker
@@ -89,9 +90,13 @@ class AblationView(View):
         labelled(row, "heads", self.heads_picker)
         labelled(row, "FFN layers", self.ffns_picker)
         labelled(row, "ablation", self.mode_combo)
+        self._dropped: list[str] = []  # parts the last model's shape dropped from the pickers
+        self.note_label = note_label("ablation-note")
+        row.addWidget(self.note_label)
+        state.signal("model").connect(self._follow_model)
         self.add_controls(row)
         self.summary_label = plain_label(name="ablation-summary")
-        self.stale_labels.append(self.summary_label)
+        self.stale_labels += [self.summary_label, self.note_label]
         column.addWidget(self.summary_label)
         splitter = QSplitter(Qt.Orientation.Horizontal)
         self.loss_plot = make_plot("Loss at each position", "position (predicting the next token)", "loss")
@@ -105,6 +110,25 @@ class AblationView(View):
         column.addWidget(splitter, 1)
         self._offer_ffns()
 
+    def _follow_model(self) -> None:
+        """Heads and FFN layers the new model lacks left the pickers (_offer_ffns); an emptied choice is L0H0. The
+        note says which went."""
+        model = self.state.model
+        if model is None:
+            return
+        config = model.config
+        gone, self._dropped = self._dropped, []
+        note = ""
+        if gone:
+            shape = "is attention-only" if config.attention_only and any(g.startswith("FFN") for g in gone) \
+                else f"has {layers_and_heads(config)}"
+            if not self.heads_picker.selected() and not self.ffns_picker.selected():
+                self.heads_picker.set_selected([(0, 0)])
+                note = f"heads reset to L0H0: {config.name} {shape}, without {', '.join(gone)}"
+            else:
+                note = f"{', '.join(gone)} removed from the choice: {config.name} {shape}"
+        self.note_label.setText(note)
+
     def _offer_ffns(self) -> None:
         """The pickers hold the model's heads and FFNs; an attention-only model has no FFNs to pick: that picker is
         off and says so."""
@@ -113,8 +137,13 @@ class AblationView(View):
             return
         config = model.config
         none = config.attention_only
+        heads, ffns = self.heads_picker.selected(), self.ffns_picker.selected()
         self.heads_picker.set_shape(config.n_layers, config.n_heads)
         self.ffns_picker.set_shape(0 if none else config.n_layers, 1)
+        # What the new shape dropped, for the note (_follow_model).
+        kept_heads, kept_ffns = set(self.heads_picker.selected()), set(self.ffns_picker.selected())
+        self._dropped = ([f"L{layer}H{head}" for layer, head in heads if (layer, head) not in kept_heads]
+                         + [f"FFN {layer}" for layer, column in ffns if (layer, column) not in kept_ffns])
         self.ffns_picker.setEnabled(not none)
         self.ffns_picker.set_none_text("none: attention-only" if none else "none")
 

@@ -70,7 +70,7 @@ class AttributionView(View):
         splitter.addWidget(self.heads_map)
         # One row per layer (its attention bias above, its FFN or experts below) keeps the labels few enough
         # to read at projector scale; the command line lists every part on its own.
-        self.parts_plot = make_plot("Biases and FFNs", "share of the logit", "")
+        self.parts_plot = make_plot("Biases and FFNs", "direct effect on the logit", "")
         self.parts_plot.invertY(True)  # the first part on top, in the order they are written into the stream
         self.parts_bars = {role: pg.BarGraphItem(x0=[], y=[], width=[], height=0.4)
                            for role in ("single", "attn_bias", "ffn")}
@@ -131,6 +131,9 @@ class AttributionView(View):
         self._show_parts(result, config.n_layers)
         self.key_label.setText(KEY_TEXT_ATTENTION_ONLY if config.attention_only else KEY_TEXT)
         self.parts_plot.setTitle("Biases (no FFNs)" if config.attention_only else "Biases and FFNs")
+        # What the bars measure: each part's direct effect on the metric, in logits (a difference with a foil).
+        self.parts_plot.setLabel("bottom", "direct effect on the logit" + (" difference" if result.foil is not None
+                                                                           else ""))
         streams = np.arange(len(result.lens))
         self.lens_plot.getAxis("bottom").setTicks(
             [[(0, "emb"), *((i, f"L{i - 1}") for i in range(1, len(result.lens)))]])

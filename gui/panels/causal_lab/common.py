@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QLineEdit, QSpinBox, QWidget
 
-from gui.panels.common import token_label
+from gui.panels.common import note_label, token_label
 from gui.widgets.token_strip import TokenStrip
 
 MAX_TOKEN_CHARS = 200  # an answer or foil: one token's text
@@ -64,6 +64,82 @@ def parse_token(text: str, tokenizer, vocab_size: int, role: str) -> tuple[int |
     return int(token_id), ""
 
 
+def same_reading(old_tokenizer, new_tokenizer, ids: Sequence[int]) -> bool:
+    """Whether the ids name the same tokens under both tokenizers (a model with its own copy of one vocabulary)."""
+    if old_tokenizer is new_tokenizer:
+        return True
+    if old_tokenizer is None or new_tokenizer is None or old_tokenizer.vocab_size != new_tokenizer.vocab_size:
+        return False
+    try:
+        return all(old_tokenizer.token_text(int(i)) == new_tokenizer.token_text(int(i)) for i in set(ids))
+    except Exception:  # noqa: BLE001 (an id one of them cannot name)
+        return False
+
+
+def _at(positions: Sequence[int]) -> str:
+    shown = ", ".join(str(p) for p in positions[:6]) + (", ..." if len(positions) > 6 else "")
+    return f"the edit{'s' if len(positions) > 1 else ''} at position{'s' if len(positions) > 1 else ''} {shown}"
+
+
+def follow_clean(old_clean: Sequence[int], old_corrupt: Sequence[int], clean: Sequence[int], same_vocabulary: bool,
+                 edit=None) -> tuple[list[int], str]:
+    """The corrupted input for a new clean one, and a one-line note when edits of the old one were dropped.
+
+    The edits follow only where their place is unambiguous: the same vocabulary, and a clean input of the
+    same length (positions line up), changed by one known insertion or deletion (`edit`, a TokenEdit of the
+    old clean input: the edits after it shift), or retyped so that each edit lies wholly before or wholly
+    after what changed. Otherwise the corrupted input restarts as a copy of the clean one, and the note says
+    which edits went.
+    """
+    old_clean, old_corrupt, clean = list(old_clean), list(old_corrupt), [int(i) for i in clean]
+    if old_corrupt == old_clean:
+        return clean, ""  # no edits: the copy stays a copy
+    if clean == old_clean:
+        # The same ids (a model with its own copy of the vocabulary; a session's tokens read by its model at last).
+        return old_corrupt, ""
+    if len(old_corrupt) != len(old_clean):
+        return clean, ("Corrupted input reset to the clean text: it had a different number of tokens from the clean "
+                       "one, so its edits have no place in the new clean text.")
+    edits = {t: token for t, (token, was) in enumerate(zip(old_corrupt, old_clean)) if token != was}
+    if not same_vocabulary:
+        verb = "do" if len(edits) > 1 else "does"
+        return clean, (f"Corrupted input reset to the clean text: the new model reads another vocabulary, so "
+                       f"{_at(sorted(edits))} {verb} not carry over.")
+    moved: dict[int, int] = {}
+    lost: list[int] = []
+    if len(clean) == len(old_clean):
+        moved = edits
+    elif (edit is not None and edit.kind in ("insert", "delete") and tuple(edit.before) == tuple(old_clean)
+          and len(clean) == len(old_clean) + (1 if edit.kind == "insert" else -1)):
+        for position, token in edits.items():
+            if position < edit.position:
+                moved[position] = token
+            elif edit.kind == "insert":
+                moved[position + 1] = token
+            elif position == edit.position:
+                lost.append(position)
+            else:
+                moved[position - 1] = token
+    else:
+        # A retyped text: the tokens before the first change keep their positions, those after the last one shift
+        # by the change in length. An edit in both (a run of one repeated token) or in neither has no clear place.
+        prefix = next((n for n, (a, b) in enumerate(zip(old_clean, clean)) if a != b), min(len(old_clean), len(clean)))
+        suffix = next((n for n, (a, b) in enumerate(zip(reversed(old_clean), reversed(clean))) if a != b),
+                      min(len(old_clean), len(clean)))
+        shift = len(clean) - len(old_clean)
+        unplaced = [t for t in edits if (t < prefix) == (t >= len(old_clean) - suffix)]
+        if unplaced:
+            verb = "have" if len(unplaced) > 1 else "has"
+            return clean, (f"Corrupted input reset to the clean text: the clean text changed from {len(old_clean)} to "
+                           f"{len(clean)} tokens, so {_at(sorted(unplaced))} {verb} no clear place in it.")
+        moved = {(t if t < prefix else t + shift): token for t, token in edits.items()}
+    corrupted = list(clean)
+    for position, token in moved.items():
+        corrupted[position] = token
+    note = f"The corrupted input lost {_at(lost)}: its token was deleted from the clean text." if lost else ""
+    return corrupted, note
+
+
 class CausalControls(QObject):
     """The answer and foil tokens and the corrupted input, shared by the views; `changed` on any edit."""
 
@@ -91,30 +167,79 @@ class CausalControls(QObject):
         self.corrupt_ids: list[int] = []
         self._clean: list[int] = []
         self._tokenizer = None
-        self.answer_edit.textChanged.connect(lambda _text: self.changed.emit())
-        self.foil_edit.textChanged.connect(lambda _text: self.changed.emit())
+        # What a new clean text or model reset among these inputs, in one line; cleared at the next change.
+        self.note_label = note_label("causal-note")
+        self._resetting = False
+        self._restored: tuple[list[int], list[int]] | None = None  # (clean, corrupt) waiting for that clean input
+        self.answer_edit.textChanged.connect(self._field_edited)
+        self.foil_edit.textChanged.connect(self._field_edited)
         strip = self.corrupt_strip
         strip.replace_requested.connect(self._replace)
         strip.insert_requested.connect(self._insert)
         strip.delete_requested.connect(self._delete)
         strip.text_submitted.connect(self._text)
 
+    # ---- the note ------------------------------------------------------------------------------
+    def say(self, text: str) -> None:
+        self.note_label.setText(text)
+
+    def _field_edited(self, _text: str = "") -> None:
+        if not self._resetting:
+            self.say("")
+        self.changed.emit()
+
+    def follow_model(self, tokenizer, vocab_size: int, name: str) -> None:
+        """A new model: an answer or foil it cannot read goes back to its default, and the note says so."""
+        parts = []
+        for role, edit, default in (("answer", self.answer_edit, "the top prediction"),
+                                    ("foil", self.foil_edit, "none")):
+            text = edit.text()
+            if text and parse_token(text, tokenizer, vocab_size, role)[1]:
+                self._resetting = True
+                try:
+                    edit.clear()
+                finally:
+                    self._resetting = False
+                parts.append(f"{role} {text!r} reset to {default}: {name} has no such single token")
+        if parts:  # after a reset of the corrupted input by the new model's tokenizer, in the same line
+            sentence = "; ".join(parts)
+            self.say(" ".join(filter(None, (self.note_label.text(), sentence[0].upper() + sentence[1:] + "."))))
+
     # ---- the corrupted input -------------------------------------------------------------------
-    def set_clean(self, tokenizer, clean: Sequence[int]) -> None:
-        """A new clean input: the corrupted one becomes it, with the earlier edits kept where they still fit."""
-        old_clean, old_corrupt = self._clean, self.corrupt_ids
-        edits = {t: token for t, token in enumerate(old_corrupt)
-                 if len(old_corrupt) == len(old_clean) and t < len(old_clean) and token != old_clean[t]}
-        self._clean = [int(i) for i in clean]
-        self._tokenizer = tokenizer
-        corrupted = list(self._clean)
-        for position, token in edits.items():
-            if position < len(corrupted):
-                corrupted[position] = token
+    @property
+    def clean_ids(self) -> list[int]:
+        return list(self._clean)
+
+    def restore_corrupt(self, corrupt: list[int], clean: list[int]) -> None:
+        """A saved corrupted input with the clean ids it was made on: set now if those are the clean ids, else kept
+        until they are (a session's model, built after the session is read, reads its text into them)."""
+        self._restored = None
+        if clean == self._clean:
+            self._set_corrupt(corrupt)
+        else:
+            self._restored = (clean, corrupt)
+
+    def set_clean(self, tokenizer, clean: Sequence[int], edit=None) -> None:
+        """A new clean input (or a tokenizer): the corrupted one follows it where that is unambiguous (see
+        follow_clean), else restarts as a copy of it, and the note says which edits went."""
+        clean = [int(i) for i in clean]
+        if clean == self._clean and tokenizer is self._tokenizer:
+            return
+        old_clean, old_corrupt, old_tokenizer = self._clean, self.corrupt_ids, self._tokenizer
+        self._clean, self._tokenizer = clean, tokenizer
+        vocabulary = same_reading(old_tokenizer, tokenizer, [*old_clean, *old_corrupt])
+        corrupted, note = follow_clean(old_clean, old_corrupt, clean, vocabulary, edit)
+        restored, self._restored = self._restored, None
+        if restored is not None and restored[0] == clean:
+            corrupted, note = restored[1], ""
         self.corrupt_strip.set_tokenizer(tokenizer)
+        if clean != old_clean or corrupted != old_corrupt:
+            self.say(note)
         self._set_corrupt(corrupted)
 
     def reset_corrupt(self) -> None:
+        self.say("")
+        self._restored = None  # the student's edit wins over a saved one still waiting
         self._set_corrupt(list(self._clean))
 
     def _set_corrupt(self, ids: list[int]) -> None:
@@ -131,16 +256,22 @@ class CausalControls(QObject):
             self.changed.emit()
 
     def _replace(self, position: int, token: int) -> None:
+        self.say("")
+        self._restored = None  # the student's edit wins over a saved one still waiting
         ids = list(self.corrupt_ids)
         ids[position] = token
         self._set_corrupt(ids)
 
     def _insert(self, position: int, token: int) -> None:
+        self.say("")
+        self._restored = None  # the student's edit wins over a saved one still waiting
         ids = list(self.corrupt_ids)
         ids.insert(max(0, position), token)
         self._set_corrupt(ids)
 
     def _delete(self, position: int) -> None:
+        self.say("")
+        self._restored = None  # the student's edit wins over a saved one still waiting
         ids = list(self.corrupt_ids)
         if 0 <= position < len(ids):
             del ids[position]
@@ -155,6 +286,8 @@ class CausalControls(QObject):
             self.corrupt_strip.show_message(str(error))
             return
         self.corrupt_strip.clear_message()
+        self.say("")
+        self._restored = None
         self._set_corrupt(ids)
 
     # ---- the tokens measured -------------------------------------------------------------------

@@ -12,7 +12,7 @@ from PySide6.QtWidgets import QSpinBox, QSplitter, QVBoxLayout, QWidget
 
 from gui import theme
 from gui.panels.base import Refusal, View
-from gui.panels.common import as_sentence, labelled, make_plot, plain_label, token_labels
+from gui.panels.common import as_sentence, labelled, layers_and_heads, make_plot, note_label, plain_label, token_labels
 from gui.widgets.flow_layout import FlowLayout
 from gui.widgets.heatmap import Heatmap
 from gui.widgets.legend import legend_below
@@ -57,13 +57,17 @@ class InductionView(View):
         self.seed_spin.setToolTip("Seed of the random tokens")
         for spin in (self.period_spin, self.seed_spin):
             spin.valueChanged.connect(self.inputs_changed)
+        self._period_cut_from: int | None = None  # the period a new model's context cut, for the note
         state.signal("model").connect(self._bound_period)
         self._bound_period()
         labelled(row, "tokens per repeat N", self.period_spin)
         labelled(row, "seed", self.seed_spin)
+        self.note_label = note_label("induction-note")
+        row.addWidget(self.note_label)
+        state.model_changed.connect(self._follow_model)
         self.add_controls(row)
         self.summary_label = plain_label(name="induction-summary")
-        self.stale_labels.append(self.summary_label)
+        self.stale_labels += [self.summary_label, self.note_label]
         column.addWidget(self.summary_label)
         top = QSplitter(Qt.Orientation.Horizontal)
         self.induction_map = Heatmap("head", "layer", "Induction score (click a head)", value_format="{:.3f}")
@@ -89,7 +93,9 @@ class InductionView(View):
         """Two repeats must fit the model's context: the spin offers no period past half of it."""
         model = self.state.model
         if model is not None:
+            old = self.period_spin.value()
             self.period_spin.setMaximum(max(2, min(MAX_PERIOD, model.config.context_length // 2)))
+            self._period_cut_from = old if self.period_spin.value() != old else None
 
     def inputs(self):
         model = self.state.model
@@ -104,6 +110,26 @@ class InductionView(View):
             return Refusal(f"{field}: {as_sentence(problem)}")
         return InductionInputs(model, period, self.seed_spin.value())
 
+    def _follow_model(self) -> None:
+        """A clicked head the new model lacks goes back to its strongest head, and the note says so, as it does a
+        period past the new context (cut by _bound_period)."""
+        model = self.state.model
+        if model is None:
+            return
+        config = model.config
+        parts = []
+        if self.chosen_head is not None and not (self.chosen_head[0] < config.n_layers
+                                                 and self.chosen_head[1] < config.n_heads):
+            layer, head = self.chosen_head
+            self.chosen_head = None
+            parts.append(f"pattern's head L{layer}H{head} reset to the strongest induction head: {config.name} has "
+                         f"{layers_and_heads(config)}")
+        if self._period_cut_from is not None:  # _bound_period, which ran first, cut it
+            parts.append(f"tokens per repeat reset from {self._period_cut_from} to {self.period_spin.value()}: two "
+                         f"repeats must fit {config.name}'s context of {config.context_length}")
+            self._period_cut_from = None
+        self.note_label.setText("; ".join(parts))
+
     def _choose_head(self, layer: int, head: int) -> None:
         self.chosen_head = (layer, head)
         if self.result is not None and not self.is_stale:
@@ -111,8 +137,6 @@ class InductionView(View):
 
     def _show_pattern(self, result) -> None:
         layer, head = self.chosen_head if self.chosen_head is not None else result.best_head()
-        if not (layer < result.patterns.shape[0] and head < result.patterns.shape[1]):
-            layer, head = result.best_head()
         labels = token_labels(self.state.tokenizer, result.tokens)
         self.pattern_map.plot.setTitle(
             f"Attention of L{layer}H{head} (induction {result.induction_score[layer, head]:.3f}); the second repeat "

@@ -17,6 +17,7 @@ from gui.panels.causal_lab.attribution import AttributionView
 from gui.panels.causal_lab.common import CausalControls
 from gui.panels.causal_lab.induction import InductionView
 from gui.panels.causal_lab.patching import PatchingView
+from gui.state import TokenEdit
 from gui.widgets.page_tabs import PageTabs
 from gui.widgets.token_strip import TokenStrip
 
@@ -53,6 +54,7 @@ class CausalLabPanel(Panel):
             caption.setToolTip(edit.toolTip())
             self.corrupt_strip.add_control_group(caption, edit)
         layout.addWidget(self.corrupt_strip)
+        layout.addWidget(self.controls.note_label)
 
         prefix = f"{self.channel}/"
         self.attribution_view = self.add_view(AttributionView(state, compute, self.controls, prefix))
@@ -84,6 +86,7 @@ class CausalLabPanel(Panel):
         state.tokens_changed.connect(self._clean_changed)
         state.tokenizer_changed.connect(self._clean_changed)
         state.text_changed.connect(lambda: self.clean_strip.set_text(state.text))
+        state.model_changed.connect(self._follow_model)
         self._clean_changed()
         self.clean_strip.set_text(state.text)
         self.apply_theme()
@@ -92,23 +95,28 @@ class CausalLabPanel(Panel):
     def _clean_changed(self) -> None:
         self.clean_strip.set_tokenizer(self.state.tokenizer)
         self.clean_strip.set_tokens(self.state.tokens)
-        self.controls.set_clean(self.state.tokenizer, self.state.tokens)
+        self.controls.set_clean(self.state.tokenizer, self.state.tokens, self.state.token_edit)
+
+    def _follow_model(self) -> None:
+        model = self.state.model
+        if model is not None:
+            self.controls.follow_model(self.state.tokenizer, model.config.vocab_size, model.config.name)
 
     def _replace_clean(self, position: int, token: int) -> None:
         tokens = list(self.state.tokens)
         tokens[position] = token
-        self.state.set_tokens(tokens)
+        self.state.set_tokens(tokens, TokenEdit("replace", position, tuple(self.state.tokens)))
 
     def _insert_clean(self, position: int, token: int) -> None:
         tokens = list(self.state.tokens)
         tokens.insert(max(0, position), token)
-        self.state.set_tokens(tokens)
+        self.state.set_tokens(tokens, TokenEdit("insert", max(0, position), tuple(self.state.tokens)))
 
     def _delete_clean(self, position: int) -> None:
         tokens = list(self.state.tokens)
         if 0 <= position < len(tokens):
             del tokens[position]
-            self.state.set_tokens(tokens)
+            self.state.set_tokens(tokens, TokenEdit("delete", position, tuple(self.state.tokens)))
 
     # ---- the corrupted input -------------------------------------------------------------------
     def corrupt_at(self, position: int, token: int) -> None:
@@ -125,6 +133,7 @@ class CausalLabPanel(Panel):
             "answer": self.answer_edit.text(),
             "foil": self.foil_edit.text(),
             "corrupt": list(self.controls.corrupt_ids),
+            "clean": list(self.controls.clean_ids),
             "site": self.patching_view.site,
             "metric_position": self.patching_view.position_spin.value(),
             "heads": heads_text(self.ablation_view.heads_picker.selected()),
@@ -148,7 +157,12 @@ class CausalLabPanel(Panel):
         corrupt = data.get("corrupt")
         if (isinstance(corrupt, list) and len(corrupt) <= 100_000
                 and all(isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in corrupt)):
-            self.controls._set_corrupt([int(t) for t in corrupt])
+            clean = data.get("clean")
+            if (isinstance(clean, list) and len(clean) <= 100_000
+                    and all(isinstance(t, int) and not isinstance(t, bool) for t in clean)):
+                self.controls.restore_corrupt([int(t) for t in corrupt], [int(t) for t in clean])
+            else:
+                self.controls._set_corrupt([int(t) for t in corrupt])
         for key, combo in (("site", self.patching_view.site_combo), ("ablation", self.ablation_view.mode_combo)):
             index = combo.findData(data.get(key))
             if index >= 0:

@@ -15,10 +15,12 @@ from PySide6.QtWidgets import QComboBox, QVBoxLayout, QWidget
 
 from gui.panels.base import Refusal, View
 from gui.panels.causal_lab.common import POSITION_TIP, CausalControls, chosen_position, position_spin
-from gui.panels.common import as_sentence, labelled, plain_label, sequence_refusal, token_labels
+from gui.panels.common import as_sentence, labelled, note_label, plain_label, sequence_refusal, set_title, token_labels
 from gui.widgets.flow_layout import FlowLayout
 from gui.widgets.heatmap import Heatmap
 
+MAP_TITLE = "Metric with one activation patched (0 = corrupted, 1 = clean)"
+UNDEFINED = "undefined: clean and corrupted agree"  # core.experiments.patching.UNDEFINED, without importing torch
 SITE_CHOICES = (
     ("resid_pre", "stream entering each block (layer x position)"),
     ("attn_out", "attention's write (layer x position)"),
@@ -105,13 +107,15 @@ class PatchingView(View):
         state.tokens_changed.connect(self._update_position_range)
         self._update_position_range()
         labelled(row, "metric at", self.position_spin)
+        self.note_label = note_label("patching-note")
+        row.addWidget(self.note_label)
+        state.model_changed.connect(self._follow_model)
         self.add_controls(row)
         self.summary_label = plain_label(name="patching-summary")
         self.checks_label = plain_label(name="patching-checks")
-        self.stale_labels += [self.summary_label, self.checks_label]
+        self.stale_labels += [self.summary_label, self.checks_label, self.note_label]
         column.addWidget(self.summary_label)
-        self.patch_map = Heatmap("position", "layer", "Metric with one activation patched (0 = corrupted, 1 = clean)",
-                                 value_format="{:.3f}")
+        self.patch_map = Heatmap("position", "layer", MAP_TITLE, value_format="{:.3f}")
         # Rows of cells a reader can tell apart at projector scale: the panel scrolls before the map is squeezed.
         self.patch_map.setMinimumHeight(10 * self.fontMetrics().height())
         column.addWidget(self.patch_map, 1)
@@ -130,6 +134,19 @@ class PatchingView(View):
             item = items.item(index)
             item.setEnabled(not problem)
             item.setToolTip(as_sentence(problem) if problem else text)
+
+    def _follow_model(self) -> None:
+        """A new model without the chosen site (an FFN's write in an attention-only model): back to the stream."""
+        model = self.state.model
+        if model is None:
+            return
+        from core.experiments.patching import site_problem  # torch is loaded: a model is
+
+        note = ""
+        if site_problem(model.config, self.site):
+            self.site_combo.setCurrentIndex(self.site_combo.findData("resid_pre"))
+            note = f"site reset to resid_pre: {model.config.name} is attention-only, with no FFN to patch"
+        self.note_label.setText(note)
 
     def _update_position_range(self) -> None:
         self.position_spin.setMaximum(max(0, len(self.state.tokens) - 1))
@@ -171,6 +188,8 @@ class PatchingView(View):
         done = int(np.isfinite(self.partial_values).all(axis=1).sum())
         rows, columns = self._labels(inputs, len(partial.values))
         self.patch_map.plot.setLabel("bottom", "head" if inputs.site == "head" else "position")
+        self.patch_map.nan_text = "not computed yet"
+        set_title(self.patch_map.plot, "Metric with one activation patched (raw values until every layer is done)")
         self.patch_map.set_data(self.partial_values, rows, columns)  # raw until both metrics are known
         self.summary_label.setText(f"Raw values: {done} of {partial.n_layers} layers computed...")
         self.checks_label.setText("")
@@ -188,10 +207,15 @@ class PatchingView(View):
         rows, columns = self._labels(inputs, result.values.shape[1])
         self.patch_map.plot.setLabel("bottom", "head" if inputs.site == "head" else "position")
         normalised = result.normalised
-        if np.isnan(normalised).all():
-            self.patch_map.set_data(result.values, rows, columns)
-            scale = "raw values (the clean and corrupted metrics are equal, so there is nothing to normalise)"
+        if result.metrics_agree:
+            # No cell has a number: each would divide by the difference of two equal metrics.
+            self.patch_map.nan_text = UNDEFINED
+            set_title(self.patch_map.plot, f"Normalised metric {UNDEFINED}")
+            self.patch_map.set_data(normalised, rows, columns, levels=(0.0, 1.0))
+            scale = f"{UNDEFINED} (a cell is the metric's share of the way from corrupted to clean)"
         else:
+            self.patch_map.nan_text = "no value"
+            set_title(self.patch_map.plot, MAP_TITLE)
             self.patch_map.set_data(normalised, rows, columns, levels=(min(0.0, float(np.nanmin(normalised))),
                                                                      max(1.0, float(np.nanmax(normalised)))))
             scale = "0 = corrupted, 1 = clean"

@@ -13,7 +13,7 @@ from PySide6.QtWidgets import QComboBox, QLineEdit, QPushButton, QSpinBox, QSpli
 
 from gui import theme
 from gui.panels.base import Refusal, View
-from gui.panels.common import as_sentence, fit_table, labelled, plain_label, set_cell, table
+from gui.panels.common import as_sentence, fit_table, labelled, note_label, plain_label, set_cell, table
 from gui.widgets.flow_layout import FlowLayout, control_group
 from gui.widgets.heatmap import Heatmap
 from gui.widgets.table_rows import fit_number_columns
@@ -94,10 +94,12 @@ class CrossAttentionView(View):
         self.head_combo.currentIndexChanged.connect(self._redraw)
         labelled(row, "layer", self.layer_spin)
         labelled(row, "head", self.head_combo)
+        self.note_label = note_label("cross-note")
+        row.addWidget(self.note_label)
         self.add_controls(row)
         self.output_label = plain_label(name="cross-output")
         self.output_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.stale_labels.append(self.output_label)
+        self.stale_labels += [self.output_label, self.note_label]
         column.addWidget(self.output_label)
         splitter = self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self._split_once = False
@@ -119,9 +121,14 @@ class CrossAttentionView(View):
 
     # ---- controls ------------------------------------------------------------------------------
     def _follow_model(self) -> None:
+        """The layer and head pickers offer what the new model has; a choice it lacks is reset and the note says so."""
         model = self.state.model
         layers = model.config.n_layers if model is not None else 1
         heads = model.config.n_heads if model is not None else 0
+        parts = []
+        if model is not None and self.layer_spin.value() > layers - 1:
+            parts.append(f"layer reset to {layers - 1}: {model.config.name} has {layers} decoder "
+                         f"layer{'s' if layers != 1 else ''}")
         self.layer_spin.setRange(0, max(0, layers - 1))
         if self.head_combo.count() != heads + 1:
             current = self.head_combo.currentData()
@@ -133,6 +140,15 @@ class CrossAttentionView(View):
             index = self.head_combo.findData(current)
             self.head_combo.setCurrentIndex(max(0, index))
             self.head_combo.blockSignals(False)
+            if model is not None and index < 0 and current is not None:
+                parts.append(f"head reset to the mean of heads: {model.config.name} has {heads} head"
+                             f"{'s' if heads != 1 else ''} per layer")
+        steps = self.max_steps()
+        if model is not None and self.steps > steps:
+            parts.append(f"steps reset from {self.steps} to {steps}: {model.config.name}'s context")
+            self.steps = steps
+        if model is not None:
+            self.note_label.setText("; ".join(parts))
 
     def max_steps(self) -> int:
         model = self.state.model

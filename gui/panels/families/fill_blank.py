@@ -226,8 +226,8 @@ class FillBlankView(View):
         if outcome.comparison_note:
             return f"No comparison of before and after: {outcome.comparison_note}."
         if outcome.decoder_now is not None:
-            reading = (f"{decoder} reads each blank as a space and predicts the blank at position {outcome.blank - 1}, "
-                       "from the left only.")
+            reading = (f"{decoder} reads each blank as a space and predicts the blank at position {outcome.blank} from "
+                       "the left only (its logits at the token before the blank).")
         else:
             reading = f"No decoder half: {outcome.decoder_note}."
         return (f"No edit around this blank yet. Replace one token after it (click its chip, pick another above): the "

@@ -75,13 +75,16 @@ class FamiliesPanel(Panel):
     def _tokens_changed(self) -> None:
         self.strip.set_tokenizer(self.state.tokenizer)
         self.strip.set_tokens(self.state.tokens)
+        # The mark is the edit the fill-in-the-blank view compares: none after a new text, tokenizer or model.
+        before = self.history.before
+        edited = [t for t, (old, new) in enumerate(zip(before, self.state.tokens)) if old != new] if before else []
+        self.strip.set_marked(edited[0] if edited else -1)
 
     def _replace(self, position: int, token: int) -> None:
         before = self.state.tokens
         tokens = list(before)
         tokens[position] = token
         self.state.set_tokens(tokens, TokenEdit("replace", position, tuple(before)))
-        self.strip.set_marked(position)
 
     def _insert(self, position: int, token: int) -> None:
         before = self.state.tokens

@@ -13,7 +13,7 @@ from PySide6.QtWidgets import QSpinBox, QSplitter, QVBoxLayout, QWidget
 
 from gui import theme
 from gui.panels.base import Refusal, View
-from gui.panels.common import as_sentence, labelled, make_plot, plain_label, sequence_refusal
+from gui.panels.common import as_sentence, labelled, make_plot, note_label, plain_label, sequence_refusal
 from gui.widgets.flow_layout import FlowLayout
 from gui.widgets.heatmap import Heatmap
 from gui.widgets.legend import legend_below
@@ -48,10 +48,12 @@ class RouterView(View):
         self.layer_spin.setToolTip("The layer whose router is drawn (the load plot shows every layer)")
         self.layer_spin.valueChanged.connect(self._redraw)  # a slice of the result: nothing recomputes
         labelled(row, "layer", self.layer_spin)
+        self.note_label = note_label("router-note")
+        row.addWidget(self.note_label)
         self.add_controls(row)
         self.active_label = plain_label(name="router-active")
         self.load_label = plain_label(name="router-load")
-        self.stale_labels += [self.active_label, self.load_label]
+        self.stale_labels += [self.active_label, self.load_label, self.note_label]
         column.addWidget(self.active_label)
         column.addWidget(self.load_label)
         splitter = QSplitter(Qt.Orientation.Horizontal)
@@ -73,8 +75,15 @@ class RouterView(View):
         self._follow_model()
 
     def _follow_model(self) -> None:
+        """The layer picker offers the new model's layers; a layer it lacks is reset and the note says so."""
         model = self.state.model
-        self.layer_spin.setRange(0, max(0, model.config.n_layers - 1) if model is not None else 0)
+        layers = model.config.n_layers if model is not None else 1
+        note = ""
+        if model is not None and self.layer_spin.value() > layers - 1:
+            note = f"layer reset to {layers - 1}: {model.config.name} has {layers} layer{'s' if layers != 1 else ''}"
+        self.layer_spin.setRange(0, max(0, layers - 1))
+        if model is not None:
+            self.note_label.setText(note)
 
     def inputs(self):
         model = self.state.model
