@@ -1,7 +1,7 @@
 """Every bundled lesson on a real X server, at a laptop's size and a projector's: screenshots and a fit check.
 
     python tools/lesson_screens.py [--out /tmp/lesson_shots] [--lesson NAME ...] [--size light-1366x768 ...]
-                                   [--mode window|presentation ...] [--revealed] [--page-down]
+                                   [--mode window|presentation ...] [--revealed] [--page-down] [--display N]
 
 For each screen (1920x1080 in the projector theme at text 160%, 1366x768 in the light theme at 100%) an Xvfb
 of that size is started, and each lesson is opened as an instructor would, `python main.py --lesson NAME
@@ -186,9 +186,11 @@ def _rect(rect) -> str:
 
 # ---- the conductor: one Xvfb per screen, one app per lesson and view ---------------------------------
 
-def start_xvfb(width: int, height: int) -> tuple[subprocess.Popen, str]:
+def start_xvfb(width: int, height: int, number: int | None = None) -> tuple[subprocess.Popen, str]:
+    """An Xvfb of that size: on display `number`, else on the first free one (Xvfb picks it and says which)."""
     read, write = os.pipe()
-    server = subprocess.Popen(["Xvfb", "-displayfd", str(write), "-screen", "0", f"{width}x{height}x24", "-nolisten", "tcp"],
+    where = [f":{number}"] if number is not None else []
+    server = subprocess.Popen(["Xvfb", *where, "-displayfd", str(write), "-screen", "0", f"{width}x{height}x24", "-nolisten", "tcp"],
                               pass_fds=(write,), stderr=subprocess.DEVNULL)
     os.close(write)
     with os.fdopen(read) as pipe:
@@ -218,7 +220,7 @@ def conduct(args) -> int:
     failed = False
     for screen in args.size or list(SCREENS):
         width, height, _theme, _scale = SCREENS[screen]
-        server, display = start_xvfb(width, height)
+        server, display = start_xvfb(width, height, args.display)
         try:
             for lesson in lessons:
                 for mode in args.mode or MODES:
@@ -256,6 +258,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mode", action="append", choices=MODES, help="window or presentation (default: both)")
     parser.add_argument("--revealed", action="store_true", help="also save each step after Reveal")
     parser.add_argument("--page-down", action="store_true", help="drive the lesson with the Page Down key alone")
+    parser.add_argument("--display", type=int, help="the X display number to start Xvfb on (default: the first free one)")
     parser.add_argument("--drive", metavar="LESSON", help=argparse.SUPPRESS)
     parser.add_argument("--screen", choices=list(SCREENS), help=argparse.SUPPRESS)
     parser.add_argument("--presentation", action="store_true", help=argparse.SUPPRESS)
