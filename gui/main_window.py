@@ -116,6 +116,9 @@ class MainWindow(SessionFiles, ModelFiles, QMainWindow):
         self.tabs = PageTabs()  # sized by the panel on show: one wide panel must not make the others scroll
         self.tabs.setObjectName("panel-tabs")
         self.tabs.setDocumentMode(True)
+        # Ten tabs beside a lesson, or in projector text, are wider than the room: long names are shortened
+        # with "..." (each tab's tooltip has it whole) so every tab stays in view, not behind scroll arrows.
+        self.tabs.setElideMode(Qt.TextElideMode.ElideRight)
         self.panels: list[Panel] = []
         # Panels (and pyqtgraph behind them) are built once the window is on screen; see build_panels.
         self._placeholder = QLabel("Loading the panels...")
@@ -238,8 +241,8 @@ class MainWindow(SessionFiles, ModelFiles, QMainWindow):
             self.tabs.addTab(panel, panel.title.replace("&", "&&"))  # "&" would be read as a mnemonic
             shortcut = panel.shortcut or (f"Ctrl+{index + 1}" if index < 9 else None)
             action = self._action(self.panels_menu, panel.title.replace("&", "&&"), lambda _=False, p=panel: self.tabs.setCurrentWidget(p), shortcut)
-            if shortcut:
-                self.tabs.setTabToolTip(self.tabs.indexOf(panel), f"{panel.title} ({action.shortcut().toString()})")
+            keys = f" ({action.shortcut().toString()})" if shortcut else ""
+            self.tabs.setTabToolTip(self.tabs.indexOf(panel), panel.title + keys)
         try:
             self.tabs.setCurrentIndex(int(self.settings_store.value("view/panel", 0)))
         except (TypeError, ValueError):
