@@ -37,7 +37,7 @@ from gui.main_window_menus import ExportDialog, build_menus
 from gui.model_loader import LoadedModel, TorchRuntime, load_model, load_torch, versions
 from gui.state import LabState
 from gui.widgets.config_form import ModelSidebar
-from gui.widgets.page_tabs import PageTabs
+from gui.widgets.page_tabs import PageTabs, ShorteningTabBar
 from gui.window_models import ModelFiles
 from gui.window_sessions import SESSION_FILTER, SessionFiles
 
@@ -114,11 +114,11 @@ class MainWindow(SessionFiles, ModelFiles, QMainWindow):
             self.state.signal(field).connect(self._on_model_inputs_changed)
 
         self.tabs = PageTabs()  # sized by the panel on show: one wide panel must not make the others scroll
+        # Ten tabs beside a lesson, or in projector text, are wider than the room: the names of the tabs not shown
+        # are shortened with "..." (each tab's tooltip has it whole) so every tab stays in view, not behind arrows.
+        self.tabs.setTabBar(ShorteningTabBar())
         self.tabs.setObjectName("panel-tabs")
         self.tabs.setDocumentMode(True)
-        # Ten tabs beside a lesson, or in projector text, are wider than the room: long names are shortened
-        # with "..." (each tab's tooltip has it whole) so every tab stays in view, not behind scroll arrows.
-        self.tabs.setElideMode(Qt.TextElideMode.ElideRight)
         self.panels: list[Panel] = []
         # Panels (and pyqtgraph behind them) are built once the window is on screen; see build_panels.
         self._placeholder = QLabel("Loading the panels...")
