@@ -7,8 +7,10 @@ across, and nothing that carries a lesson is dropped or cut: every pie wedge of 
 has a visible label inside the view, labels do not overlap, a table shows all its rows or at least
 MIN_TABLE_ROWS of them with a scroll bar, an axis is as wide as its tick labels, a plot item (title, axes,
 colour bar) is no wider than its widget, which would cut its right side, a plot is no lower than
-MIN_PLOT_LINES lines of text, its title wraps between words, never inside one, and a wrapped label has
-the height of all its lines. A number is never cut: a table cell or a label whose digits do not fit is
+MIN_PLOT_LINES lines of text and its data area no lower than MIN_VIEW_LINES, tick labels an axis chose
+itself (a colour bar's too) do not run into each other, its title wraps between words, never inside one,
+and a wrapped label has the height of all its lines. A number is never cut: a table cell or a label whose
+digits do not fit is
 elided with "…" (its whole text in the tooltip), never wrapped into a row that hides the rest, clipped by
 its column or by the table's edge.
 `legibility_problems(window)` lists what breaks the rule among the widgets on screen.
@@ -105,7 +107,8 @@ def legibility_problems(root: QWidget) -> list[Problem]:
             problems += plot_text_problems(widget)
             problems += dropped_plot_labels(widget)
         if isinstance(widget, pg.PlotWidget):
-            problems += cut_plot(widget) + squashed_plot(widget) + broken_title(widget) + legend_over_data(widget)
+            problems += cut_plot(widget) + squashed_plot(widget) + squashed_view(widget) + broken_title(widget)
+            problems += legend_over_data(widget) + crowded_ticks(widget)
         if isinstance(widget, QAbstractItemView) and not isinstance(widget.parentWidget(), QComboBox):
             problems += hidden_rows(widget) + cut_number_cells(widget)
     return problems
@@ -294,6 +297,47 @@ def squashed_plot(plot: pg.PlotWidget) -> list[Problem]:
     return [Problem("dropped", where, plot.height(), f"plot {plot.height()} px high, under {MIN_PLOT_LINES} lines of text ({least} px)")]
 
 
+def squashed_view(plot: pg.PlotWidget) -> list[Problem]:
+    """A plot whose title, axes and legend leave its data area under MIN_VIEW_LINES lines of text high: the
+    curves or cells are a sliver under their labels."""
+    from gui.widgets.plot_titles import MIN_VIEW_LINES, min_view_height
+
+    box = plot.getPlotItem().vb
+    least = min_view_height()
+    if not box.isVisible() or box.height() >= least - 1 or plot.height() <= 0:
+        return []
+    where = plot.objectName() or describe(plot)
+    return [Problem("dropped", where, round(box.height()),
+                    f"data area {box.height():.0f} px high, under {MIN_VIEW_LINES} lines of text ({least} px)")]
+
+
+def crowded_ticks(plot: pg.PlotWidget) -> list[Problem]:
+    """An axis that chose its own ticks (values, a colour bar's scale) with more labels than its length holds:
+    pyqtgraph always draws its first level of labels, on top of each other if need be."""
+    where = plot.objectName() or describe(plot)
+    problems = []
+    for axis in plot.scene().items():
+        if not isinstance(axis, pg.AxisItem) or not axis.isVisible() or axis._tickLevels is not None:
+            continue
+        if not axis.style.get("showValues", True) or axis.orientation not in ("left", "right"):
+            continue
+        length = axis.height()
+        low, high = sorted(axis.range)
+        if length <= 1 or high <= low:
+            continue
+        levels = axis.tickValues(low, high, length)
+        if not levels:
+            continue
+        shown = sorted(value for value in levels[0][1] if low <= value <= high)
+        # pyqtgraph's own measure of a label: its font's line, less the 20% it trims.
+        line = QFontMetrics(axis.style.get("tickFont") or axis.font()).height() * 0.8
+        gap = min((b - a for a, b in zip(shown, shown[1:])), default=high - low) * length / (high - low)
+        if gap < line - 0.5:
+            problems.append(Problem("dropped", f"{where} {axis.orientation} axis", round(length),
+                                    f"{len(shown)} tick labels of {line:.0f} px, {gap:.0f} px apart: they overlap"))
+    return problems
+
+
 def plot_text_problems(view: QGraphicsView) -> list[Problem]:
     """Tick labels and text items of a plot that are too small."""
     where = view.objectName() or type(view).__name__
@@ -318,7 +362,8 @@ def plot_text_problems(view: QGraphicsView) -> list[Problem]:
 
 
 __all__ = ["MIN_CONTROL_PX", "MIN_TABLE_ROWS", "MIN_TEXT_PX", "Problem", "broken_title", "clipped_label", "cut_number_cells", "cut_number_label", "cut_plot", "dropped_plot_labels", "hidden_rows",
-           "legibility_problems", "squashed_plot"]
+           "crowded_ticks",
+           "legibility_problems", "squashed_plot", "squashed_view"]
 
 
 def legend_over_data(plot: pg.PlotWidget) -> list[Problem]:

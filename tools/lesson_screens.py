@@ -8,7 +8,8 @@ of that size is started, and each lesson is opened as an instructor would, `pyth
 --theme T --font-scale S [--presentation]`, with a fresh settings folder. Each step is paged to with Next,
 left to settle (its model built, its panels computed, its outline drawn) and the screen is saved as
 `<lesson>-step<N>-<W>x<H>[-presentation][-revealed].png`. At each step the window, its minimum size and the
-lesson's Next button must lie within the screen, and at projector scale the legibility rule must hold.
+lesson's Next button must lie within the screen, nothing may be dropped, cut or squashed (gui.legibility), and at
+projector scale no text or control may be under the legibility rule's sizes.
 With --page-down the lesson is driven by the Page Down key alone, as a presentation clicker sends it: each
 press must reveal a step's answer first (saved as -revealed) and only then go on to the next step.
 A line per step is printed, the lot is written to report.json, and the exit status is 1 if any check failed.
@@ -167,8 +168,9 @@ class _Steps:
             problems.append(f"minimum size {minimum.width()}x{minimum.height()} exceeds the free area {area.width()}x{area.height()}")
         if not next_button.isVisible() or not whole.contains(next_rect):
             problems.append(f"Next is not on screen ({_rect(next_rect)})")
-        if theme.current().name == "projector":
-            problems += [str(problem) for problem in legibility_problems(window)]
+        # Text and control sizes are the projector's rule; nothing dropped, cut or squashed holds on every screen.
+        projector = theme.current().name == "projector"
+        problems += [str(problem) for problem in legibility_problems(window) if projector or problem.kind == "dropped"]
         suffix = ("-presentation" if self.presentation else "") + ("-revealed" if revealed else "")
         stem = Path(controller.lesson.path).stem if getattr(controller.lesson, "path", None) else self.lesson_name
         path = self.out / f"{stem}-step{self.index + 1}-{self.size}{suffix}.png"
