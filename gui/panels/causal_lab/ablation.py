@@ -7,15 +7,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from PySide6.QtCore import Qt
 from PySide6.QtGui import QFontDatabase
-from PySide6.QtWidgets import QComboBox, QLineEdit, QSplitter, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QComboBox, QLineEdit, QVBoxLayout, QWidget
 
 from gui import theme
 from gui.panels.base import Refusal, View
 from gui.panels.common import as_sentence, labelled, make_plot, plain_label, sequence_refusal, token_label
 from gui.widgets.flow_layout import FlowLayout
 from gui.widgets.legend import legend_below
+from gui.widgets.turning_splitter import TurningSplitter
 
 MAX_PARTS_CHARS = 2000
 HEAD_PATTERN = re.compile(r"L(\d{1,6})H(\d{1,6})", re.IGNORECASE)
@@ -94,7 +94,7 @@ class AblationView(View):
         self.summary_label = plain_label(name="ablation-summary")
         self.stale_labels.append(self.summary_label)
         column.addWidget(self.summary_label)
-        splitter = QSplitter(Qt.Orientation.Horizontal)
+        splitter = TurningSplitter()
         self.loss_plot = make_plot("Loss at each position", "position (predicting the next token)", "loss")
         legend_below(self.loss_plot)
         self.loss_before = self.loss_plot.plot([], [], name="intact")
