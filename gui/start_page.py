@@ -172,7 +172,9 @@ class StartPage(QDialog):
             button.setToolTip(f"show the {entry.title} panel")
             button.clicked.connect(lambda _checked=False, title=entry.title: self.open_panel(title))
             used_in = "; ".join(titles[stem] for stem in entry.lessons)
-            label = plain_label(entry.summary + (f" Lessons: {used_in}." if used_in else ""))
+            if used_in:
+                used_in = f" Lessons: {used_in}" + ("" if used_in.endswith((".", "?", "!")) else ".")
+            label = plain_label(entry.summary[:1].upper() + entry.summary[1:] + used_in)
             grid.addWidget(button, row, 0, Qt.AlignmentFlag.AlignTop)
             grid.addWidget(label, row, 1)
             self.panel_rows[entry.title] = (button, label)
