@@ -7,8 +7,9 @@ across, and nothing that carries a lesson is dropped or cut: every pie wedge of 
 has a visible label inside the view, labels do not overlap, a table shows all its rows or at least
 MIN_TABLE_ROWS of them with a scroll bar, an axis is as wide as its tick labels, a plot item (title, axes,
 colour bar) is no wider than its widget, which would cut its right side, a plot is no lower than
-MIN_PLOT_LINES lines of text and its data area no lower than MIN_VIEW_LINES, tick labels an axis chose
-itself (a colour bar's too) do not run into each other, its title wraps between words, never inside one,
+MIN_PLOT_LINES lines of text and its data area no lower than MIN_VIEW_LINES, tick
+labels an axis chose itself (a colour bar's too) do not run into each other, its title wraps between words,
+never inside one,
 and a wrapped label has the height of all its lines. A number is never cut: a table cell or a label whose
 digits do not fit is
 elided with "…" (its whole text in the tooltip), never wrapped into a row that hides the rest, clipped by
@@ -311,6 +312,20 @@ def squashed_view(plot: pg.PlotWidget) -> list[Problem]:
                     f"data area {box.height():.0f} px high, under {MIN_VIEW_LINES} lines of text ({least} px)")]
 
 
+def cut_axis_name(plot: pg.PlotWidget) -> list[Problem]:
+    """A left axis whose name, written along it, is longer than the axis: both its ends are cut off. (Not yet in
+    legibility_problems: a plot of the Tokens panel that keeps no least height of its own still breaks it.)"""
+    axis = plot.getPlotItem().getAxis("left")
+    if not axis.isVisible() or not axis.labelText or not axis.label.isVisible():
+        return []
+    name = axis.label.boundingRect().width()
+    if name <= axis.height() + 1:
+        return []
+    where = plot.objectName() or describe(plot)
+    return [Problem("dropped", f"{where} left axis", round(axis.height()),
+                    f"its name {axis.labelText[:30]!r} is {name:.0f} px long on a {axis.height():.0f} px axis: cut")]
+
+
 def crowded_ticks(plot: pg.PlotWidget) -> list[Problem]:
     """An axis that chose its own ticks (values, a colour bar's scale) with more labels than its length holds:
     pyqtgraph always draws its first level of labels, on top of each other if need be."""
@@ -363,7 +378,7 @@ def plot_text_problems(view: QGraphicsView) -> list[Problem]:
 
 __all__ = ["MIN_CONTROL_PX", "MIN_TABLE_ROWS", "MIN_TEXT_PX", "Problem", "broken_title", "clipped_label", "cut_number_cells", "cut_number_label", "cut_plot", "dropped_plot_labels", "hidden_rows",
            "crowded_ticks",
-           "legibility_problems", "squashed_plot", "squashed_view"]
+           "cut_axis_name", "legibility_problems", "squashed_plot", "squashed_view"]
 
 
 def legend_over_data(plot: pg.PlotWidget) -> list[Problem]:

@@ -170,12 +170,16 @@ class WrappingTitle(QObject):
         self.readable_width = math.ceil(beside + max(word, name, min_view_height()))
 
     def _least_view_height(self) -> int:
-        """MIN_VIEW_LINES, or a line for each label a plot set on its left axis itself (a row of bars per token):
-        pyqtgraph leaves out, silently, the labels that do not fit."""
+        """MIN_VIEW_LINES, a line for each label a plot set on its left axis itself (a row of bars per token:
+        pyqtgraph leaves out, silently, the labels that do not fit), and the length of the axis's name, which is
+        written along it and cut at both ends where the axis is shorter."""
         axis = self.plot.getPlotItem().getAxis("left")
-        labels = len(axis._tickLevels[0]) if axis.isVisible() and axis._tickLevels else 0
+        if not axis.isVisible():
+            return min_view_height()
+        labels = len(axis._tickLevels[0]) if axis._tickLevels else 0
         line = QFontMetrics(axis.style.get("tickFont") or axis.font()).height()
-        return max(min_view_height(), labels * line)
+        name = axis.label.boundingRect().width() if axis.labelText else 0.0
+        return max(min_view_height(), labels * line, math.ceil(name))
 
     def _keep_height(self, wrapped_px: float) -> None:
         """The plot's least height: min_lines of text and the lines its title wrapped onto, and at least what its

@@ -106,6 +106,7 @@ def test_the_decades_of_a_short_log_axis_keep_apart(qtbot, projector_look):
     plot.show()
     qtbot.waitExposed(plot)
     plot._wrapping_title.min_lines = 0
+    plot._wrapping_title._least_view_height = lambda: 0  # no least data height: squeezed
     plot.setMinimumHeight(0)
     box = plot.getPlotItem().vb
     plot.resize(500, plot.height() - box.height() + 70)  # five decades in 70 px
@@ -147,3 +148,44 @@ def test_plot_text_follows_the_theme_in_the_causal_lab_and_families(qtbot, qapp,
         window.state.set_theme("light")
         window.state.set_font_scale(1.0)
         window.close()
+
+
+def test_a_left_axis_is_as_long_as_its_name(qtbot, projector_look):
+    """The cross-attention map's "decoder position: reads → produces" was cut at both ends on a low map."""
+    from gui.legibility import cut_axis_name
+    from gui.panels.common import make_plot
+
+    plot = make_plot("Cross-attention of layer 1, head 0", "source position", "decoder position: reads → produces")
+    qtbot.addWidget(plot)
+    plot.resize(900, 100)  # as low as the plot lets it be
+    plot.show()
+    qtbot.waitExposed(plot)
+    axis = plot.getAxis("left")
+    qtbot.waitUntil(lambda: axis.height() + 1 >= axis.label.boundingRect().width() > 100, timeout=5_000)
+    assert not cut_axis_name(plot)
+    plot._wrapping_title.min_lines = 0  # the check itself: squeezed under its name
+    plot._wrapping_title._least_view_height = lambda: 10
+    plot.setMinimumHeight(0)
+    plot.resize(900, 200)
+    qtbot.waitUntil(lambda: bool(cut_axis_name(plot)), timeout=5_000)
+
+
+def test_a_maps_least_lines_follow_the_text_size(qtbot, qapp):
+    """The patching map was held to ten lines of the font it was built with: at projector text its plot and readout
+    needed more than that, and its axis ran under the line of checks below it."""
+    from gui import theme
+    from gui.widgets.heatmap import Heatmap
+    from gui.widgets.plot_titles import min_plot_height
+
+    heatmap = Heatmap("position", "layer", "Metric with one activation patched (0 = corrupted, 1 = clean)")
+    qtbot.addWidget(heatmap)
+    heatmap.set_min_lines(10)
+    try:
+        for name, scale in (("light", 1.0), ("projector", PROJECTOR_SCALE)):
+            theme.apply_theme(qapp, name, scale)
+            heatmap.apply_theme()
+            assert heatmap.plot.minimumHeight() >= min_plot_height(10)
+            assert heatmap.minimumHeight() == 0  # no fixed height that would hide what its layout needs
+            assert heatmap.minimumSizeHint().height() >= min_plot_height(10) + heatmap.readout.sizeHint().height()
+    finally:
+        theme.apply_theme(qapp, theme.DEFAULT_THEME, 1.0)
