@@ -68,13 +68,6 @@ class Heatmap(QWidget):
         self.plot.getViewBox().sigResized.connect(self._update_ticks)
         self.apply_theme()
 
-    def set_min_lines(self, lines: int) -> None:
-        """Keep the map at least `lines` lines of the theme's text high (more by the lines its title wraps onto),
-        at every text size: a panel scrolls before its map is squeezed. A fixed minimum height set on the widget
-        would take the place of what its plot and readout need, and they would overlap what lies below."""
-        self.plot._wrapping_title.min_lines = lines
-        fit_title(self.plot)
-
     def set_data(
         self,
         matrix: np.ndarray,

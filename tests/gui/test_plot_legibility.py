@@ -168,24 +168,3 @@ def test_a_left_axis_is_as_long_as_its_name(qtbot, projector_look):
     plot.setMinimumHeight(0)
     plot.resize(900, 200)
     qtbot.waitUntil(lambda: bool(cut_axis_name(plot)), timeout=5_000)
-
-
-def test_a_maps_least_lines_follow_the_text_size(qtbot, qapp):
-    """The patching map was held to ten lines of the font it was built with: at projector text its plot and readout
-    needed more than that, and its axis ran under the line of checks below it."""
-    from gui import theme
-    from gui.widgets.heatmap import Heatmap
-    from gui.widgets.plot_titles import min_plot_height
-
-    heatmap = Heatmap("position", "layer", "Metric with one activation patched (0 = corrupted, 1 = clean)")
-    qtbot.addWidget(heatmap)
-    heatmap.set_min_lines(10)
-    try:
-        for name, scale in (("light", 1.0), ("projector", PROJECTOR_SCALE)):
-            theme.apply_theme(qapp, name, scale)
-            heatmap.apply_theme()
-            assert heatmap.plot.minimumHeight() >= min_plot_height(10)
-            assert heatmap.minimumHeight() == 0  # no fixed height that would hide what its layout needs
-            assert heatmap.minimumSizeHint().height() >= min_plot_height(10) + heatmap.readout.sizeHint().height()
-    finally:
-        theme.apply_theme(qapp, theme.DEFAULT_THEME, 1.0)

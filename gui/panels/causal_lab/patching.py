@@ -110,7 +110,7 @@ class PatchingView(View):
         self.patch_map = Heatmap("position", "layer", "Metric with one activation patched (0 = corrupted, 1 = clean)",
                                  value_format="{:.3f}")
         # Rows of cells a reader can tell apart at projector scale: the panel scrolls before the map is squeezed.
-        self.patch_map.set_min_lines(10)
+        self.patch_map.setMinimumHeight(10 * self.fontMetrics().height())
         column.addWidget(self.patch_map, 1)
         column.addWidget(self.checks_label)
 
