@@ -312,9 +312,41 @@ def squashed_view(plot: pg.PlotWidget) -> list[Problem]:
                     f"data area {box.height():.0f} px high, under {MIN_VIEW_LINES} lines of text ({least} px)")]
 
 
+def overlap_problems(root: QWidget) -> list[Problem]:
+    """Parts drawn over each other and left axes shorter than their names, among the visible widgets under `root`.
+
+    Not yet in legibility_problems: views of the Tokens and Positions panels still hold a map to a fixed height
+    under what its plot and readout need, and break it; the Causal lab and Families views do not."""
+    problems: list[Problem] = []
+    for widget in [root, *root.findChildren(QWidget)]:
+        if widget.isVisible():
+            problems += overlapping_parts(widget)
+            if isinstance(widget, pg.PlotWidget):
+                problems += cut_axis_name(widget)
+    return problems
+
+
+def overlapping_parts(widget: QWidget) -> list[Problem]:
+    """Widgets of one row or column drawn over each other: the layout had less room than their least sizes (a
+    wrapped label lower than its lines asked for one line, and the plot above it ran under it)."""
+    from PySide6.QtWidgets import QBoxLayout
+
+    layout = widget.layout()
+    if not isinstance(layout, QBoxLayout):
+        return []
+    parts = [item.widget() for item in (layout.itemAt(index) for index in range(layout.count()))
+             if item.widget() is not None and item.widget().isVisible()]
+    problems = []
+    for first, second in zip(parts, parts[1:]):
+        overlap = first.geometry().intersected(second.geometry())
+        if overlap.width() > 1 and overlap.height() > 1:
+            problems.append(Problem("dropped", describe(second), overlap.height(),
+                                    f"drawn over {describe(first)} ({overlap.width()} x {overlap.height()} px)"))
+    return problems
+
+
 def cut_axis_name(plot: pg.PlotWidget) -> list[Problem]:
-    """A left axis whose name, written along it, is longer than the axis: both its ends are cut off. (Not yet in
-    legibility_problems: a plot of the Tokens panel that keeps no least height of its own still breaks it.)"""
+    """A left axis whose name, written along it, is longer than the axis: both its ends are cut off."""
     axis = plot.getPlotItem().getAxis("left")
     if not axis.isVisible() or not axis.labelText or not axis.label.isVisible():
         return []
@@ -378,7 +410,7 @@ def plot_text_problems(view: QGraphicsView) -> list[Problem]:
 
 __all__ = ["MIN_CONTROL_PX", "MIN_TABLE_ROWS", "MIN_TEXT_PX", "Problem", "broken_title", "clipped_label", "cut_number_cells", "cut_number_label", "cut_plot", "dropped_plot_labels", "hidden_rows",
            "crowded_ticks",
-           "cut_axis_name", "legibility_problems", "squashed_plot", "squashed_view"]
+           "cut_axis_name", "legibility_problems", "overlap_problems", "overlapping_parts", "squashed_plot", "squashed_view"]
 
 
 def legend_over_data(plot: pg.PlotWidget) -> list[Problem]:

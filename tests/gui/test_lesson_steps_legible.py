@@ -1,7 +1,7 @@
 """Every step of the lessons on the Causal lab and Families panels, as an instructor shows it: on a 1366 x 768 laptop
 (light theme, text 100%) and on a 1080p projector (projector theme, text 160%), in the window the app opens at on
-that screen, each step's answer revealed. Nothing is dropped, cut or squashed (gui.legibility: tick labels, titles,
-plots' data areas, table rows, numbers), nothing needs sideways scrolling, the data lines are drawn at the theme's
+that screen, each step's answer revealed. Nothing is dropped, cut, squashed or drawn over another part (gui.legibility: tick
+labels, titles, plots' data areas and axis names, table rows, numbers), nothing needs sideways scrolling, the data lines are drawn at the theme's
 width, and on the projector no text or control is under the legibility rule's sizes."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 from PySide6.QtCore import QSettings
 
 from core.lessons import bundled_lesson_paths, load_lesson
-from gui.legibility import legibility_problems
+from gui.legibility import legibility_problems, overlap_problems
 from gui.panels.base import COMPUTING, View
 
 SCREENS = {"laptop": ((1366, 768), "light", 1.0), "projector": ((1920, 1080), "projector", 1.6)}
@@ -98,6 +98,7 @@ def test_every_step_reads_on_the_laptop_and_the_projector(screen_window):
             def problems() -> list[str]:
                 projector = screen == "projector"
                 found_now = [str(p) for p in legibility_problems(window) if projector or p.kind == "dropped"]
+                found_now += [str(p) for p in overlap_problems(window)]
                 need, room = window.tabs.minimumSizeHint().width(), window.central_scroll.viewport().width()
                 if need > room:
                     found_now.append(f"the panel needs {need} px of width, the window leaves {room} px")
