@@ -7,8 +7,11 @@ across, and nothing that carries a lesson is dropped or cut: every pie wedge of 
 has a visible label inside the view, labels do not overlap, a table shows all its rows or at least
 MIN_TABLE_ROWS of them with a scroll bar, an axis is as wide as its tick labels, a plot item (title, axes,
 colour bar) is no wider than its widget, which would cut its right side, a plot is no lower than
-MIN_PLOT_LINES lines of text, its title wraps between words, never inside one, and a wrapped label has
-the height of all its lines. A number is never cut: a table cell or a label whose digits do not fit is
+MIN_PLOT_LINES lines of text and its data area no lower than MIN_VIEW_LINES, tick
+labels an axis chose itself (a colour bar's too) do not run into each other, its title wraps between words,
+never inside one,
+and a wrapped label has the height of all its lines. A number is never cut: a table cell or a label whose
+digits do not fit is
 elided with "…" (its whole text in the tooltip), never wrapped into a row that hides the rest, clipped by
 its column or by the table's edge.
 `legibility_problems(window)` lists what breaks the rule among the widgets on screen.
@@ -105,7 +108,8 @@ def legibility_problems(root: QWidget) -> list[Problem]:
             problems += plot_text_problems(widget)
             problems += dropped_plot_labels(widget)
         if isinstance(widget, pg.PlotWidget):
-            problems += cut_plot(widget) + squashed_plot(widget) + broken_title(widget) + legend_over_data(widget)
+            problems += cut_plot(widget) + squashed_plot(widget) + squashed_view(widget) + broken_title(widget)
+            problems += legend_over_data(widget) + crowded_ticks(widget)
         if isinstance(widget, QAbstractItemView) and not isinstance(widget.parentWidget(), QComboBox):
             problems += hidden_rows(widget) + cut_number_cells(widget)
     return problems
@@ -294,6 +298,93 @@ def squashed_plot(plot: pg.PlotWidget) -> list[Problem]:
     return [Problem("dropped", where, plot.height(), f"plot {plot.height()} px high, under {MIN_PLOT_LINES} lines of text ({least} px)")]
 
 
+def squashed_view(plot: pg.PlotWidget) -> list[Problem]:
+    """A plot whose title, axes and legend leave its data area under MIN_VIEW_LINES lines of text high: the
+    curves or cells are a sliver under their labels."""
+    from gui.widgets.plot_titles import MIN_VIEW_LINES, min_view_height
+
+    box = plot.getPlotItem().vb
+    least = min_view_height()
+    if not box.isVisible() or box.height() >= least - 1 or plot.height() <= 0:
+        return []
+    where = plot.objectName() or describe(plot)
+    return [Problem("dropped", where, round(box.height()),
+                    f"data area {box.height():.0f} px high, under {MIN_VIEW_LINES} lines of text ({least} px)")]
+
+
+def overlap_problems(root: QWidget) -> list[Problem]:
+    """Parts drawn over each other and left axes shorter than their names, among the visible widgets under `root`.
+
+    Not yet in legibility_problems: views of the Tokens and Positions panels still hold a map to a fixed height
+    under what its plot and readout need, and break it; the Causal lab and Families views do not."""
+    problems: list[Problem] = []
+    for widget in [root, *root.findChildren(QWidget)]:
+        if widget.isVisible():
+            problems += overlapping_parts(widget)
+            if isinstance(widget, pg.PlotWidget):
+                problems += cut_axis_name(widget)
+    return problems
+
+
+def overlapping_parts(widget: QWidget) -> list[Problem]:
+    """Widgets of one row or column drawn over each other: the layout had less room than their least sizes (a
+    wrapped label lower than its lines asked for one line, and the plot above it ran under it)."""
+    from PySide6.QtWidgets import QBoxLayout
+
+    layout = widget.layout()
+    if not isinstance(layout, QBoxLayout):
+        return []
+    parts = [item.widget() for item in (layout.itemAt(index) for index in range(layout.count()))
+             if item.widget() is not None and item.widget().isVisible()]
+    problems = []
+    for first, second in zip(parts, parts[1:]):
+        overlap = first.geometry().intersected(second.geometry())
+        if overlap.width() > 1 and overlap.height() > 1:
+            problems.append(Problem("dropped", describe(second), overlap.height(),
+                                    f"drawn over {describe(first)} ({overlap.width()} x {overlap.height()} px)"))
+    return problems
+
+
+def cut_axis_name(plot: pg.PlotWidget) -> list[Problem]:
+    """A left axis whose name, written along it, is longer than the axis: both its ends are cut off."""
+    axis = plot.getPlotItem().getAxis("left")
+    if not axis.isVisible() or not axis.labelText or not axis.label.isVisible():
+        return []
+    name = axis.label.boundingRect().width()
+    if name <= axis.height() + 1:
+        return []
+    where = plot.objectName() or describe(plot)
+    return [Problem("dropped", f"{where} left axis", round(axis.height()),
+                    f"its name {axis.labelText[:30]!r} is {name:.0f} px long on a {axis.height():.0f} px axis: cut")]
+
+
+def crowded_ticks(plot: pg.PlotWidget) -> list[Problem]:
+    """An axis that chose its own ticks (values, a colour bar's scale) with more labels than its length holds:
+    pyqtgraph always draws its first level of labels, on top of each other if need be."""
+    where = plot.objectName() or describe(plot)
+    problems = []
+    for axis in plot.scene().items():
+        if not isinstance(axis, pg.AxisItem) or not axis.isVisible() or axis._tickLevels is not None:
+            continue
+        if not axis.style.get("showValues", True) or axis.orientation not in ("left", "right"):
+            continue
+        length = axis.height()
+        low, high = sorted(axis.range)
+        if length <= 1 or high <= low:
+            continue
+        levels = axis.tickValues(low, high, length)
+        if not levels:
+            continue
+        shown = sorted(value for value in levels[0][1] if low <= value <= high)
+        # pyqtgraph's own measure of a label: its font's line, less the 20% it trims.
+        line = QFontMetrics(axis.style.get("tickFont") or axis.font()).height() * 0.8
+        gap = min((b - a for a, b in zip(shown, shown[1:])), default=high - low) * length / (high - low)
+        if gap < line - 0.5:
+            problems.append(Problem("dropped", f"{where} {axis.orientation} axis", round(length),
+                                    f"{len(shown)} tick labels of {line:.0f} px, {gap:.0f} px apart: they overlap"))
+    return problems
+
+
 def plot_text_problems(view: QGraphicsView) -> list[Problem]:
     """Tick labels and text items of a plot that are too small."""
     where = view.objectName() or type(view).__name__
@@ -318,7 +409,8 @@ def plot_text_problems(view: QGraphicsView) -> list[Problem]:
 
 
 __all__ = ["MIN_CONTROL_PX", "MIN_TABLE_ROWS", "MIN_TEXT_PX", "Problem", "broken_title", "clipped_label", "cut_number_cells", "cut_number_label", "cut_plot", "dropped_plot_labels", "hidden_rows",
-           "legibility_problems", "squashed_plot"]
+           "crowded_ticks",
+           "cut_axis_name", "legibility_problems", "overlap_problems", "overlapping_parts", "squashed_plot", "squashed_view"]
 
 
 def legend_over_data(plot: pg.PlotWidget) -> list[Problem]:

@@ -37,7 +37,7 @@ from gui.main_window_menus import ExportDialog, build_menus
 from gui.model_loader import LoadedModel, TorchRuntime, load_model, load_torch, versions
 from gui.state import LabState
 from gui.widgets.config_form import ModelSidebar
-from gui.widgets.page_tabs import PageTabs
+from gui.widgets.page_tabs import PageTabs, ShorteningTabBar
 from gui.window_models import ModelFiles
 from gui.window_sessions import SESSION_FILTER, SessionFiles
 
@@ -114,6 +114,9 @@ class MainWindow(SessionFiles, ModelFiles, QMainWindow):
             self.state.signal(field).connect(self._on_model_inputs_changed)
 
         self.tabs = PageTabs()  # sized by the panel on show: one wide panel must not make the others scroll
+        # Ten tabs beside a lesson, or in projector text, are wider than the room: the names of the tabs not shown
+        # are shortened with "..." (each tab's tooltip has it whole) so every tab stays in view, not behind arrows.
+        self.tabs.setTabBar(ShorteningTabBar())
         self.tabs.setObjectName("panel-tabs")
         self.tabs.setDocumentMode(True)
         self.panels: list[Panel] = []
@@ -238,8 +241,8 @@ class MainWindow(SessionFiles, ModelFiles, QMainWindow):
             self.tabs.addTab(panel, panel.title.replace("&", "&&"))  # "&" would be read as a mnemonic
             shortcut = panel.shortcut or (f"Ctrl+{index + 1}" if index < 9 else None)
             action = self._action(self.panels_menu, panel.title.replace("&", "&&"), lambda _=False, p=panel: self.tabs.setCurrentWidget(p), shortcut)
-            if shortcut:
-                self.tabs.setTabToolTip(self.tabs.indexOf(panel), f"{panel.title} ({action.shortcut().toString()})")
+            keys = f" ({action.shortcut().toString()})" if shortcut else ""
+            self.tabs.setTabToolTip(self.tabs.indexOf(panel), panel.title + keys)
         try:
             self.tabs.setCurrentIndex(int(self.settings_store.value("view/panel", 0)))
         except (TypeError, ValueError):

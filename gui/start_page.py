@@ -1,8 +1,12 @@
-"""Getting started: what the lab is, its bundled lessons, and the reading's six exercises, each one click from
-the panel or lesson that does it. Shown on a first launch and from Help > Getting started."""
+"""Getting started: what the lab is, its panels, its bundled lessons, and the reading's six exercises, each one click
+from the panel or lesson that does it. Shown on a first launch and from Help > Getting started.
+
+The panels and lessons are read from the panel registry and the bundled lesson files, never typed here: a new
+panel or lesson is listed the day it is added, each panel with the lessons whose steps show it."""
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,15 +25,15 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.lessons import LessonError, bundled_lesson_paths, load_lesson
+from core.lessons import Lesson, LessonError, bundled_lesson_paths, load_lesson
+from gui.panels import PANEL_CLASSES
 
 SEEN_KEY = "start_page/seen"
 
 ABOUT = ("Transformer Explorer is a lab for the Transformer block of the reading: change a model's config, its "
-         "text or its weights, and every panel recomputes what the block does with them: the causal mask, "
-         "positions, norms, parameter counts, tensor shapes, training and generation. Every number it shows is "
-         "computed from the model in the sidebar. The lessons below walk through the reading step by step and ask "
-         "for a prediction before each answer; the six exercises are the reading's own, each beside the panel "
+         "text or its weights, and every panel below recomputes what the block does with them. Every number it "
+         "shows is computed from the model in the sidebar. The lessons walk through the reading step by step and "
+         "ask for a prediction before each answer; the six exercises are the reading's own, each beside the panel "
          "that does it.")
 
 
@@ -65,15 +69,38 @@ def plain_label(text: str) -> QLabel:
     return label
 
 
-def bundled_lessons() -> list[tuple[Path, str]]:
-    """Each bundled lesson's path and title; a file that does not load is left out (check-lesson names why)."""
+def loaded_lessons() -> list[tuple[Path, Lesson]]:
+    """Each bundled lesson's path and contents; a file that does not load is left out (check-lesson names why)."""
     lessons = []
     for path in bundled_lesson_paths():
         try:
-            lessons.append((path, load_lesson(path).title))
+            lessons.append((path, load_lesson(path)))
         except LessonError:
             continue
     return lessons
+
+
+@dataclass(frozen=True)
+class PanelEntry:
+    title: str
+    summary: str  # what the panel is for: its module's description
+    lessons: tuple[str, ...]  # the stems of the bundled lessons with a step on this panel, in lesson order
+
+
+def panel_summary(panel_class) -> str:
+    """The first paragraph of the panel module's docstring, less its leading "Title: "."""
+    doc = (sys.modules[panel_class.__module__].__doc__ or "").strip().split("\n\n")[0]
+    text = " ".join(doc.split())
+    prefix = f"{panel_class.title}: "
+    return text[len(prefix):] if text.startswith(prefix) else text
+
+
+def panel_entries(lessons: list[tuple[Path, Lesson]] | None = None) -> list[PanelEntry]:
+    """Every registered panel, in tab order, with its description and the bundled lessons that show it."""
+    lessons = loaded_lessons() if lessons is None else lessons
+    return [PanelEntry(panel.title, panel_summary(panel),
+                       tuple(path.stem for path, lesson in lessons if any(step.panel == panel.title for step in lesson.steps)))
+            for panel in PANEL_CLASSES]
 
 
 class StartPage(QDialog):
@@ -90,13 +117,15 @@ class StartPage(QDialog):
         body = QWidget()
         column = QVBoxLayout(body)
         column.addWidget(plain_label(ABOUT))
+        lessons = loaded_lessons()
+        column.addWidget(self._panels_box(panel_entries(lessons), {path.stem: lesson.title for path, lesson in lessons}))
         self.lesson_buttons: dict[str, QPushButton] = {}
         paths = {}
         lessons_box = QGroupBox("Lessons")
         lessons_grid = QGridLayout(lessons_box)
-        for index, (path, title) in enumerate(bundled_lessons()):
+        for index, (path, lesson) in enumerate(lessons):
             paths[path.stem] = path
-            button = QPushButton(title.replace("&", "&&"))
+            button = QPushButton(lesson.title.replace("&", "&&"))
             button.setToolTip(f"open the lesson {path.name}")
             button.clicked.connect(lambda _checked=False, chosen=path: self.open_lesson(chosen))
             lessons_grid.addWidget(button, index, 0)
@@ -131,6 +160,25 @@ class StartPage(QDialog):
         screen = window.screen().availableGeometry() if window.screen() is not None else None
         if screen is not None:
             self.resize(min(max(900, self.sizeHint().width()), screen.width() * 9 // 10), screen.height() * 9 // 10)
+
+    def _panels_box(self, entries: list[PanelEntry], titles: dict[str, str]) -> QGroupBox:
+        """A row per panel: its button, what it is for, and the lessons that use it."""
+        box = QGroupBox("Panels")
+        grid = QGridLayout(box)
+        grid.setColumnStretch(1, 1)
+        self.panel_rows: dict[str, tuple[QPushButton, QLabel]] = {}
+        for row, entry in enumerate(entries):
+            button = QPushButton(entry.title.replace("&", "&&"))
+            button.setToolTip(f"show the {entry.title} panel")
+            button.clicked.connect(lambda _checked=False, title=entry.title: self.open_panel(title))
+            used_in = "; ".join(titles[stem] for stem in entry.lessons)
+            if used_in:
+                used_in = f" Lessons: {used_in}" + ("" if used_in.endswith((".", "?", "!")) else ".")
+            label = plain_label(entry.summary[:1].upper() + entry.summary[1:] + used_in)
+            grid.addWidget(button, row, 0, Qt.AlignmentFlag.AlignTop)
+            grid.addWidget(label, row, 1)
+            self.panel_rows[entry.title] = (button, label)
+        return box
 
     def open_panel(self, title: str) -> None:
         self.window_.show_panel(title)
@@ -172,4 +220,4 @@ def install_start_page(window, help_menu: QMenu) -> QAction:
     return action
 
 
-__all__ = ["EXERCISES", "StartPage", "install_start_page", "should_show_on_first_launch", "show_on_first_launch", "show_start_page"]
+__all__ = ["EXERCISES", "PanelEntry", "StartPage", "panel_entries", "install_start_page", "should_show_on_first_launch", "show_on_first_launch", "show_start_page"]

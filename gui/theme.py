@@ -8,6 +8,7 @@ colormaps are viridis / cividis, so every plot reads for colour-blind viewers to
 
 from __future__ import annotations
 
+import math
 import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -290,6 +291,74 @@ def plain_axis_numbers(axis) -> None:
         axis.update()
 
 
+TICK_GAP = 1.15  # the least distance between two tick labels of an axis, in lines of its tick font
+
+
+def _nicer_spacing(spacing: float) -> float:
+    """The next step of the 1, 2, 5 series above `spacing`."""
+    decade = 10.0 ** math.floor(math.log10(spacing))
+    for step in (2.0, 5.0, 10.0):
+        if step * decade > spacing * 1.0001:
+            return step * decade
+    return 20.0 * decade
+
+
+def space_ticks(axis: pg.AxisItem) -> None:
+    """Keep the tick labels a vertical axis picks itself at least TICK_GAP lines apart.
+
+    pyqtgraph chooses the number of ticks from the axis's length alone and always labels its first level:
+    on a short axis in large text (a colour bar beside a two-row map at projector scale) "1.0, 0.8, ... 0"
+    are drawn on top of each other. Finer levels too close to label are left out, and where even the first
+    is, its spacing is widened along 1, 2, 5, 10.
+    """
+    if getattr(axis, "_spaced_ticks", False):
+        return
+    choose = axis.tickSpacing
+
+    def spaced(low: float, high: float, size: float):
+        levels = choose(low, high, size)
+        if axis.orientation not in ("left", "right") or size <= 0 or not high > low or not levels:
+            return levels
+        from PySide6.QtGui import QFontMetrics
+
+        # pyqtgraph's own measure of a label: its font's line, less the 20% it trims.
+        least = QFontMetrics(axis.style.get("tickFont") or axis.font()).height() * 0.8 * TICK_GAP
+        per_unit = size / (high - low)
+        kept = [(spacing, offset) for spacing, offset in levels if spacing * per_unit >= least]
+        if kept:
+            return kept
+        spacing = levels[0][0]
+        while spacing * per_unit < least:
+            spacing = _nicer_spacing(spacing)
+        return [(spacing, 0.0)]
+
+    values_of = axis.tickValues
+
+    def thinned(low: float, high: float, size: float):
+        """A log axis's decades bypass tickSpacing: where they are still too close, every k-th is kept."""
+        levels = values_of(low, high, size)
+        if axis.orientation not in ("left", "right") or size <= 0 or not high > low or not levels:
+            return levels
+        from PySide6.QtGui import QFontMetrics
+
+        least = QFontMetrics(axis.style.get("tickFont") or axis.font()).height() * 0.8 * TICK_GAP
+        per_unit = size / (high - low)
+        first, *finer = levels
+        spacing, values = first
+        values = sorted(values)
+        gap = min((b - a for a, b in zip(values, values[1:])), default=high - low) * per_unit
+        if gap < least:
+            values = values[::math.ceil(least / gap)] if gap > 0 else values[:1]
+            return [(spacing, values)]
+        return [first, *((s, v) for s, v in finer if s is not None and s * per_unit >= least)]
+
+    axis.tickSpacing = spaced
+    axis.tickValues = thinned
+    axis._spaced_ticks = True
+    axis.picture = None  # drawn again with the new ticks
+    axis.update()
+
+
 def style_plot(target: pg.PlotWidget | pg.PlotItem) -> None:
     """Apply the theme and font scale to an existing plot: background, axes, tick and label fonts."""
     import pyqtgraph as pg
@@ -307,6 +376,7 @@ def style_plot(target: pg.PlotWidget | pg.PlotItem) -> None:
         axis.setPen(pg.mkPen(theme.text, width=theme.axis_width))
         axis.setTextPen(pg.mkPen(theme.text))
         axis.setStyle(tickFont=tick_font, tickLength=-6)
+        space_ticks(axis)
         if axis.labelText:
             axis.setLabel(axis.labelText, units=axis.labelUnits or None, **{"color": theme.text, "font-size": f"{label_px}px"})
     for name in ("left", "bottom", "right", "top"):
@@ -333,6 +403,7 @@ __all__ = [
     "configure_pyqtgraph",
     "control_px",
     "scaled_style",
+    "space_ticks",
     "current",
     "font_scale",
     "color",

@@ -1,14 +1,15 @@
 """Every bundled lesson on a real X server, at a laptop's size and a projector's: screenshots and a fit check.
 
     python tools/lesson_screens.py [--out /tmp/lesson_shots] [--lesson NAME ...] [--size light-1366x768 ...]
-                                   [--mode window|presentation ...] [--revealed] [--page-down]
+                                   [--mode window|presentation ...] [--revealed] [--page-down] [--display N]
 
 For each screen (1920x1080 in the projector theme at text 160%, 1366x768 in the light theme at 100%) an Xvfb
 of that size is started, and each lesson is opened as an instructor would, `python main.py --lesson NAME
 --theme T --font-scale S [--presentation]`, with a fresh settings folder. Each step is paged to with Next,
 left to settle (its model built, its panels computed, its outline drawn) and the screen is saved as
 `<lesson>-step<N>-<W>x<H>[-presentation][-revealed].png`. At each step the window, its minimum size and the
-lesson's Next button must lie within the screen, and at projector scale the legibility rule must hold.
+lesson's Next button must lie within the screen, nothing may be dropped, cut or squashed (gui.legibility), and at
+projector scale no text or control may be under the legibility rule's sizes.
 With --page-down the lesson is driven by the Page Down key alone, as a presentation clicker sends it: each
 press must reveal a step's answer first (saved as -revealed) and only then go on to the next step.
 A line per step is printed, the lot is written to report.json, and the exit status is 1 if any check failed.
@@ -167,8 +168,9 @@ class _Steps:
             problems.append(f"minimum size {minimum.width()}x{minimum.height()} exceeds the free area {area.width()}x{area.height()}")
         if not next_button.isVisible() or not whole.contains(next_rect):
             problems.append(f"Next is not on screen ({_rect(next_rect)})")
-        if theme.current().name == "projector":
-            problems += [str(problem) for problem in legibility_problems(window)]
+        # Text and control sizes are the projector's rule; nothing dropped, cut or squashed holds on every screen.
+        projector = theme.current().name == "projector"
+        problems += [str(problem) for problem in legibility_problems(window) if projector or problem.kind == "dropped"]
         suffix = ("-presentation" if self.presentation else "") + ("-revealed" if revealed else "")
         stem = Path(controller.lesson.path).stem if getattr(controller.lesson, "path", None) else self.lesson_name
         path = self.out / f"{stem}-step{self.index + 1}-{self.size}{suffix}.png"
@@ -186,9 +188,11 @@ def _rect(rect) -> str:
 
 # ---- the conductor: one Xvfb per screen, one app per lesson and view ---------------------------------
 
-def start_xvfb(width: int, height: int) -> tuple[subprocess.Popen, str]:
+def start_xvfb(width: int, height: int, number: int | None = None) -> tuple[subprocess.Popen, str]:
+    """An Xvfb of that size: on display `number`, else on the first free one (Xvfb picks it and says which)."""
     read, write = os.pipe()
-    server = subprocess.Popen(["Xvfb", "-displayfd", str(write), "-screen", "0", f"{width}x{height}x24", "-nolisten", "tcp"],
+    where = [f":{number}"] if number is not None else []
+    server = subprocess.Popen(["Xvfb", *where, "-displayfd", str(write), "-screen", "0", f"{width}x{height}x24", "-nolisten", "tcp"],
                               pass_fds=(write,), stderr=subprocess.DEVNULL)
     os.close(write)
     with os.fdopen(read) as pipe:
@@ -218,7 +222,7 @@ def conduct(args) -> int:
     failed = False
     for screen in args.size or list(SCREENS):
         width, height, _theme, _scale = SCREENS[screen]
-        server, display = start_xvfb(width, height)
+        server, display = start_xvfb(width, height, args.display)
         try:
             for lesson in lessons:
                 for mode in args.mode or MODES:
@@ -256,6 +260,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mode", action="append", choices=MODES, help="window or presentation (default: both)")
     parser.add_argument("--revealed", action="store_true", help="also save each step after Reveal")
     parser.add_argument("--page-down", action="store_true", help="drive the lesson with the Page Down key alone")
+    parser.add_argument("--display", type=int, help="the X display number to start Xvfb on (default: the first free one)")
     parser.add_argument("--drive", metavar="LESSON", help=argparse.SUPPRESS)
     parser.add_argument("--screen", choices=list(SCREENS), help=argparse.SUPPRESS)
     parser.add_argument("--presentation", action="store_true", help=argparse.SUPPRESS)

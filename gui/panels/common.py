@@ -56,7 +56,10 @@ def sequence_refusal(model, tokens: list[int]) -> str:
 
 
 def plain_label(text: str = "", name: str = "", wrap: bool = True) -> QLabel:
-    label = QLabel(text)
+    from gui.widgets.wrapping_label import WrappingLabel
+
+    # Wrapped, as high as its lines: a QLabel asks for one line's height, and the plot above it is drawn under it.
+    label = WrappingLabel(text) if wrap else QLabel(text)
     label.setTextFormat(Qt.TextFormat.PlainText)  # token text is the user's: never rich text
     label.setWordWrap(wrap)
     if name:

@@ -114,6 +114,7 @@ class Heatmap(QWidget):
         axis.setPen(pg.mkPen(theme.current().text, width=theme.current().axis_width))
         axis.setTextPen(pg.mkPen(theme.current().text))
         axis.setStyle(tickFont=theme.font(0.9), autoExpandTextSpace=True)
+        theme.space_ticks(axis)
         if axis.labelText:
             label_px = max(8, round(theme.font(0.9).pointSizeF() * 1.35))
             axis.setLabel(axis.labelText, **{"color": theme.current().text, "font-size": f"{label_px}px"})

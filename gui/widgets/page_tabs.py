@@ -8,9 +8,26 @@ policy it asked for.
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QSizePolicy, QTabWidget, QWidget
+from PySide6.QtCore import QSize, Qt
+from PySide6.QtWidgets import QSizePolicy, QTabBar, QTabWidget, QWidget
 
 OWN_POLICY = "page_tabs_own_size_policy"
+
+
+class ShorteningTabBar(QTabBar):
+    """A tab bar that shortens the names of the tabs not shown ("Param...") where all do not fit, and never the
+    name of the tab shown: every tab stays in view, without scroll arrows, and the page on screen is named whole."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setElideMode(Qt.TextElideMode.ElideRight)
+        self.currentChanged.connect(self._lay_out_again)
+
+    def minimumTabSizeHint(self, index: int) -> QSize:  # noqa: N802 (Qt's name)
+        return self.tabSizeHint(index) if index == self.currentIndex() else super().minimumTabSizeHint(index)
+
+    def _lay_out_again(self, _index: int) -> None:
+        self.setElideMode(self.elideMode())  # Qt lays the tabs out again, with the new current tab's least width
 
 
 class PageTabs(QTabWidget):

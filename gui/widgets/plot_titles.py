@@ -18,10 +18,16 @@ from gui import theme
 
 TITLE_MARGIN_PX = 8  # kept free beside the title
 MIN_PLOT_LINES = 5  # a title, an axis label, its ticks and a few lines of curve
+MIN_VIEW_LINES = 2  # the data area itself, whatever the title, axes and legend take
 
 
 def min_plot_height(lines: int = MIN_PLOT_LINES) -> int:
     """The least height of a plot at the current text size."""
+    return lines * QFontMetrics(theme.font()).lineSpacing()
+
+
+def min_view_height(lines: int = MIN_VIEW_LINES) -> int:
+    """The least height of a plot's data area (its view box) at the current text size."""
     return lines * QFontMetrics(theme.font()).lineSpacing()
 
 
@@ -37,6 +43,7 @@ class WrappingTitle(QObject):
         self._line_height: float | None = None  # the title row's height before it first wrapped
         self._fitting = False
         self._refit_pending = False
+        self.readable_width = 0  # see _keep_width
         option = QTextOption(Qt.AlignmentFlag.AlignHCenter)
         # Between words where it can; inside a word only where one word is wider than the plot.
         option.setWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
@@ -51,6 +58,7 @@ class WrappingTitle(QObject):
         plot.viewport().installEventFilter(self)  # the viewport: it has its new size when told
         item = plot.getPlotItem()
         item.geometryChanged.connect(self._overflow)
+        item.vb.sigResized.connect(self._overflow)  # a legend's new row or a wider axis takes height from the data
         # An axis (a colour bar's too) widens once it has measured its tick labels, as it paints: its new
         # minimum moves nothing in a plot item already held to its widget's width, so it is watched itself.
         for part in (item.layout.itemAt(index) for index in range(item.layout.count())):
@@ -74,7 +82,7 @@ class WrappingTitle(QObject):
         return False
 
     def fit(self) -> None:
-        if self._fitting:
+        if self._fitting or self.plot.getPlotItem() is None:  # torn down before a deferred refit ran
             return
         self._fitting = True
         try:
@@ -83,13 +91,17 @@ class WrappingTitle(QObject):
             self._fitting = False
 
     def _overflow(self) -> None:
-        """The plot item outgrew the widget after all (its axes widened once their ticks were measured)."""
-        if self._fitting:
-            return
+        """The plot item outgrew the widget after all (its axes widened once their ticks were measured), or its
+        data area was squeezed under MIN_VIEW_LINES (a legend's row, an axis grown higher)."""
         item = self.plot.getPlotItem()
+        if self._fitting or item is None:
+            return
         room = self.plot.viewport().width()
         needed = max(item.geometry().width(), item.effectiveSizeHint(Qt.SizeHint.MinimumSize).width())
-        if needed > room + 1 and not self._refit_pending:
+        box, least = item.vb.geometry().height(), self._least_view_height()
+        squeezed = 0 < item.geometry().height() and box < least - 1 and (
+            self.plot.minimumHeight() < self.plot.height() - box + least)
+        if (needed > room + 1 or squeezed) and not self._refit_pending:
             self._refit_pending = True
             QTimer.singleShot(0, self, self._refit)  # once the layout or the paint that widened it is done
 
@@ -107,6 +119,7 @@ class WrappingTitle(QObject):
         beside = (max(item.geometry().width() - self.label.geometry().width(),
                       item.effectiveSizeHint(Qt.SizeHint.MinimumSize).width() - self.label.minimumWidth()) if laid_out else
                   sum(axis.width() for axis in (item.getAxis("left"), item.getAxis("right")) if axis.isVisible()))
+        self._keep_width(beside)
         room = max(1, self.plot.viewport().width() - math.ceil(beside) - TITLE_MARGIN_PX)
         text.setTextWidth(-1)  # its one-line width
         if not self.label.isVisible():  # setTitle(None) folded the title's row away
@@ -132,11 +145,59 @@ class WrappingTitle(QObject):
         item.layout.activate()  # its axes and colour bar take their new widths now, not at the next paint
 
 
+    def _widest_word(self) -> float:
+        """The width of the title's widest word, in the title's own (styled) font."""
+        document = self.label.item.document()
+        option = document.defaultTextOption()
+        words_only = QTextOption(option)
+        words_only.setWrapMode(QTextOption.WrapMode.WordWrap)
+        width = document.textWidth()
+        document.setDefaultTextOption(words_only)
+        document.setTextWidth(1)  # every word on a line of its own
+        widest = document.idealWidth()
+        document.setTextWidth(width)
+        document.setDefaultTextOption(option)
+        return widest
+
+    def _keep_width(self, beside: float) -> None:
+        """The plot's readable width: beside its axes and colour bar, room for the title's widest word (so it wraps
+        between words, never inside one), for the bottom axis's name, and for MIN_VIEW_LINES of data. Not a
+        minimum (plots side by side in a row would widen the panel): a TurningSplitter reads it to put its panes
+        one above the other where they do not have it side by side."""
+        axis = self.plot.getPlotItem().getAxis("bottom")
+        name = axis.label.boundingRect().width() if axis.isVisible() and axis.labelText else 0.0
+        word = self._widest_word() + TITLE_MARGIN_PX if self.label.isVisible() else 0.0
+        self.readable_width = math.ceil(beside + max(word, name, min_view_height()))
+
+    def _least_view_height(self) -> int:
+        """MIN_VIEW_LINES, a line for each label a plot set on its left axis itself (a row of bars per token:
+        pyqtgraph leaves out, silently, the labels that do not fit), and the length of the axis's name, which is
+        written along it and cut at both ends where the axis is shorter."""
+        axis = self.plot.getPlotItem().getAxis("left")
+        if not axis.isVisible():
+            return min_view_height()
+        labels = len(axis._tickLevels[0]) if axis._tickLevels else 0
+        line = QFontMetrics(axis.style.get("tickFont") or axis.font()).height()
+        name = axis.label.boundingRect().width() if axis.labelText else 0.0
+        return max(min_view_height(), labels * line, math.ceil(name))
+
     def _keep_height(self, wrapped_px: float) -> None:
-        """The plot's least height: min_lines of text, and the lines its title wrapped onto."""
+        """The plot's least height: min_lines of text and the lines its title wrapped onto, and at least what its
+        title, axes and legend take (measured as laid out: they keep their heights whatever the plot's) with
+        MIN_VIEW_LINES of data under them."""
         least = min_plot_height(self.min_lines) + math.ceil(wrapped_px)
+        item = self.plot.getPlotItem()
+        if item is not None and item.geometry().height() > 0 and self.plot.height() > 0:
+            beside_data = self.plot.height() - item.vb.geometry().height()
+            least = max(least, math.ceil(beside_data) + self._least_view_height())
         if self.plot.minimumHeight() != least:
             self.plot.setMinimumHeight(least)
+
+
+def readable_width(widget) -> int:
+    """The widest readable width (see WrappingTitle._keep_width) of the plots in `widget`, itself included."""
+    plots = [widget, *widget.findChildren(pg.PlotWidget)]
+    return max((plot._wrapping_title.readable_width for plot in plots if hasattr(plot, "_wrapping_title")), default=0)
 
 
 def wrap_title(plot: pg.PlotWidget, min_lines: int = MIN_PLOT_LINES) -> pg.PlotWidget:
@@ -149,4 +210,5 @@ def fit_title(plot: pg.PlotWidget) -> None:
     plot._wrapping_title.fit()
 
 
-__all__ = ["MIN_PLOT_LINES", "WrappingTitle", "fit_title", "min_plot_height", "wrap_title"]
+__all__ = ["MIN_PLOT_LINES", "MIN_VIEW_LINES", "WrappingTitle", "fit_title", "min_plot_height", "min_view_height",
+           "readable_width", "wrap_title"]

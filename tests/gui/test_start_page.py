@@ -62,3 +62,27 @@ def test_every_lesson_is_listed_by_its_title_and_every_exercise_opens_its_panel(
         assert window.current_panel().title == exercise.panel
         assert not page.isVisible()
     assert all(label.textFormat() == Qt.TextFormat.PlainText for label in page.findChildren(QLabel))
+
+
+@pytest.mark.qt_log_ignore("propagateSizeHints", "does not support raise")  # the offscreen platform
+def test_every_registered_panel_is_listed_with_the_lessons_that_show_it(window, qtbot):
+    from gui.panels import PANEL_CLASSES
+    from gui.start_page import show_start_page
+
+    page = show_start_page(window)
+    assert list(page.panel_rows) == [panel.title for panel in PANEL_CLASSES]
+    lessons = {path.stem: load_lesson(path) for path in bundled_lesson_paths()}
+    for panel in PANEL_CLASSES:
+        button, label = page.panel_rows[panel.title]
+        assert button.isVisibleTo(page) and len(label.text()) > 20, panel.title
+        # Each bundled lesson with a step on the panel is named in its row, and no other.
+        showing = {lesson.title for lesson in lessons.values() if any(step.panel == panel.title for step in lesson.steps)}
+        named = {lesson.title for lesson in lessons.values() if lesson.title in label.text()}
+        assert named == showing, panel.title
+    assert {"Causal lab", "Families"} <= set(page.panel_rows)
+    for stem in ("12-activation-patching", "13-induction-heads"):
+        assert lessons[stem].title in page.panel_rows["Causal lab"][1].text()
+    for stem in ("14-encoder-versus-decoder", "15-cross-attention", "16-experts"):
+        assert lessons[stem].title in page.panel_rows["Families"][1].text()
+    qtbot.mouseClick(page.panel_rows["Families"][0], Qt.MouseButton.LeftButton)
+    assert window.current_panel().title == "Families" and not page.isVisible()

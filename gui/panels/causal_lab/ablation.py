@@ -7,9 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from PySide6.QtCore import Qt
 from PySide6.QtGui import QFontDatabase
-from PySide6.QtWidgets import QComboBox, QSplitter, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QComboBox, QVBoxLayout, QWidget
 
 from gui import theme
 from gui.panels.base import Refusal, View
@@ -18,6 +17,7 @@ from gui.panels.common import (as_sentence, labelled, layers_and_heads, make_plo
 from gui.widgets.flow_layout import FlowLayout
 from gui.widgets.legend import legend_below
 from gui.widgets.part_picker import PartPicker
+from gui.widgets.turning_splitter import TurningSplitter
 
 MAX_PARTS_CHARS = 2000
 HEAD_PATTERN = re.compile(r"L(\d{1,6})H(\d{1,6})", re.IGNORECASE)
@@ -98,7 +98,7 @@ class AblationView(View):
         self.summary_label = plain_label(name="ablation-summary")
         self.stale_labels += [self.summary_label, self.note_label]
         column.addWidget(self.summary_label)
-        splitter = QSplitter(Qt.Orientation.Horizontal)
+        splitter = TurningSplitter()
         self.loss_plot = make_plot("Loss at each position", "position (predicting the next token)", "loss")
         legend_below(self.loss_plot)
         self.loss_before = self.loss_plot.plot([], [], name="intact")

@@ -7,8 +7,7 @@ from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QSplitter, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from gui import theme
 from gui.panels.base import Refusal, View
@@ -17,6 +16,7 @@ from gui.panels.common import as_sentence, labelled, make_plot, plain_label, seq
 from gui.widgets.flow_layout import FlowLayout
 from gui.widgets.heatmap import Heatmap
 from gui.widgets.legend import legend_below
+from gui.widgets.turning_splitter import TurningSplitter
 
 
 KEY_TEXT = ("Bars per layer: its attention bias (upper, blue) and its FFN or experts (lower, orange). The lens "
@@ -65,7 +65,7 @@ class AttributionView(View):
         column.addWidget(self.summary_label)
         self.key_label = plain_label(KEY_TEXT, name="attribution-key")
         column.addWidget(self.key_label)
-        splitter = QSplitter(Qt.Orientation.Horizontal)
+        splitter = TurningSplitter()
         self.heads_map = Heatmap("head", "layer", "Direct effect of each head")
         splitter.addWidget(self.heads_map)
         # One row per layer (its attention bias above, its FFN or experts below) keeps the labels few enough

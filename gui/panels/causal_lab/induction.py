@@ -16,6 +16,7 @@ from gui.panels.common import as_sentence, labelled, layers_and_heads, make_plot
 from gui.widgets.flow_layout import FlowLayout
 from gui.widgets.heatmap import Heatmap
 from gui.widgets.legend import legend_below
+from gui.widgets.turning_splitter import TurningSplitter
 
 MAX_PERIOD = 512  # a pattern of (2N)^2 cells per head stays drawable
 MAX_SEED = 2**31 - 1
@@ -69,14 +70,14 @@ class InductionView(View):
         self.summary_label = plain_label(name="induction-summary")
         self.stale_labels += [self.summary_label, self.note_label]
         column.addWidget(self.summary_label)
-        top = QSplitter(Qt.Orientation.Horizontal)
+        top = TurningSplitter()
         self.induction_map = Heatmap("head", "layer", "Induction score (click a head)", value_format="{:.3f}")
         self.previous_map = Heatmap("head", "layer", "Previous-token score", value_format="{:.3f}")
         self.induction_map.clicked.connect(self._choose_head)
         self.previous_map.clicked.connect(self._choose_head)
         top.addWidget(self.induction_map)
         top.addWidget(self.previous_map)
-        bottom = QSplitter(Qt.Orientation.Horizontal)
+        bottom = TurningSplitter()
         self.loss_plot = make_plot("Loss: first repeat against second", "offset in the repeat", "loss")
         legend_below(self.loss_plot)
         self.loss_first = self.loss_plot.plot([], [], name="first repeat")

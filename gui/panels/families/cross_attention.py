@@ -9,14 +9,15 @@ from typing import Any
 import numpy as np
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QFontDatabase
-from PySide6.QtWidgets import QComboBox, QLineEdit, QPushButton, QSpinBox, QSplitter, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QComboBox, QLineEdit, QPushButton, QSpinBox, QVBoxLayout, QWidget
 
 from gui import theme
 from gui.panels.base import Refusal, View
 from gui.panels.common import as_sentence, fit_table, labelled, note_label, plain_label, set_cell, table
 from gui.widgets.flow_layout import FlowLayout, control_group
 from gui.widgets.heatmap import Heatmap
-from gui.widgets.table_rows import fit_number_columns
+from gui.widgets.table_rows import fit_number_columns, keep_rows_in_view
+from gui.widgets.turning_splitter import TurningSplitter
 
 MAX_SOURCE_CHARS = 64  # a date in words is under 30; the map keeps a readable column per character
 MAX_STEPS = 64  # Run to END stops here if no END comes; a date's ISO form takes 11 steps
@@ -101,7 +102,7 @@ class CrossAttentionView(View):
         self.output_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.stale_labels += [self.output_label, self.note_label]
         column.addWidget(self.output_label)
-        splitter = self.splitter = QSplitter(Qt.Orientation.Horizontal)
+        splitter = self.splitter = TurningSplitter()  # the table goes below the map where both do not fit
         self._split_once = False
         self.map = Heatmap("source position (what the encoder read)", "decoder position: reads → produces",
                            "Cross-attention",
@@ -265,7 +266,7 @@ class CrossAttentionView(View):
             set_cell(self.steps_table, n, 3, top).setFont(fixed)
         fit_table(self.steps_table, scrolls=True)  # the map keeps the width; the table scrolls
         fit_number_columns(self.steps_table, elided_column=3)  # the predictions give way to the map, not the step
-        self.steps_table.setMinimumWidth(0)  # its columns scroll: the map keeps the room
+        keep_rows_in_view(self.steps_table)
         if not self._split_once:  # the first result sets the split; the user's dragging of it is kept after
             self._split_once = True
             width = self.splitter.width()

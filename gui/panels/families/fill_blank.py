@@ -11,7 +11,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QFontDatabase
-from PySide6.QtWidgets import QSpinBox, QSplitter, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QSpinBox, QVBoxLayout, QWidget
 
 from gui import theme
 from gui.panels.base import Refusal, View
@@ -27,7 +27,8 @@ from gui.panels.common import (
 )
 from gui.panels.families.common import EditHistory
 from gui.widgets.flow_layout import FlowLayout
-from gui.widgets.table_rows import fit_number_columns
+from gui.widgets.table_rows import fit_number_columns, keep_rows_in_view
+from gui.widgets.turning_splitter import TurningSplitter
 
 MAX_TOP = 20  # predictions listed per model
 EXAMPLE = "To be, or n_t to be, that is the question:"
@@ -139,7 +140,7 @@ class FillBlankView(View):
         self.stale_labels += [self.texts_label, self.verdict_label]
         column.addWidget(self.texts_label)
         column.addWidget(self.verdict_label)
-        splitter = QSplitter(Qt.Orientation.Horizontal)
+        splitter = TurningSplitter()  # the table goes below the bars where both do not fit
         self.plot = make_plot("The encoder at the blank", "probability", "")
         self.plot.invertY(True)  # the most probable on top
         self.after_bars = pg.BarGraphItem(x0=[], y=[], width=[], height=0.5)
@@ -283,6 +284,7 @@ class FillBlankView(View):
                 set_cell(self.table, rank, column, text).setFont(fixed)
         fit_table(self.table)
         fit_number_columns(self.table, elided_column=self.table.columnCount() - 1)  # not the narrow rank column
+        keep_rows_in_view(self.table)  # below the bars (a lesson beside the panel), not squeezed to its header
 
     def on_stale(self) -> None:
         self.after_bars.setOpts(x0=[], y=[], width=[])

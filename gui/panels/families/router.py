@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QSpinBox, QSplitter, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QSpinBox, QVBoxLayout, QWidget
 
 from gui import theme
 from gui.panels.base import Refusal, View
@@ -17,6 +17,7 @@ from gui.panels.common import as_sentence, labelled, make_plot, note_label, plai
 from gui.widgets.flow_layout import FlowLayout
 from gui.widgets.heatmap import Heatmap
 from gui.widgets.legend import legend_below
+from gui.widgets.turning_splitter import TurningSplitter
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,7 @@ class RouterView(View):
         self.stale_labels += [self.active_label, self.load_label, self.note_label]
         column.addWidget(self.active_label)
         column.addWidget(self.load_label)
-        splitter = QSplitter(Qt.Orientation.Horizontal)
+        splitter = TurningSplitter()
         self.map = Heatmap("token", "expert", "Router probabilities", value_format="{:.3f}")
         self.map.setObjectName("router-map")
         self.chosen_marks = pg.ScatterPlotItem(symbol="o", size=9, pxMode=True)

@@ -8,7 +8,7 @@ from typing import Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout
+from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from core.config import ConfigError, ModelConfig
 from core.display import short_counts_apart
@@ -18,6 +18,8 @@ from gui.panels.parameters.common import ParametersControls, pie_slices
 from gui.panels.common import fit_table, set_cell, table
 from gui.panels.parameters.count import MetaCountCache, MetaCountView
 from gui.widgets.pie import PieSlice, PieView, format_count, format_share
+from gui.widgets.table_rows import keep_rows_in_view
+from gui.widgets.turning_splitter import TurningBox
 
 
 @dataclass(frozen=True)
@@ -59,12 +61,16 @@ class BreakdownView(View):
         super().__init__(state, compute, channel_prefix, parent)
         self.controls = controls
         controls.changed.connect(self.inputs_changed)
-        row = QHBoxLayout(self.content)
-        row.setContentsMargins(0, 0, 0, 0)
+        page = QVBoxLayout(self.content)
+        page.setContentsMargins(0, 0, 0, 0)
+        row = TurningBox()  # the figures go below the pie where both do not fit (a lesson beside the panel)
+        page.addWidget(row)
         self.pie_view = PieView()
         self.pie = self.pie_view.pie
         row.addWidget(self.pie_view, 3)
-        column = QVBoxLayout()
+        side = QWidget()
+        column = QVBoxLayout(side)
+        column.setContentsMargins(0, 0, 0, 0)
         self.total_label = rich_label()
         self.count = MetaCountView(state, compute, lambda: (controls.shown_config(),), counts, channel_prefix)
         controls.changed.connect(self.count.inputs_changed)
@@ -76,7 +82,7 @@ class BreakdownView(View):
         for widget in (self.total_label, self.count, self.tied_label, self.block_label, self.moe_label):
             column.addWidget(widget)
         column.addWidget(self.legend_table, 1)
-        row.addLayout(column, 2)
+        row.addWidget(side, 2)
         self.stale_labels = [self.total_label, self.tied_label, self.block_label, self.moe_label]
 
     def inputs(self) -> BreakdownInputs | Refusal:
@@ -163,6 +169,7 @@ class BreakdownView(View):
             set_cell(legend, index, 1, f"{value:,}", right=True, bold=bold)
             set_cell(legend, index, 2, format_share(value / breakdown.total), right=True, bold=bold)
         fit_table(legend)
+        keep_rows_in_view(legend)  # below the pie (a lesson beside the panel), not squeezed to its header
 
     def apply_theme(self) -> None:
         super().apply_theme()
