@@ -39,8 +39,9 @@ PANEL_DEFAULTS: dict[str, dict[str, Any]] = {
     "Families": {"tab": "Fill in the blank", "blank": 1, "top_k": 5, "source": "5 March 2021", "steps": 0,
                  "cross_layer": 0, "cross_head": -1, "router_layer": 0},
 }
-# Settings whose default follows the lab's state: unnamed by a step, they are set from that LabState field.
-STATE_FOLLOWING: dict[str, dict[str, str]] = {"Causal lab": {"corrupt": "tokens"}}
+# Settings whose default follows the lab's state: unnamed by a step, they are set from that LabState field. A
+# step's corrupted input is written on the step's own text: its clean ids are the lab's tokens then.
+STATE_FOLLOWING: dict[str, dict[str, str]] = {"Causal lab": {"corrupt": "tokens", "clean": "tokens"}}
 HEAD = re.compile(r"L(\d{1,6})H(\d{1,6})", re.IGNORECASE)
 MAX_PARTS_CHARS = 2000  # the Ablation view's heads and FFN fields
 MAX_TOKEN_CHARS = 200  # an answer or foil

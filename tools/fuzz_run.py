@@ -19,7 +19,8 @@ waits for the worker and reads what the view ended with: a result for the inputs
 now and then the student tries again (other settings, a button) or presses Esc while the view computes.
 A view left "Computing...", stale, or with a result of other inputs once the worker is idle is a hang. A
 lesson case also runs `check-lesson` on its file: a lesson it passes that the window refuses to open, or
-the other way round, is a disagreement. Unless --kinds says otherwise, half the cases are of these kinds.
+one it refuses that the window walks through without saying why at any step (the step's problem, or its
+view's refusal), is a disagreement. Unless --kinds says otherwise, half the cases are of these kinds.
 
 It measures what a user would meet:
 - tracebacks: uncaught exceptions (sys.excepthook, threading.excepthook), errors logged with a
@@ -962,6 +963,10 @@ class FuzzRun:
         controller, rng = self.window.lessons, self.rng
         refusals: list[str] = []
 
+        # A lesson check-lesson refuses may open, as long as the window says why at a step: the step's problem in
+        # the status bar, or its view's refusal.
+        said: list[str] = []
+
         def open_and_walk() -> None:
             ended: list[str] = []
             controller.lesson_open_ended.connect(ended.append)
@@ -973,29 +978,42 @@ class FuzzRun:
             # Started, even if a step then failed (a traceback of its own, not a disagreement).
             opened = (bool(ended) and ended[-1] == "") or (controller.lesson is not None
                                                            and controller.lesson.source == str(Path(path)))
-            if passes is not None and settled and passes != opened:
-                what = (f"check-lesson passes it, the window refuses it: {ended[-1] if ended else 'no answer'}"
-                        if passes else "the window opens it, check-lesson refuses it")
+            if passes and settled and not opened:
+                what = f"check-lesson passes it, the window refuses it: {ended[-1] if ended else 'no answer'}"
                 self.report.findings.append(Finding("disagreement", label, what))
             if not opened or controller.lesson is None:
                 return
-            for index in range(n_steps):
-                if index:
-                    controller.go_to(index)
-                if not self._settle():
-                    return
-                panel = self.window.current_panel()
-                if panel.title in NEW_HALF_TABS:
-                    outcome = self._read_view(f"{label} [step {index + 1}]", panel.title, panel.current_view())
-                    if outcome.startswith("refusal") and passes:
-                        refusals.append(f"step {index + 1}: {outcome[:160]}")
-                if self.tries_again and rng.random() < 0.3:
-                    controller.dock.reveal()
-                    self._settle()
+            walked = True
+            try:
+                for index in range(n_steps):
+                    if index:
+                        controller.go_to(index)
+                    if not self._settle():
+                        walked = False
+                        return
+                    panel = self.window.current_panel()
+                    if panel.title in NEW_HALF_TABS:
+                        outcome = self._read_view(f"{label} [step {index + 1}]", panel.title, panel.current_view())
+                        if outcome.startswith("refusal"):
+                            said.append(outcome)
+                            if passes:
+                                refusals.append(f"step {index + 1}: {outcome[:160]}")
+                    if self.tries_again and rng.random() < 0.3:
+                        controller.dock.reveal()
+                        self._settle()
+            finally:
+                if passes is False and settled and walked and not said:
+                    self.report.findings.append(Finding(
+                        "disagreement", label, "the window opens it and walks every step without saying what "
+                        "check-lesson refuses"))
             if self.tries_again and rng.random() < 0.5:
                 controller.close_lesson()  # the lab from before the lesson comes back
 
-        self._gui_case(label, open_and_walk)
+        controller.step_problem.connect(said.append)
+        try:
+            self._gui_case(label, open_and_walk)
+        finally:
+            controller.step_problem.disconnect(said.append)
         if refusals:
             self.report.checked_then_refused.append(f"{label}: {refusals[0]}")
         if passes and not self.replaying and self.rng.random() < SCREENSHOT_SHARE:

@@ -90,14 +90,15 @@ def _view_session(window, tmp_path, name: str, preset: str, text: str, panel: st
 
 def test_a_view_case_turns_to_its_sub_tab_and_reads_a_refusal_a_result_and_a_stuck_view(full_window, tmp_path):
     """The view cases drive the view: its sub-tab is brought on screen so that it computes, and what it ends with is
-    read once the worker is idle: a refusal (a period whose two repeats pass tiny-induction's context of 64), a result
-    (a period that fits), and a view left saying "Computing..." with nothing on its way, which is a hang."""
+    read once the worker is idle: a refusal (an encoder, which has no causal copying to score; a period past the
+    context cannot be given, the spin stops at it), a result (tiny-induction), and a view left saying "Computing..." with
+    nothing on its way, which is a hang."""
     from gui.panels.base import COMPUTING
 
     text = "JmXqzRbTwKcLpVnYhDgAJmXqzRbTwKcLpVnYhDg"
     cases = iter([
-        ("view-session past the context", _view_session(full_window, tmp_path, "refused", "tiny-induction", text,
-                                                        "Causal lab", {"tab": "Attribution", "period": 40})),
+        ("view-session on an encoder", _view_session(full_window, tmp_path, "refused", "tiny-encoder", text,
+                                                     "Causal lab", {"tab": "Attribution", "period": 20})),
         ("view-session within the context", _view_session(full_window, tmp_path, "shown", "tiny-induction", text,
                                                           "Causal lab", {"tab": "Attribution", "period": 20})),
     ])
