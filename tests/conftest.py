@@ -2,6 +2,7 @@
 
 import locale
 import os
+import signal
 
 
 def _utf8_locale_for_qt() -> None:
@@ -45,6 +46,16 @@ def one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(previous)
+
+
+@pytest.fixture(autouse=True)
+def sigint_handler_kept():
+    """A test that runs the launcher in this process lets it take Ctrl-C for "the rest of the process" (one line,
+    exit 130): the handler the test found goes back, so later tests and the runner's own Ctrl-C see theirs."""
+    before = signal.getsignal(signal.SIGINT)
+    yield
+    if signal.getsignal(signal.SIGINT) is not before:
+        signal.signal(signal.SIGINT, before)
 
 
 @pytest.hookimpl(trylast=True)  # after -m / -k have deselected

@@ -16,11 +16,12 @@ from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtCore import QObject, Qt
-from PySide6.QtWidgets import QComboBox, QDoubleSpinBox, QHBoxLayout, QLabel, QPushButton, QSpinBox, QWidget
+from PySide6.QtWidgets import QComboBox, QDoubleSpinBox, QHBoxLayout, QPushButton, QSpinBox, QWidget
 
 from core.config import ModelConfig
 from core.recipes import BPE_VOCAB, DATES, REPEATED_LETTERS, SHAKESPEARE, Recipe, recipe_for
 from core.training_job import format_duration
+from gui.panels.common import plain_label
 
 CORPUS_CHOICES = {SHAKESPEARE: "bundled", REPEATED_LETTERS: "repeated", DATES: "dates"}  # recipe -> corpus combo data
 FIELD_NAMES = {"steps": "steps", "batch_size": "batch", "seq_len": "seq len", "lr": "learning rate", "seed": "seed",
@@ -53,9 +54,7 @@ class RecipeRow(QObject):
         self.recipe: Recipe | None = None
         self.defaults = self.values()  # what the panel starts with: where untouched fields go back to
         self.filled = dict(self.defaults)  # what the panel itself last put in the fields
-        self.label = QLabel("")
-        self.label.setTextFormat(Qt.TextFormat.PlainText)
-        self.label.setWordWrap(True)
+        self.label = plain_label()  # as high as its lines: at projector scale the recipe wraps onto four
         self.use_button = QPushButton("Use recipe")
         self.use_button.setToolTip("put the recipe back in the run's fields (steps, batch, sequence length, learning "
                                    "rate, seed, corpus; fresh weights, causal mask)")
