@@ -508,5 +508,5 @@ def leave_if_worker_unfinished(controller: ComputeController, code: int) -> None
     os._exit(code)
 
 
-__all__ = ["ComputeController", "leave_if_worker_unfinished", "CancelToken", "JobCancelled", "ComputeRequest", "describe_error",
-           "CANCELLED", "SUPERSEDED"]
+__all__ = ["ComputeController", "leave_if_worker_unfinished", "CancelToken", "JobCancelled", "ComputeRequest",
+           "describe_error", "CANCELLED", "SUPERSEDED"]

@@ -363,7 +363,7 @@ class View(QWidget):
         self.computations += 1
         compute_fn = type(self).compute_fn
         request: list[int] = []  # its id, known once submitted (on_dropped never runs inside submit)
-        # A result can arrive after the view is gone (its window closed while the worker finished): then no one reads it.
+        # A result can arrive after the view is gone (its window closed while the worker finished): no one reads it.
         request.append(self.compute.submit(
             self.channel, lambda token: compute_fn(inputs, token),
             lambda result: isValid(self) and self._deliver(inputs, result), f"{self.name.lower()}",
