@@ -6,11 +6,15 @@ into an undoable change of `LabState`, and the owner hands the resulting tokens 
 `set_tokens`. That keeps one source of truth and lets Edit > Undo revert strip edits.
 
 Chips are painted by one widget rather than made of one QWidget each: a 128-token text would
-otherwise create and lay out 128 buttons on every edit, a visible stall.
+otherwise create and lay out 128 buttons on every edit, a visible stall. A text of 10,000 tokens stays
+cheap the same way: chip widths are measured once per distinct label, a chip's texts are laid out
+only when it is first painted, paints and clicks look up the chips of their rows by bisection, and a
+hidden strip lays its chips out when it is shown, not on every change it is handed.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -52,9 +56,29 @@ TEXT_APPLY_DELAY_MS = 300  # typing pauses this long before the text is re-token
 
 
 
+class _ChipRects(Sequence[QRect]):
+    """The chip body of each token, kept as numbers: a QRect is made only for a chip painted or asked about."""
+
+    def __init__(self, xs: Sequence[int] = (), tops: Sequence[int] = (), widths: Sequence[int] = (),
+                 height: int = 0) -> None:
+        self.xs, self.tops, self.widths, self.height = tuple(xs), tuple(tops), tuple(widths), height  # tops: sorted
+
+    def __len__(self) -> int:
+        return len(self.xs)
+
+    def __getitem__(self, index: int) -> QRect:
+        return QRect(self.xs[index], self.tops[index], self.widths[index], self.height)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _ChipRects) and (self.xs, self.tops, self.widths, self.height) == (
+            other.xs, other.tops, other.widths, other.height)
+
+    __hash__ = None
+
+
 @dataclass(frozen=True)
 class _ChipGeometry:
-    rects: tuple[QRect, ...]  # the chip body of each token
+    rects: _ChipRects  # the chip body of each token
     height: int  # total height needed at the width the layout was made for
 
 
@@ -80,10 +104,14 @@ class ChipRow(QWidget):
         self._ids: list[int] = []
         self._selected = -1
         self._marked = -1  # the position of the last edit, drawn in the highlight colour
-        self._geometry = _ChipGeometry((), 0)
-        self._texts: list[QStaticText] = []
-        self._index_texts: list[QStaticText] = []
+        self._geometry = _ChipGeometry(_ChipRects(), 0)
+        # Laid-out texts of the chips painted so far, by position; dropped when the labels or the fonts change.
+        self._texts: dict[int, QStaticText] = {}
+        self._index_texts: dict[int, QStaticText] = {}
+        self._widths: dict[str, int] = {}  # chip width by label, at the fonts of _fonts_key
+        self._fonts_key: tuple[str, str] | None = None
         self._layout_width = -1
+        self._layout_pending = False  # chips handed over while hidden: laid out when shown
 
     # ---- data ----------------------------------------------------------------------------------
     def set_chips(self, ids: Sequence[int], labels: Sequence[str]) -> None:
@@ -91,6 +119,9 @@ class ChipRow(QWidget):
         self._ids, self._labels = list(ids), list(labels)
         if self._selected >= len(self._labels):
             self._selected = len(self._labels) - 1
+        if self._layout_pending or not self.isVisible():
+            self._defer_layout()
+            return
         same_width = self._layout_width == self.width()
         self._layout_width = self.width()
         changed = [(old, new) for old, new in zip(old_labels, self._labels) if old != new]
@@ -104,7 +135,7 @@ class ChipRow(QWidget):
             self._geometry = geometry
             for index, (old, new) in enumerate(zip(old_labels, self._labels)):
                 if old != new:
-                    self._texts[index] = self._static_texts([new])[0]
+                    self._texts.pop(index, None)
                     self._update_chip(index)
             return
         self._apply_geometry(geometry)
@@ -114,7 +145,7 @@ class ChipRow(QWidget):
             previous, self._selected = self._selected, index
             self._update_chip(previous)
             self._update_chip(index)
-            if 0 <= index < len(self._geometry.rects):
+            if 0 <= index < len(self._geometry.rects) and not self._layout_pending:
                 self._ensure_visible(self._geometry.rects[index])
 
     def set_marked(self, index: int) -> None:
@@ -128,6 +159,7 @@ class ChipRow(QWidget):
         return self._selected
 
     def chip_rect(self, index: int) -> QRect:
+        self._lay_out_if_pending()
         return self._geometry.rects[index]
 
     # ---- geometry ------------------------------------------------------------------------------
@@ -135,28 +167,67 @@ class ChipRow(QWidget):
         return theme.font(), theme.font(0.72)
 
     def relayout(self) -> None:
+        if not self.isVisible():
+            self._defer_layout()
+            return
+        self._layout_pending = False
         self._layout_width = self.width()
         self._apply_geometry(self._compute_geometry(max(60, self.width())))
 
+    def _defer_layout(self) -> None:
+        """A hidden strip measures nothing: the chips are laid out once, when it is shown (or asked where a chip is)."""
+        self._layout_pending = True
+        self._texts.clear()
+
+    def _lay_out_if_pending(self) -> None:
+        if self._layout_pending:
+            self._layout_pending = False
+            self._layout_width = self.width()
+            self._apply_geometry(self._compute_geometry(max(60, self.width())))
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        if self._layout_pending:
+            self.relayout()
+            if 0 <= self._selected < len(self._geometry.rects):  # selected while hidden: scrolled to now
+                self._ensure_visible(self._geometry.rects[self._selected])
+
     def _apply_geometry(self, geometry: _ChipGeometry) -> None:
         self._geometry = geometry
-        self._texts = self._static_texts(self._labels)
-        self._index_texts = self._static_texts([str(i) for i in range(len(self._labels))], index=True)
+        self._texts.clear()  # the labels may have changed: each chip's text is laid out again when painted
         if self.minimumHeight() != geometry.height:
             self.setFixedHeight(geometry.height)
             self.height_changed.emit()
         self.update()
 
-    def _static_texts(self, texts: Sequence[str], index: bool = False) -> list[QStaticText]:
-        """Pre-laid-out texts: drawStaticText is several times faster than drawText for 100+ chips."""
-        font = self._fonts()[1 if index else 0]
-        result = []
-        for text in texts:
-            static = QStaticText(text)
-            static.setTextFormat(Qt.TextFormat.PlainText)
-            static.prepare(QTransform(), font)
-            result.append(static)
-        return result
+    def _check_fonts(self) -> None:
+        """Forget texts and widths measured at other fonts (a theme or text-size change)."""
+        key = tuple(font.key() for font in self._fonts())
+        if key != self._fonts_key:
+            self._fonts_key = key
+            self._texts.clear()
+            self._index_texts.clear()
+            self._widths.clear()
+
+    def _chip_text(self, index: int) -> QStaticText:
+        text = self._texts.get(index)
+        if text is None:
+            text = self._texts[index] = self._static_text(self._labels[index], self._fonts()[0])
+        return text
+
+    def _index_text(self, index: int) -> QStaticText:
+        text = self._index_texts.get(index)
+        if text is None:
+            text = self._index_texts[index] = self._static_text(str(index), self._fonts()[1])
+        return text
+
+    @staticmethod
+    def _static_text(text: str, font) -> QStaticText:
+        """A pre-laid-out text: drawStaticText is several times faster than drawText for 100+ chips."""
+        static = QStaticText(text)
+        static.setTextFormat(Qt.TextFormat.PlainText)
+        static.prepare(QTransform(), font)
+        return static
 
     def _update_chip(self, index: int) -> None:
         if 0 <= index < len(self._geometry.rects):
@@ -170,11 +241,17 @@ class ChipRow(QWidget):
 
     def _chip_widths(self, labels: Sequence[str]) -> list[int]:
         """Each label's chip width: its text, padded, at least its index's and its own height."""
-        chip_font, index_font = self._fonts()
-        chip_metrics, index_metrics = QFontMetrics(chip_font), QFontMetrics(index_font)
-        pad = max(4, chip_metrics.height() // 3)
-        least = max(index_metrics.horizontalAdvance("000") + 4, chip_metrics.height() + pad)
-        return [max(chip_metrics.horizontalAdvance(label) + 2 * pad, least) for label in labels]
+        self._check_fonts()
+        widths = self._widths
+        missing = [label for label in dict.fromkeys(labels) if label not in widths]
+        if missing:  # a text of 10,000 characters has a few dozen distinct labels: each is measured once
+            chip_font, index_font = self._fonts()
+            chip_metrics, index_metrics = QFontMetrics(chip_font), QFontMetrics(index_font)
+            pad = max(4, chip_metrics.height() // 3)
+            least = max(index_metrics.horizontalAdvance("000") + 4, chip_metrics.height() + pad)
+            for label in missing:
+                widths[label] = max(chip_metrics.horizontalAdvance(label) + 2 * pad, least)
+        return [widths[label] for label in labels]
 
     def _compute_geometry(self, width: int) -> _ChipGeometry:
         chip_font, index_font = self._fonts()
@@ -183,15 +260,24 @@ class ChipRow(QWidget):
         chip_height = chip_metrics.height() + pad
         index_height = index_metrics.height()
         row_height = index_height + chip_height + self.GAP * 2
-        rects: list[QRect] = []
-        x, y = self.GAP, self.GAP
-        for w in self._chip_widths(self._labels):
-            if x + w > width - self.GAP and x > self.GAP:
-                x, y = self.GAP, y + row_height
-            rects.append(QRect(x, y + index_height, w, chip_height))
-            x += w + self.GAP
-        height = y + row_height if rects else row_height
-        return _ChipGeometry(tuple(rects), height)
+        widths = self._chip_widths(self._labels)
+        xs: list[int] = []
+        tops: list[int] = []
+        x, y, gap = self.GAP, self.GAP, self.GAP
+        for w in widths:
+            if x + w > width - gap and x > gap:
+                x, y = gap, y + row_height
+            xs.append(x)
+            tops.append(y + index_height)
+            x += w + gap
+        height = y + row_height if xs else row_height
+        return _ChipGeometry(_ChipRects(xs, tops, widths, chip_height), height)
+
+    def _chips_between(self, top: int, bottom: int) -> range:
+        """The positions of the chips whose body or index line may reach into rows top..bottom (a superset)."""
+        tops, chip_height = self._geometry.rects.tops, self._geometry.rects.height
+        index_height = QFontMetrics(self._fonts()[1]).height()
+        return range(bisect_left(tops, top - chip_height), bisect_right(tops, bottom + index_height))
 
     def sizeHint(self) -> QSize:
         return QSize(400, max(self._geometry.height, 40))
@@ -202,9 +288,10 @@ class ChipRow(QWidget):
             self.relayout()
 
     def index_at(self, point: QPoint) -> int:
+        self._lay_out_if_pending()
         index_height = QFontMetrics(self._fonts()[1]).height()
-        for index, rect in enumerate(self._geometry.rects):
-            if rect.adjusted(-self.GAP // 2, -index_height, self.GAP // 2, 0).contains(point):
+        for index in self._chips_between(point.y(), point.y()):
+            if self._geometry.rects[index].adjusted(-self.GAP // 2, -index_height, self.GAP // 2, 0).contains(point):
                 return index
         return -1
 
@@ -215,6 +302,8 @@ class ChipRow(QWidget):
 
     # ---- painting ------------------------------------------------------------------------------
     def paintEvent(self, event: QPaintEvent) -> None:
+        self._lay_out_if_pending()
+        self._check_fonts()
         painter = QPainter(self)
         palette = theme.current()
         chip_font, index_font = self._fonts()
@@ -222,8 +311,9 @@ class ChipRow(QWidget):
         exposed = event.rect()
         accent, highlight = QColor(palette.accent), theme.color("highlight")
         text_color, muted = QColor(palette.text), QColor(palette.muted)
-        visible = [i for i, rect in enumerate(self._geometry.rects)
-                   if rect.adjusted(0, -index_height, 0, 0).intersects(exposed)]
+        rects = self._geometry.rects
+        visible = [i for i in self._chips_between(exposed.top(), exposed.bottom())
+                   if rects[i].adjusted(0, -index_height, 0, 0).intersects(exposed)]
         # Grouped by font and pen: switching the painter's state per chip costs more than the drawing.
         painter.setFont(index_font)
         painter.setPen(muted)
@@ -232,7 +322,7 @@ class ChipRow(QWidget):
             if index == self._selected:
                 painter.setPen(accent)
             above = QRect(rect.x(), rect.y() - index_height, rect.width(), index_height)
-            self._draw_centered(painter, self._index_texts[index], above)
+            self._draw_centered(painter, self._index_text(index), above)
             if index == self._selected:
                 painter.setPen(muted)
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
@@ -256,7 +346,7 @@ class ChipRow(QWidget):
         for index in visible:
             if index == self._selected:
                 painter.setPen(QColor("#ffffff"))
-            self._draw_centered(painter, self._texts[index], self._geometry.rects[index])
+            self._draw_centered(painter, self._chip_text(index), self._geometry.rects[index])
             if index == self._selected:
                 painter.setPen(text_color)
         if not self._labels:
@@ -543,9 +633,13 @@ class TokenStrip(QWidget):
             return f"<{token_id}>"
 
     def _show_chips(self) -> None:
-        known = self._vocab_labels  # every id's label, made once per tokenizer
-        labels = ([known[i] if 0 <= i < len(known) else self._label(i) for i in self._ids] if self._tokenizer is not None
-                  else [str(i) for i in self._ids])
+        known, ids = self._vocab_labels, self._ids  # every id's label, made once per tokenizer
+        if self._tokenizer is None:
+            labels = [str(i) for i in ids]
+        elif not ids or (min(ids) >= 0 and max(ids) < len(known)):
+            labels = list(map(known.__getitem__, ids))  # in C: a 10,000-token text costs no Python loop
+        else:
+            labels = [known[i] if 0 <= i < len(known) else self._label(i) for i in ids]
         self.chips.set_chips(self._ids, labels)
         self._fit_scroll()
         self._update_controls()
