@@ -14,9 +14,7 @@ hidden strip lays its chips out when it is shown, not on every change it is hand
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from PySide6.QtCore import QPoint, QPointF, QRect, QRectF, QSize, QStringListModel, Qt, QTimer, Signal
 from PySide6.QtGui import (
@@ -29,7 +27,6 @@ from PySide6.QtGui import (
     QPen,
     QResizeEvent,
     QStaticText,
-    QTransform,
 )
 from PySide6.QtWidgets import (
     QComboBox,
@@ -48,38 +45,13 @@ from PySide6.QtWidgets import (
 from core.display import TOKEN_GLYPHS, display_token
 from core.limits import MAX_TEXT_CHARS
 from gui import theme
+from gui.widgets.chip_layout import ChipGeometry, ChipRects, ChipTexts, wrap_chips
 from gui.widgets.flow_layout import FlowLayout, control_group
 
 _FROM_GLYPH = {glyph: char for char, glyph in TOKEN_GLYPHS.items()}
 TEXT_APPLY_DELAY_MS = 300  # typing pauses this long before the text is re-tokenized (one undo step per pause)
 
 
-
-
-class _ChipRects(Sequence[QRect]):
-    """The chip body of each token, kept as numbers: a QRect is made only for a chip painted or asked about."""
-
-    def __init__(self, xs: Sequence[int] = (), tops: Sequence[int] = (), widths: Sequence[int] = (),
-                 height: int = 0) -> None:
-        self.xs, self.tops, self.widths, self.height = tuple(xs), tuple(tops), tuple(widths), height  # tops: sorted
-
-    def __len__(self) -> int:
-        return len(self.xs)
-
-    def __getitem__(self, index: int) -> QRect:
-        return QRect(self.xs[index], self.tops[index], self.widths[index], self.height)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _ChipRects) and (self.xs, self.tops, self.widths, self.height) == (
-            other.xs, other.tops, other.widths, other.height)
-
-    __hash__ = None
-
-
-@dataclass(frozen=True)
-class _ChipGeometry:
-    rects: _ChipRects  # the chip body of each token
-    height: int  # total height needed at the width the layout was made for
 
 
 class ChipRow(QWidget):
@@ -104,10 +76,8 @@ class ChipRow(QWidget):
         self._ids: list[int] = []
         self._selected = -1
         self._marked = -1  # the position of the last edit, drawn in the highlight colour
-        self._geometry = _ChipGeometry(_ChipRects(), 0)
-        # Laid-out texts of the chips painted so far, by position; dropped when the labels or the fonts change.
-        self._texts: dict[int, QStaticText] = {}
-        self._index_texts: dict[int, QStaticText] = {}
+        self._geometry = ChipGeometry(ChipRects(), 0)
+        self._texts, self._index_texts = ChipTexts(), ChipTexts()  # of the chips painted so far
         self._widths: dict[str, int] = {}  # chip width by label, at the fonts of _fonts_key
         self._fonts_key: tuple[str, str] | None = None
         self._layout_width = -1
@@ -135,7 +105,7 @@ class ChipRow(QWidget):
             self._geometry = geometry
             for index, (old, new) in enumerate(zip(old_labels, self._labels)):
                 if old != new:
-                    self._texts.pop(index, None)
+                    self._texts.drop(index)
                     self._update_chip(index)
             return
         self._apply_geometry(geometry)
@@ -192,7 +162,7 @@ class ChipRow(QWidget):
             if 0 <= self._selected < len(self._geometry.rects):  # selected while hidden: scrolled to now
                 self._ensure_visible(self._geometry.rects[self._selected])
 
-    def _apply_geometry(self, geometry: _ChipGeometry) -> None:
+    def _apply_geometry(self, geometry: ChipGeometry) -> None:
         self._geometry = geometry
         self._texts.clear()  # the labels may have changed: each chip's text is laid out again when painted
         if self.minimumHeight() != geometry.height:
@@ -210,24 +180,10 @@ class ChipRow(QWidget):
             self._widths.clear()
 
     def _chip_text(self, index: int) -> QStaticText:
-        text = self._texts.get(index)
-        if text is None:
-            text = self._texts[index] = self._static_text(self._labels[index], self._fonts()[0])
-        return text
+        return self._texts.get(index, self._labels[index], self._fonts()[0])
 
     def _index_text(self, index: int) -> QStaticText:
-        text = self._index_texts.get(index)
-        if text is None:
-            text = self._index_texts[index] = self._static_text(str(index), self._fonts()[1])
-        return text
-
-    @staticmethod
-    def _static_text(text: str, font) -> QStaticText:
-        """A pre-laid-out text: drawStaticText is several times faster than drawText for 100+ chips."""
-        static = QStaticText(text)
-        static.setTextFormat(Qt.TextFormat.PlainText)
-        static.prepare(QTransform(), font)
-        return static
+        return self._index_texts.get(index, str(index), self._fonts()[1])
 
     def _update_chip(self, index: int) -> None:
         if 0 <= index < len(self._geometry.rects):
@@ -253,31 +209,10 @@ class ChipRow(QWidget):
                 widths[label] = max(chip_metrics.horizontalAdvance(label) + 2 * pad, least)
         return [widths[label] for label in labels]
 
-    def _compute_geometry(self, width: int) -> _ChipGeometry:
-        chip_font, index_font = self._fonts()
-        chip_metrics, index_metrics = QFontMetrics(chip_font), QFontMetrics(index_font)
-        pad = max(4, chip_metrics.height() // 3)
-        chip_height = chip_metrics.height() + pad
-        index_height = index_metrics.height()
-        row_height = index_height + chip_height + self.GAP * 2
-        widths = self._chip_widths(self._labels)
-        xs: list[int] = []
-        tops: list[int] = []
-        x, y, gap = self.GAP, self.GAP, self.GAP
-        for w in widths:
-            if x + w > width - gap and x > gap:
-                x, y = gap, y + row_height
-            xs.append(x)
-            tops.append(y + index_height)
-            x += w + gap
-        height = y + row_height if xs else row_height
-        return _ChipGeometry(_ChipRects(xs, tops, widths, chip_height), height)
-
-    def _chips_between(self, top: int, bottom: int) -> range:
-        """The positions of the chips whose body or index line may reach into rows top..bottom (a superset)."""
-        tops, chip_height = self._geometry.rects.tops, self._geometry.rects.height
-        index_height = QFontMetrics(self._fonts()[1]).height()
-        return range(bisect_left(tops, top - chip_height), bisect_right(tops, bottom + index_height))
+    def _compute_geometry(self, width: int) -> ChipGeometry:
+        chip_metrics, index_metrics = (QFontMetrics(font) for font in self._fonts())
+        chip_height = chip_metrics.height() + max(4, chip_metrics.height() // 3)
+        return wrap_chips(self._chip_widths(self._labels), width, self.GAP, index_metrics.height(), chip_height)
 
     def sizeHint(self) -> QSize:
         return QSize(400, max(self._geometry.height, 40))
@@ -290,7 +225,7 @@ class ChipRow(QWidget):
     def index_at(self, point: QPoint) -> int:
         self._lay_out_if_pending()
         index_height = QFontMetrics(self._fonts()[1]).height()
-        for index in self._chips_between(point.y(), point.y()):
+        for index in self._geometry.rects.between(point.y(), point.y(), index_height):
             if self._geometry.rects[index].adjusted(-self.GAP // 2, -index_height, self.GAP // 2, 0).contains(point):
                 return index
         return -1
@@ -312,7 +247,7 @@ class ChipRow(QWidget):
         accent, highlight = QColor(palette.accent), theme.color("highlight")
         text_color, muted = QColor(palette.text), QColor(palette.muted)
         rects = self._geometry.rects
-        visible = [i for i in self._chips_between(exposed.top(), exposed.bottom())
+        visible = [i for i in rects.between(exposed.top(), exposed.bottom(), index_height)
                    if rects[i].adjusted(0, -index_height, 0, 0).intersects(exposed)]
         # Grouped by font and pen: switching the painter's state per chip costs more than the drawing.
         painter.setFont(index_font)

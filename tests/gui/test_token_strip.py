@@ -10,7 +10,7 @@ from PySide6.QtWidgets import QApplication, QTabWidget
 from core.limits import MAX_TEXT_CHARS
 from core.tokenizers import CharTokenizer
 from gui import theme
-from gui.widgets import token_strip
+from gui.widgets import chip_layout
 from gui.widgets.token_strip import ChipRow, TokenStrip
 
 TEXT = ("To be, or not to be, that is the question: " * 300)[:MAX_TEXT_CHARS]
@@ -28,7 +28,7 @@ class Counting(QStaticText):
 def counted(monkeypatch):
     """Counts the chip texts laid out (QStaticText.prepare) and the chip layouts made."""
     Counting.prepared = 0
-    monkeypatch.setattr(token_strip, "QStaticText", Counting)
+    monkeypatch.setattr(chip_layout, "QStaticText", Counting)
     layouts = []
     compute = ChipRow._compute_geometry
     monkeypatch.setattr(ChipRow, "_compute_geometry", lambda row, width: layouts.append(width) or compute(row, width))
