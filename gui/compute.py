@@ -11,6 +11,10 @@ partial results (delivered to the request's `on_partial` on the GUI thread, in o
 the newest of its channel) and `.let_others_run(wait_s)`: a long job (a training run) calls it between
 its steps, and the worker runs the other channels' pending requests right there, on the same thread,
 before the long job goes on. A paused run waits inside it, so the rest of the lab keeps computing.
+
+Every request ends in exactly one callback on the GUI thread, so no submitter waits on a request that is gone:
+`on_result`, `on_error`, or `on_dropped(reason)` when it ends with neither: `"cancelled"` (cancel(): the user's
+Cancel or Esc) or `"superseded"` (a newer request of its channel took its place).
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from PySide6.QtCore import QObject, QThread, Signal, Slot
+from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
 
 from gui.gui_thread_gc import collect_on_gui_thread
 
@@ -103,6 +107,11 @@ class ComputeRequest:
     token: CancelToken = field(compare=False)
     cancellable: bool = True
     on_partial: Callable[[Any], None] | None = None
+    on_dropped: Callable[[str], None] | None = None
+
+
+CANCELLED = "cancelled"  # on_dropped's reasons: cancel() ended it
+SUPERSEDED = "superseded"  # a newer request of its channel took its place
 
 
 def _takes_token(fn: Callable[..., Any]) -> bool:
@@ -157,6 +166,8 @@ class ComputeController(QObject):
     _finished_on_worker = Signal(int, str, object)
     _progress_from_worker = Signal(int, float, str)
     _partial_from_worker = Signal(int, object)
+    # A pending request dropped before it ran: its on_dropped is called later, never inside submit() or cancel().
+    _dropped_before_running = Signal(object, str)
 
     def __init__(self, parent: QObject | None = None, torch_threads: int | None = None) -> None:
         super().__init__(parent)
@@ -166,6 +177,7 @@ class ComputeController(QObject):
         self._pending: OrderedDict[str, ComputeRequest] = OrderedDict()
         self._latest: dict[str, int] = {}
         self._requests: dict[int, ComputeRequest] = {}
+        self._end_reasons: dict[int, str] = {}  # why a request sent to the worker will not be delivered
         self._running: ComputeRequest | None = None
         self._suspended: list[ComputeRequest] = []  # long jobs that let others run, outermost first
         self._trash: list[Any] = []
@@ -177,6 +189,7 @@ class ComputeController(QObject):
         self._finished_on_worker.connect(self._on_finished)
         self._progress_from_worker.connect(self._on_progress)
         self._partial_from_worker.connect(self._on_partial)
+        self._dropped_before_running.connect(self._on_dropped_before_running, Qt.ConnectionType.QueuedConnection)
         collect_on_gui_thread()  # before the worker starts: a collection there would free widgets off their thread
         self._worker = _Worker(self)
         self._worker.start()
@@ -191,19 +204,21 @@ class ComputeController(QObject):
         on_error: Callable[[str], None] | None = None,
         cancellable: bool = True,
         on_partial: Callable[[Any], None] | None = None,
+        on_dropped: Callable[[str], None] | None = None,
     ) -> int:
         """Queue fn() (or fn(token)) on the worker; on_result(value) runs on the GUI thread if still newest.
 
         Returns the request id. A pending request of the same channel is dropped; a running one
         of the same channel is asked to cancel (it stops at its next token check). A request made
         with cancellable=False (loading torch, building the model) is left alone by cancel().
-        on_partial(value) receives the job's `token.partial(value)` calls on the GUI thread.
+        on_partial(value) receives the job's `token.partial(value)` calls on the GUI thread. on_dropped(reason)
+        runs on the GUI thread when the request ends without a result or an error (CANCELLED or SUPERSEDED).
         """
         request_id = next(self._ids)
         token = CancelToken(self, request_id, name or channel)
         request = ComputeRequest(
             request_id, channel, name or channel, fn, on_result, on_error, _takes_token(fn), token, cancellable,
-            on_partial,
+            on_partial, on_dropped,
         )
         with self._lock:
             if self._stopping:
@@ -212,12 +227,17 @@ class ComputeController(QObject):
             dropped = self._pending.pop(channel, None)
             if dropped is not None:
                 self._requests.pop(dropped.request_id, None)
+            for earlier in self._requests.values():  # running, or finished with its outcome still on its way
+                if earlier.channel == channel:
+                    self._end_reasons.setdefault(earlier.request_id, SUPERSEDED)
             for running in self._active():
                 if running.channel == channel:
                     running.token.cancel()
             self._pending[channel] = request
             self._requests[request_id] = request
             self._lock.notify()
+        if dropped is not None:
+            self._dropped_before_running.emit(dropped, SUPERSEDED)
         return request_id
 
     def dispose(self, *objects: Any) -> None:
@@ -238,20 +258,33 @@ class ComputeController(QObject):
             else:
                 channels = [name for name, request in self._pending.items() if request.cancellable]
                 channels += [running.channel for running in self._active() if running.cancellable]
+            dropped_requests = []
             for name in channels:
                 dropped = self._pending.pop(name, None)
                 if dropped is not None:
                     self._requests.pop(dropped.request_id, None)
+                    dropped_requests.append(dropped)
                 # Anything already on its way back for this channel is now stale.
                 self._latest[name] = -1
+            for earlier in self._requests.values():
+                if earlier.channel in channels:
+                    self._end_reasons.setdefault(earlier.request_id, CANCELLED)
             for running in self._active():
                 if running.channel in channels:
                     running.token.cancel()
+        for dropped in dropped_requests:
+            self._dropped_before_running.emit(dropped, CANCELLED)
 
     @property
     def busy(self) -> bool:
         with self._lock:
             return self._running is not None or bool(self._pending) or bool(self._suspended)
+
+    def is_live(self, request_id: int | None) -> bool:
+        """Whether this request may still deliver: pending, running, or finished with its outcome on its way."""
+        with self._lock:
+            request = self._requests.get(request_id) if request_id is not None else None
+            return request is not None and self._latest.get(request.channel) == request_id
 
     def busy_with(self, channel: str) -> bool:
         """Whether a job of this channel is pending, running, or letting others run."""
@@ -396,8 +429,12 @@ class ComputeController(QObject):
         with self._lock:
             request = self._requests.pop(request_id, None)
             fresh = request is not None and self._latest.get(request.channel) == request_id
+            reason = self._end_reasons.pop(request_id, SUPERSEDED)
             idle = self._running is None and not self._pending and not self._suspended
-        if request is not None and fresh:
+        if request is not None and (not fresh or outcome == "cancelled"):
+            # A job that stopped itself (JobCancelled with no newer request) ends like a cancelled one.
+            self._call_on_dropped(request, reason if not fresh else CANCELLED)
+        elif request is not None:
             if outcome == "ok":
                 try:
                     request.on_result(payload)
@@ -412,6 +449,19 @@ class ComputeController(QObject):
         if idle:
             self._busy_name = ""
             self.busy_changed.emit(False, "")
+
+    @Slot(object, str)
+    def _on_dropped_before_running(self, request: ComputeRequest, reason: str) -> None:
+        self._call_on_dropped(request, reason)
+
+    def _call_on_dropped(self, request: ComputeRequest, reason: str) -> None:
+        if request.on_dropped is None:
+            return
+        try:
+            request.on_dropped(reason)
+        except Exception as error:
+            self._report_error(request, describe_error(error))
+            sys.excepthook(type(error), error, error.__traceback__)
 
     def _report_error(self, request: ComputeRequest, message: str) -> None:
         text = f"{request.name}: {message}"
@@ -458,4 +508,5 @@ def leave_if_worker_unfinished(controller: ComputeController, code: int) -> None
     os._exit(code)
 
 
-__all__ = ["ComputeController", "leave_if_worker_unfinished", "CancelToken", "JobCancelled", "ComputeRequest", "describe_error"]
+__all__ = ["ComputeController", "leave_if_worker_unfinished", "CancelToken", "JobCancelled", "ComputeRequest",
+           "describe_error", "CANCELLED", "SUPERSEDED"]

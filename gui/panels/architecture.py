@@ -544,13 +544,13 @@ class ArchitecturePanel(Panel):
         tokens = self.state.tokens
         if tokenizer is None:
             return [f"id {t}" for t in tokens]
-        labels = []
-        for token in tokens:
+        names = {}
+        for token in dict.fromkeys(tokens):  # a long text repeats a few dozen tokens: each is named once
             try:
-                labels.append(display_token(tokenizer.token_text(token)))
+                names[token] = display_token(tokenizer.token_text(token))
             except Exception:  # each tokenizer has its own unknown-id error; the id still identifies it
-                labels.append(str(token))
-        return labels
+                names[token] = str(token)
+        return [names[token] for token in tokens]
 
     @property
     def chosen_position(self) -> int | None:
@@ -571,8 +571,7 @@ class ArchitecturePanel(Panel):
         labels = self.token_labels()
         self.token_combo.blockSignals(True)
         self.token_combo.clear()
-        for index, label in enumerate(labels):
-            self.token_combo.addItem(f"{index}: {label}", index)
+        self.token_combo.addItems([f"{index}: {label}" for index, label in enumerate(labels)])  # one call for 10,000
         position = self.followed_position()
         if position is not None:
             self.token_combo.setCurrentIndex(position)

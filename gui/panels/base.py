@@ -41,7 +41,9 @@ and `stale_labels` are cleared; after a short grace the content is dimmed under 
 so a fast result does not flicker), and an update is scheduled. Only a view that is on screen computes;
 a hidden one stays stale and catches up when it is shown. A result is shown only if its inputs are
 still the current ones. Requests go to the one compute worker on the view's own channel, where a
-newer request supersedes an older one.
+newer request supersedes an older one. Every request ends in a callback (result, error, or dropped), so
+none is taken as "on its way" once it is gone: a computation the user cancels (Cancel, Esc) says so in
+one line where the result would be, and runs again on any input change or when the view is shown again.
 
 A view has two parts. Its inputs (spins, combos, pickers, buttons that change what is computed) go in
 `controls_area` through `add_controls()`; its result goes in `content`. A `Refusal` (a text over the
@@ -83,7 +85,7 @@ from PySide6.QtWidgets import (QGraphicsOpacityEffect, QLabel, QLayout, QPushBut
 from shiboken6 import isValid
 
 from gui import theme
-from gui.compute import ComputeController
+from gui.compute import CANCELLED, ComputeController
 from gui.state import LabState
 
 STALE_GRACE_MS = 150  # a result faster than this replaces the old one without dimming it first
@@ -93,6 +95,7 @@ WAITING_FOR_MODEL = "Waiting for the model..."
 OWN_MINIMUM_HEIGHT = "view_own_minimum_height"  # a cleared label's minimum while it is held at its old height
 WAITING_FOR_TORCH = "Waiting for torch to load..."
 COMPUTING = "Computing..."
+CANCELLED_MESSAGE = "The computation was cancelled: change any input, or show this view again, to run it."
 
 
 @dataclass(frozen=True)
@@ -196,7 +199,8 @@ class View(QWidget):
         self.setObjectName(f"view-{self.channel.replace('/', '-')}")
         self.shown_inputs: Any = None
         self.result: Any = None
-        self.requested_inputs: Any = None
+        self.requested_inputs: Any = None  # the inputs of the request on its way, while it may still deliver
+        self._request_id: int | None = None  # that request's id with the compute controller
         self.last_error = ""
         self.readouts: list[QLabel] = []  # hover readouts: cleared the moment the view goes stale
         self.stale_labels: list[QLabel] = []  # verdicts and captions: cleared the same way
@@ -353,16 +357,20 @@ class View(QWidget):
             self._pending_update = True
             return
         self._pending_update = False
-        if inputs == self.requested_inputs:
+        if inputs == self.requested_inputs and self.compute.is_live(self._request_id):
             return  # already on its way
         self.requested_inputs = inputs
         self.computations += 1
         compute_fn = type(self).compute_fn
-        # A result can arrive after the view is gone (its window closed while the worker finished): then no one reads it.
-        self.compute.submit(self.channel, lambda token: compute_fn(inputs, token),
-                            lambda result: isValid(self) and self._deliver(inputs, result), f"{self.name.lower()}",
-                            on_error=lambda message: isValid(self) and self._failed(inputs, message),
-                            on_partial=lambda partial: isValid(self) and self._partial(inputs, partial))
+        request: list[int] = []  # its id, known once submitted (on_dropped never runs inside submit)
+        # A result can arrive after the view is gone (its window closed while the worker finished): no one reads it.
+        request.append(self.compute.submit(
+            self.channel, lambda token: compute_fn(inputs, token),
+            lambda result: isValid(self) and self._deliver(inputs, result), f"{self.name.lower()}",
+            on_error=lambda message: isValid(self) and self._failed(inputs, message),
+            on_partial=lambda partial: isValid(self) and self._partial(inputs, partial),
+            on_dropped=lambda reason: isValid(self) and self._dropped(request[0], inputs, reason)))
+        self._request_id = request[0]
 
     def schedule_update(self) -> None:
         if not self.update_scheduled:
@@ -428,7 +436,7 @@ class View(QWidget):
             # The result goes with its inputs: no number of it stays beside the message, in the controls or below.
             self._mark_stale()
         self.shown_inputs = self.result = None
-        self.requested_inputs = None
+        self.requested_inputs = self._request_id = None
         self.refusal = None
         self._stale.set(False)
         self._set_children_stale(False)
@@ -449,7 +457,7 @@ class View(QWidget):
 
     def _deliver(self, inputs: Any, result: Any) -> None:
         if inputs == self.requested_inputs:
-            self.requested_inputs = None
+            self.requested_inputs = self._request_id = None
         if inputs != self._current_inputs():
             return  # the inputs moved on while it computed: the newer request (or a later show) follows
         self.last_error = ""
@@ -467,9 +475,27 @@ class View(QWidget):
         if inputs == self._current_inputs():
             self.show_partial(partial)
 
+    def _dropped(self, request_id: int, inputs: Any, reason: str) -> None:
+        """The request ended without a result: cancelled by the user, or superseded by another submitter."""
+        if request_id != self._request_id:
+            return  # the view's own newer request took its place, or a message replaced what it was for
+        self.requested_inputs = self._request_id = None
+        if inputs != self._current_inputs():
+            return  # the update the newer inputs scheduled submits them
+        if reason == CANCELLED:
+            # Not "Computing..." forever: say so, and run again on any input change or when shown again.
+            self._show_message(CANCELLED_MESSAGE)
+        else:
+            self.schedule_update()
+
+    @property
+    def cancelled(self) -> bool:
+        """Showing that the user cancelled the computation of the current inputs."""
+        return self.showing_message and self.message.text() == CANCELLED_MESSAGE
+
     def _failed(self, inputs: Any, message: str) -> None:
         if inputs == self.requested_inputs:
-            self.requested_inputs = None
+            self.requested_inputs = self._request_id = None
         if inputs != self._current_inputs():
             return
         self.last_error = message
@@ -479,7 +505,7 @@ class View(QWidget):
 
     def showEvent(self, event) -> None:
         super().showEvent(event)
-        if self._pending_update or (self.shown_inputs is None and not self.showing_message):
+        if self._pending_update or (self.shown_inputs is None and not self.showing_message) or self.cancelled:
             self.schedule_update()
 
     def changeEvent(self, event) -> None:
@@ -660,4 +686,5 @@ class Panel(QWidget):
             self.schedule_refresh()
 
 
-__all__ = ["Panel", "View", "Refusal", "StaleMark", "COMPUTING", "WAITING_FOR_MODEL", "WAITING_FOR_TORCH"]
+__all__ = ["Panel", "View", "Refusal", "StaleMark", "COMPUTING", "CANCELLED_MESSAGE", "WAITING_FOR_MODEL",
+           "WAITING_FOR_TORCH"]

@@ -24,7 +24,6 @@ from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
     QDoubleSpinBox,
-    QFileDialog,
     QGridLayout,
     QGroupBox,
     QHBoxLayout,
@@ -37,8 +36,7 @@ from PySide6.QtWidgets import (
 
 from core.choices import MASK_MODE_DESCRIPTIONS, MASK_MODE_LABELS, TRAIN_MASK_MODES
 from core.comparison_job import ComparisonProgress, run_pitfall_job
-from core.corpus import (Corpus, bundled_corpus, dates_corpus, read_corpus, repeated_letters_corpus, vocabulary_problem,
-                         window_problem)
+from core.corpus import Corpus, vocabulary_problem, window_problem
 from core.experiments.pitfall_setups import EXPERIMENTS
 from core.text_generation import GeneratedText, run_generation
 from core.training_job import (
@@ -53,6 +51,7 @@ from gui import theme
 from gui.panels.base import Panel
 from gui.panels.train_compare import ComparePage
 from gui.panels.train_config_guard import RunConfigGuard
+from gui.panels.train_corpus import CorpusPicker
 from gui.panels.train_curves import RunPlots
 from gui.panels.train_generate import GeneratePage, spin
 from gui.panels.train_recipe import RecipeRow
@@ -62,7 +61,6 @@ from gui.widgets.turning_splitter import TurningSplitter
 
 GENERATE_CHANNEL = "train-generate"  # not the training channel: a request there would cancel the run
 SAVE_CHANNEL = "train-save"
-CORPUS_CHANNEL = "train-corpus"
 
 
 class TrainPanel(Panel):
@@ -73,12 +71,11 @@ class TrainPanel(Panel):
     training_finished = Signal()  # a run ended (finished or stopped) and its model is installed
     generated = Signal(str)  # the continuation just shown
     saved = Signal(str)  # the checkpoint folder just written
-    corpus_loaded = Signal(bool)  # a corpus file was read and is now used (True), or refused (False)
+    corpus_loaded = Signal(bool)  # a chosen corpus was made or read and is now used (True), or refused (False)
     compared = Signal()  # a pitfall comparison ended (finished or stopped) and is shown
 
     def __init__(self, state, compute, parent: QWidget | None = None) -> None:
         super().__init__(state, compute, parent)
-        self.corpus: Corpus | None = None
         self.control: TrainingControl | None = None  # set while a run or a comparison is on the worker
         self.comparing = False  # the job under `control` is a comparison
         self.request: TrainRequest | None = None
@@ -221,6 +218,10 @@ class TrainPanel(Panel):
         layout.addWidget(splitter, 1)
 
         self.corpus_combo.currentIndexChanged.connect(self._on_corpus_chosen)
+        self.corpus_picker = CorpusPicker(compute, self.corpus_combo, self.corpus_label, self.seed_spin,
+                                          self.vocabulary_problem, self.show_error, self.clear_error, self)
+        self.corpus_picker.loaded.connect(self.corpus_loaded)
+        self.corpus_picker.pending_changed.connect(self._update_buttons)
         self.corpus_button.clicked.connect(self.choose_corpus_file)
         self.train_button.clicked.connect(self.start_training)
         self.pause_button.clicked.connect(self.toggle_pause)
@@ -231,71 +232,32 @@ class TrainPanel(Panel):
         self.compare_button.clicked.connect(self.start_compare)
         self.plot_tabs.currentChanged.connect(self._follow_plot_tab)
         compute.busy_changed.connect(self._on_busy_changed)
-        self._use_bundled_corpus()
         self.recipe_row.follow(state.config)  # a preset with a recipe starts with it filled in
         state.config_changed.connect(lambda: self.recipe_row.follow(self.state.config))  # shown or not
         self._update_buttons()
         self.apply_theme()
 
-    # ---- corpus --------------------------------------------------------------------------------
-    def _use_bundled_corpus(self) -> None:
-        self.corpus = bundled_corpus()
-        self._describe_corpus()
+    # ---- corpus (gui/panels/train_corpus.py) ----------------------------------------------------
+    @property
+    def corpus(self) -> Corpus:
+        return self.corpus_picker.corpus
 
     def _on_corpus_chosen(self, index: int) -> None:
-        data = self.corpus_combo.itemData(index)
-        self.track_check.setChecked(data == "repeated")  # the text induction heads form on
-        if data == "bundled":
-            self._use_bundled_corpus()
-        elif data == "repeated":
-            self.corpus = repeated_letters_corpus(self.seed_spin.value())
-            self._describe_corpus()
-        elif data == "dates":
-            self.corpus = dates_corpus(self.seed_spin.value())
-            self._describe_corpus()
-        elif isinstance(data, str):
-            self.load_corpus_file(data)
+        self.track_check.setChecked(self.corpus_combo.itemData(index) == "repeated")  # the text induction heads form on
 
     def choose_corpus_file(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Train on a text file", str(Path.home()), "Text files (*.txt);;All files (*)")
-        if path:
-            self.load_corpus_file(path)
+        self.corpus_picker.choose_file(self)
 
     def load_corpus_file(self, path: str | Path) -> None:
-        """Use a text file as the corpus, read and checked on the worker (a large file must not freeze the
-        window); `corpus_loaded(ok)` follows. A file that cannot be one shows why and changes nothing."""
-        path = str(path)
-        self.compute.submit(CORPUS_CHANNEL, lambda: read_corpus(path), lambda corpus: self._use_corpus(path, corpus),
-                            f"reading {Path(path).name}", on_error=self._corpus_refused)
-
-    def _corpus_refused(self, message: str) -> None:
-        self.show_error(f"That file cannot be a corpus: {message}. The corpus is still {self.corpus.name}.")
-        self.corpus_loaded.emit(False)
-
-    def _use_corpus(self, path: str, corpus: Corpus) -> None:
-        self.clear_error()
-        self.corpus = corpus
-        index = self.corpus_combo.findData(path)
-        if index < 0:
-            self.corpus_combo.addItem(Path(path).name, path)
-            index = self.corpus_combo.count() - 1
-        self.corpus_combo.blockSignals(True)
-        self.corpus_combo.setCurrentIndex(index)
-        self.corpus_combo.blockSignals(False)
-        self._describe_corpus()
-        self.corpus_loaded.emit(True)
+        """Use a text file as the corpus, read and checked on the worker; `corpus_loaded(ok)` follows."""
+        self.corpus_picker.load_file(path)
 
     def vocabulary_problem(self) -> str:
         """Why the current config cannot be trained on the corpus, or ""."""
         return vocabulary_problem(self.state.config, self.corpus)
 
     def _describe_corpus(self) -> None:
-        corpus = self.corpus
-        text = f"{len(corpus.text):,} characters, {corpus.vocab_size} distinct"
-        problem = self.vocabulary_problem()
-        if problem:
-            text += f" <span style='color:{theme.current().warning}'>- {problem}</span>"
-        self.corpus_label.setText(text)
+        self.corpus_picker.describe()
 
     # ---- training ------------------------------------------------------------------------------
     @property
@@ -320,10 +282,9 @@ class TrainPanel(Panel):
     def start_training(self) -> bool:
         if self.training:
             return False
-        if self.corpus_combo.currentData() == "repeated":  # made from the run's seed, as it is now
-            self.corpus = repeated_letters_corpus(self.seed_spin.value())
-        elif self.corpus_combo.currentData() == "dates":
-            self.corpus = dates_corpus(self.seed_spin.value())
+        if self.corpus_picker.pending:  # Train is disabled meanwhile; a programmatic start is refused the same way
+            self.show_error("The chosen corpus is still being made; train when the line beside it shows its size.")
+            return False
         problem = self.vocabulary_problem()
         if problem:
             self.show_error(problem)
@@ -532,7 +493,7 @@ class TrainPanel(Panel):
         training = self.training
         paused = training and self.control.paused.is_set()
         stopping = training and self.control.stop_requested.is_set()
-        self.train_button.setEnabled(not training)
+        self.train_button.setEnabled(not training and not self.corpus_picker.pending)
         self.pause_button.setEnabled(training and not stopping)
         self.pause_button.setText("Resume" if paused else "Pause")
         self.stop_button.setEnabled(training and not stopping)

@@ -105,7 +105,7 @@ class RecipeRow(QObject):
         for name, combo in self._combos.items():
             index = combo.findData(values[name])
             if index >= 0:
-                combo.setCurrentIndex(index)  # the corpus combo makes and describes the chosen corpus
+                combo.setCurrentIndex(index)  # the corpus combo has the chosen corpus made on the worker
 
     # ---- following the config ----
     def follow(self, config: ModelConfig) -> None:

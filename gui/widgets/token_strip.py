@@ -6,13 +6,15 @@ into an undoable change of `LabState`, and the owner hands the resulting tokens 
 `set_tokens`. That keeps one source of truth and lets Edit > Undo revert strip edits.
 
 Chips are painted by one widget rather than made of one QWidget each: a 128-token text would
-otherwise create and lay out 128 buttons on every edit, a visible stall.
+otherwise create and lay out 128 buttons on every edit, a visible stall. A text of 10,000 tokens stays
+cheap the same way: chip widths are measured once per distinct label, a chip's texts are laid out
+only when it is first painted, paints and clicks look up the chips of their rows by bisection, and a
+hidden strip lays its chips out when it is shown, not on every change it is handed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from PySide6.QtCore import QPoint, QPointF, QRect, QRectF, QSize, QStringListModel, Qt, QTimer, Signal
 from PySide6.QtGui import (
@@ -25,7 +27,6 @@ from PySide6.QtGui import (
     QPen,
     QResizeEvent,
     QStaticText,
-    QTransform,
 )
 from PySide6.QtWidgets import (
     QComboBox,
@@ -44,18 +45,13 @@ from PySide6.QtWidgets import (
 from core.display import TOKEN_GLYPHS, display_token
 from core.limits import MAX_TEXT_CHARS
 from gui import theme
+from gui.widgets.chip_layout import ChipGeometry, ChipRects, ChipTexts, wrap_chips
 from gui.widgets.flow_layout import FlowLayout, control_group
 
 _FROM_GLYPH = {glyph: char for char, glyph in TOKEN_GLYPHS.items()}
 TEXT_APPLY_DELAY_MS = 300  # typing pauses this long before the text is re-tokenized (one undo step per pause)
 
 
-
-
-@dataclass(frozen=True)
-class _ChipGeometry:
-    rects: tuple[QRect, ...]  # the chip body of each token
-    height: int  # total height needed at the width the layout was made for
 
 
 class ChipRow(QWidget):
@@ -80,10 +76,12 @@ class ChipRow(QWidget):
         self._ids: list[int] = []
         self._selected = -1
         self._marked = -1  # the position of the last edit, drawn in the highlight colour
-        self._geometry = _ChipGeometry((), 0)
-        self._texts: list[QStaticText] = []
-        self._index_texts: list[QStaticText] = []
+        self._geometry = ChipGeometry(ChipRects(), 0)
+        self._texts, self._index_texts = ChipTexts(), ChipTexts()  # of the chips painted so far
+        self._widths: dict[str, int] = {}  # chip width by label, at the fonts of _fonts_key
+        self._fonts_key: tuple[str, str] | None = None
         self._layout_width = -1
+        self._layout_pending = False  # chips handed over while hidden: laid out when shown
 
     # ---- data ----------------------------------------------------------------------------------
     def set_chips(self, ids: Sequence[int], labels: Sequence[str]) -> None:
@@ -91,6 +89,9 @@ class ChipRow(QWidget):
         self._ids, self._labels = list(ids), list(labels)
         if self._selected >= len(self._labels):
             self._selected = len(self._labels) - 1
+        if self._layout_pending or not self.isVisible():
+            self._defer_layout()
+            return
         same_width = self._layout_width == self.width()
         self._layout_width = self.width()
         changed = [(old, new) for old, new in zip(old_labels, self._labels) if old != new]
@@ -104,7 +105,7 @@ class ChipRow(QWidget):
             self._geometry = geometry
             for index, (old, new) in enumerate(zip(old_labels, self._labels)):
                 if old != new:
-                    self._texts[index] = self._static_texts([new])[0]
+                    self._texts.drop(index)
                     self._update_chip(index)
             return
         self._apply_geometry(geometry)
@@ -114,7 +115,7 @@ class ChipRow(QWidget):
             previous, self._selected = self._selected, index
             self._update_chip(previous)
             self._update_chip(index)
-            if 0 <= index < len(self._geometry.rects):
+            if 0 <= index < len(self._geometry.rects) and not self._layout_pending:
                 self._ensure_visible(self._geometry.rects[index])
 
     def set_marked(self, index: int) -> None:
@@ -132,6 +133,7 @@ class ChipRow(QWidget):
         return self._marked
 
     def chip_rect(self, index: int) -> QRect:
+        self._lay_out_if_pending()
         return self._geometry.rects[index]
 
     # ---- geometry ------------------------------------------------------------------------------
@@ -139,28 +141,53 @@ class ChipRow(QWidget):
         return theme.font(), theme.font(0.72)
 
     def relayout(self) -> None:
+        if not self.isVisible():
+            self._defer_layout()
+            return
+        self._layout_pending = False
         self._layout_width = self.width()
         self._apply_geometry(self._compute_geometry(max(60, self.width())))
 
-    def _apply_geometry(self, geometry: _ChipGeometry) -> None:
+    def _defer_layout(self) -> None:
+        """A hidden strip measures nothing: the chips are laid out once, when it is shown (or asked where a chip is)."""
+        self._layout_pending = True
+        self._texts.clear()
+
+    def _lay_out_if_pending(self) -> None:
+        if self._layout_pending:
+            self._layout_pending = False
+            self._layout_width = self.width()
+            self._apply_geometry(self._compute_geometry(max(60, self.width())))
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        if self._layout_pending:
+            self.relayout()
+            if 0 <= self._selected < len(self._geometry.rects):  # selected while hidden: scrolled to now
+                self._ensure_visible(self._geometry.rects[self._selected])
+
+    def _apply_geometry(self, geometry: ChipGeometry) -> None:
         self._geometry = geometry
-        self._texts = self._static_texts(self._labels)
-        self._index_texts = self._static_texts([str(i) for i in range(len(self._labels))], index=True)
+        self._texts.clear()  # the labels may have changed: each chip's text is laid out again when painted
         if self.minimumHeight() != geometry.height:
             self.setFixedHeight(geometry.height)
             self.height_changed.emit()
         self.update()
 
-    def _static_texts(self, texts: Sequence[str], index: bool = False) -> list[QStaticText]:
-        """Pre-laid-out texts: drawStaticText is several times faster than drawText for 100+ chips."""
-        font = self._fonts()[1 if index else 0]
-        result = []
-        for text in texts:
-            static = QStaticText(text)
-            static.setTextFormat(Qt.TextFormat.PlainText)
-            static.prepare(QTransform(), font)
-            result.append(static)
-        return result
+    def _check_fonts(self) -> None:
+        """Forget texts and widths measured at other fonts (a theme or text-size change)."""
+        key = tuple(font.key() for font in self._fonts())
+        if key != self._fonts_key:
+            self._fonts_key = key
+            self._texts.clear()
+            self._index_texts.clear()
+            self._widths.clear()
+
+    def _chip_text(self, index: int) -> QStaticText:
+        return self._texts.get(index, self._labels[index], self._fonts()[0])
+
+    def _index_text(self, index: int) -> QStaticText:
+        return self._index_texts.get(index, str(index), self._fonts()[1])
 
     def _update_chip(self, index: int) -> None:
         if 0 <= index < len(self._geometry.rects):
@@ -174,28 +201,22 @@ class ChipRow(QWidget):
 
     def _chip_widths(self, labels: Sequence[str]) -> list[int]:
         """Each label's chip width: its text, padded, at least its index's and its own height."""
-        chip_font, index_font = self._fonts()
-        chip_metrics, index_metrics = QFontMetrics(chip_font), QFontMetrics(index_font)
-        pad = max(4, chip_metrics.height() // 3)
-        least = max(index_metrics.horizontalAdvance("000") + 4, chip_metrics.height() + pad)
-        return [max(chip_metrics.horizontalAdvance(label) + 2 * pad, least) for label in labels]
+        self._check_fonts()
+        widths = self._widths
+        missing = [label for label in dict.fromkeys(labels) if label not in widths]
+        if missing:  # a text of 10,000 characters has a few dozen distinct labels: each is measured once
+            chip_font, index_font = self._fonts()
+            chip_metrics, index_metrics = QFontMetrics(chip_font), QFontMetrics(index_font)
+            pad = max(4, chip_metrics.height() // 3)
+            least = max(index_metrics.horizontalAdvance("000") + 4, chip_metrics.height() + pad)
+            for label in missing:
+                widths[label] = max(chip_metrics.horizontalAdvance(label) + 2 * pad, least)
+        return [widths[label] for label in labels]
 
-    def _compute_geometry(self, width: int) -> _ChipGeometry:
-        chip_font, index_font = self._fonts()
-        chip_metrics, index_metrics = QFontMetrics(chip_font), QFontMetrics(index_font)
-        pad = max(4, chip_metrics.height() // 3)
-        chip_height = chip_metrics.height() + pad
-        index_height = index_metrics.height()
-        row_height = index_height + chip_height + self.GAP * 2
-        rects: list[QRect] = []
-        x, y = self.GAP, self.GAP
-        for w in self._chip_widths(self._labels):
-            if x + w > width - self.GAP and x > self.GAP:
-                x, y = self.GAP, y + row_height
-            rects.append(QRect(x, y + index_height, w, chip_height))
-            x += w + self.GAP
-        height = y + row_height if rects else row_height
-        return _ChipGeometry(tuple(rects), height)
+    def _compute_geometry(self, width: int) -> ChipGeometry:
+        chip_metrics, index_metrics = (QFontMetrics(font) for font in self._fonts())
+        chip_height = chip_metrics.height() + max(4, chip_metrics.height() // 3)
+        return wrap_chips(self._chip_widths(self._labels), width, self.GAP, index_metrics.height(), chip_height)
 
     def sizeHint(self) -> QSize:
         return QSize(400, max(self._geometry.height, 40))
@@ -206,9 +227,10 @@ class ChipRow(QWidget):
             self.relayout()
 
     def index_at(self, point: QPoint) -> int:
+        self._lay_out_if_pending()
         index_height = QFontMetrics(self._fonts()[1]).height()
-        for index, rect in enumerate(self._geometry.rects):
-            if rect.adjusted(-self.GAP // 2, -index_height, self.GAP // 2, 0).contains(point):
+        for index in self._geometry.rects.between(point.y(), point.y(), index_height):
+            if self._geometry.rects[index].adjusted(-self.GAP // 2, -index_height, self.GAP // 2, 0).contains(point):
                 return index
         return -1
 
@@ -219,6 +241,8 @@ class ChipRow(QWidget):
 
     # ---- painting ------------------------------------------------------------------------------
     def paintEvent(self, event: QPaintEvent) -> None:
+        self._lay_out_if_pending()
+        self._check_fonts()
         painter = QPainter(self)
         palette = theme.current()
         chip_font, index_font = self._fonts()
@@ -226,8 +250,9 @@ class ChipRow(QWidget):
         exposed = event.rect()
         accent, highlight = QColor(palette.accent), theme.color("highlight")
         text_color, muted = QColor(palette.text), QColor(palette.muted)
-        visible = [i for i, rect in enumerate(self._geometry.rects)
-                   if rect.adjusted(0, -index_height, 0, 0).intersects(exposed)]
+        rects = self._geometry.rects
+        visible = [i for i in rects.between(exposed.top(), exposed.bottom(), index_height)
+                   if rects[i].adjusted(0, -index_height, 0, 0).intersects(exposed)]
         # Grouped by font and pen: switching the painter's state per chip costs more than the drawing.
         painter.setFont(index_font)
         painter.setPen(muted)
@@ -236,7 +261,7 @@ class ChipRow(QWidget):
             if index == self._selected:
                 painter.setPen(accent)
             above = QRect(rect.x(), rect.y() - index_height, rect.width(), index_height)
-            self._draw_centered(painter, self._index_texts[index], above)
+            self._draw_centered(painter, self._index_text(index), above)
             if index == self._selected:
                 painter.setPen(muted)
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
@@ -260,7 +285,7 @@ class ChipRow(QWidget):
         for index in visible:
             if index == self._selected:
                 painter.setPen(QColor("#ffffff"))
-            self._draw_centered(painter, self._texts[index], self._geometry.rects[index])
+            self._draw_centered(painter, self._chip_text(index), self._geometry.rects[index])
             if index == self._selected:
                 painter.setPen(text_color)
         if not self._labels:
@@ -559,9 +584,13 @@ class TokenStrip(QWidget):
             return f"<{token_id}>"
 
     def _show_chips(self) -> None:
-        known = self._vocab_labels  # every id's label, made once per tokenizer
-        labels = ([known[i] if 0 <= i < len(known) else self._label(i) for i in self._ids] if self._tokenizer is not None
-                  else [str(i) for i in self._ids])
+        known, ids = self._vocab_labels, self._ids  # every id's label, made once per tokenizer
+        if self._tokenizer is None:
+            labels = [str(i) for i in ids]
+        elif not ids or (min(ids) >= 0 and max(ids) < len(known)):
+            labels = list(map(known.__getitem__, ids))  # in C: a 10,000-token text costs no Python loop
+        else:
+            labels = [known[i] if 0 <= i < len(known) else self._label(i) for i in ids]
         self.chips.set_chips(self._ids, labels)
         self._fit_scroll()
         self._update_controls()

@@ -416,7 +416,8 @@ def test_the_repeated_letters_corpus_trains_the_induction_preset(qtbot, panel):
 
     panel.state.set_config(get_preset("tiny-induction"))
     panel.corpus_combo.setCurrentIndex(panel.corpus_combo.findData("repeated"))
-    panel.seed_spin.setValue(4)
+    with qtbot.waitSignal(panel.corpus_loaded, timeout=30_000):  # made on the worker from the newest seed
+        panel.seed_spin.setValue(4)
     assert panel.vocabulary_problem() == ""  # the letters and the space: the preset's 53 tokens
     panel.steps_spin.setValue(3)
     train_to_end(qtbot, panel)
@@ -448,7 +449,8 @@ def test_an_encoder_decoder_trains_on_the_dates_and_refuses_plain_text(qtbot, pa
 
     panel.state.set_config(get_preset("tiny-encoder-decoder"))
     assert "has no tab" in panel.vocabulary_problem()  # the bundled Shakespeare is not a list of pairs
-    panel.corpus_combo.setCurrentIndex(panel.corpus_combo.findData("dates"))
+    with qtbot.waitSignal(panel.corpus_loaded, timeout=30_000):
+        panel.corpus_combo.setCurrentIndex(panel.corpus_combo.findData("dates"))
     assert panel.vocabulary_problem() == ""
     panel.steps_spin.setValue(3)
     train_to_end(qtbot, panel)
@@ -474,7 +476,8 @@ def test_a_run_on_repeated_letters_plots_its_induction_score_live_under_the_loss
 
     panel.state.set_config(get_preset("tiny-induction-attn"))
     assert not panel.track_check.isChecked() and panel.induction_plot.isHidden()
-    panel.corpus_combo.setCurrentIndex(panel.corpus_combo.findData("repeated"))
+    with qtbot.waitSignal(panel.corpus_loaded, timeout=30_000):
+        panel.corpus_combo.setCurrentIndex(panel.corpus_combo.findData("repeated"))
     assert panel.track_check.isChecked()  # the text induction heads form on: tracked unless unticked
     panel.steps_spin.setValue(100_000)
     assert panel.start_training()
@@ -505,7 +508,8 @@ def test_a_run_on_repeated_letters_plots_its_induction_score_live_under_the_loss
     assert panel.outcome.probe_history[-1][1] == pytest.approx(hand_score(panel.state.model, panel.outcome.probe),
                                                                abs=1e-6)
 
-    panel.corpus_combo.setCurrentIndex(panel.corpus_combo.findData("bundled"))
+    with qtbot.waitSignal(panel.corpus_loaded, timeout=30_000):
+        panel.corpus_combo.setCurrentIndex(panel.corpus_combo.findData("bundled"))
     assert not panel.track_check.isChecked()
     assert panel.induction_plot.isVisible()  # the last run's score stays until the next run starts
     panel.state.set_config(TINY)

@@ -42,10 +42,11 @@ def recipe_fields(name: str, corpus: str) -> dict:
             "lr": recipe["lr"], "seed": recipe["seed"], "corpus": corpus}
 
 
-def test_choosing_a_preset_with_a_recipe_fills_it_in_and_shows_it(panel):
+def test_choosing_a_preset_with_a_recipe_fills_it_in_and_shows_it(qtbot, panel):
     assert panel.recipe_row.row.isHidden()  # the test's config is no preset
     defaults = fields(panel)
-    panel.state.set_config(get_preset("tiny-induction-attn"))
+    with qtbot.waitSignal(panel.corpus_loaded, timeout=30_000):  # the recipe's corpus, made on the worker
+        panel.state.set_config(get_preset("tiny-induction-attn"))
     assert fields(panel) == recipe_fields("tiny-induction-attn", "repeated")
     assert panel.track_check.isChecked()  # the repeated letters: the induction score is tracked
     assert "random letters" in panel.corpus.name and panel.vocabulary_problem() == ""
@@ -113,7 +114,8 @@ def test_what_a_run_takes_from_the_recipe_besides_its_fields(panel):
 
 
 def test_a_run_of_the_recipe_trains_with_the_recipes_settings(qtbot, panel):
-    panel.state.set_config(get_preset("tiny-induction-attn"))
+    with qtbot.waitSignal(panel.corpus_loaded, timeout=30_000):
+        panel.state.set_config(get_preset("tiny-induction-attn"))
     assert panel.start_training()
     assert panel.request.warmup_steps == 50 and panel.request.lr == pytest.approx(1e-3)
     assert not panel.use_recipe_button.isEnabled()  # the fields are locked while the run trains
