@@ -67,6 +67,8 @@ class CausalLabPanel(Panel):
         for view in self.views:
             self.tabs.addTab(view, view.name)
         layout.addWidget(self.tabs, 1)
+        self.tabs.currentChanged.connect(self._show_inputs_of_view)
+        self._show_inputs_of_view()
         # Names lessons and tests point at.
         self.patch_map = self.patching_view.patch_map
         self.patching_summary = self.patching_view.summary_label
@@ -117,6 +119,14 @@ class CausalLabPanel(Panel):
         if 0 <= position < len(tokens):
             del tokens[position]
             self.state.set_tokens(tokens, TokenEdit("delete", position, tuple(self.state.tokens)))
+
+    def _show_inputs_of_view(self) -> None:
+        """Only the inputs the view on show reads, so its result keeps the height (at projector scale the two
+        strips take half the window): Ablation reads no corrupted input or answer, Induction neither text (it
+        makes its own repeats)."""
+        view = self.tabs.currentWidget()
+        self.corrupt_strip.setVisible(view in (self.attribution_view, self.patching_view))
+        self.clean_strip.setVisible(view is not self.induction_view)
 
     # ---- the corrupted input -------------------------------------------------------------------
     def corrupt_at(self, position: int, token: int) -> None:
