@@ -369,7 +369,7 @@ class View(QWidget):
             lambda result: isValid(self) and self._deliver(inputs, result), f"{self.name.lower()}",
             on_error=lambda message: isValid(self) and self._failed(inputs, message),
             on_partial=lambda partial: isValid(self) and self._partial(inputs, partial),
-            on_dropped=lambda reason: isValid(self) and self._dropped(request[0], inputs, reason)))
+            on_dropped=lambda reason: isValid(self) and self._request_dropped(request[0], inputs, reason)))
         self._request_id = request[0]
 
     def schedule_update(self) -> None:
@@ -475,7 +475,7 @@ class View(QWidget):
         if inputs == self._current_inputs():
             self.show_partial(partial)
 
-    def _dropped(self, request_id: int, inputs: Any, reason: str) -> None:
+    def _request_dropped(self, request_id: int, inputs: Any, reason: str) -> None:
         """The request ended without a result: cancelled by the user, or superseded by another submitter."""
         if request_id != self._request_id:
             return  # the view's own newer request took its place, or a message replaced what it was for

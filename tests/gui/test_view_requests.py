@@ -8,7 +8,8 @@ import pytest
 from PySide6.QtWidgets import QLabel, QTabWidget
 
 from gui.compute import CANCELLED, SUPERSEDED, ComputeController
-from gui.panels.base import CANCELLED_MESSAGE, COMPUTING
+from gui.panels import PANEL_CLASSES
+from gui.panels.base import CANCELLED_MESSAGE, COMPUTING, View
 from gui.state import LabState
 from tests.gui.test_views import GATE, TIMEOUT_MS, SquareInputs, SquareView, show_seed
 
@@ -147,3 +148,20 @@ def test_a_running_request_superseded_on_its_channel_says_superseded(qtbot, comp
     ends_of(compute, "a", lambda: 2, ends, "second")
     qtbot.waitUntil(lambda: len(ends) == 2, timeout=TIMEOUT_MS)
     assert ends == [f"first: {SUPERSEDED}", "second: result 2"]
+
+
+
+@pytest.mark.parametrize("panel_class", PANEL_CLASSES, ids=lambda cls: cls.title)
+def test_no_registered_view_shadows_what_the_contract_calls(qtbot, panel_class):
+    """A view's own attribute named like a method of the contract (an Ablation list called `_dropped`) turns the
+    base class's call into a TypeError the moment a request of that view is cancelled or superseded."""
+    contract = {name for name, value in vars(View).items() if callable(value) and not name.startswith("__")}
+    compute = ComputeController(torch_threads=1)
+    panel = panel_class(LabState(), compute)
+    qtbot.addWidget(panel)
+    try:
+        for view in panel.views:
+            shadowed = sorted(name for name in contract if not callable(getattr(view, name)))
+            assert not shadowed, f"{type(view).__name__} shadows {shadowed}"
+    finally:
+        compute.shutdown()

@@ -90,7 +90,7 @@ class AblationView(View):
         labelled(row, "heads", self.heads_picker)
         labelled(row, "FFN layers", self.ffns_picker)
         labelled(row, "ablation", self.mode_combo)
-        self._dropped: list[str] = []  # parts the last model's shape dropped from the pickers
+        self._parts_dropped: list[str] = []  # parts the last model's shape dropped from the pickers
         self.note_label = note_label("ablation-note")
         row.addWidget(self.note_label)
         state.signal("model").connect(self._follow_model)
@@ -117,7 +117,7 @@ class AblationView(View):
         if model is None:
             return
         config = model.config
-        gone, self._dropped = self._dropped, []
+        gone, self._parts_dropped = self._parts_dropped, []
         note = ""
         if gone:
             shape = "is attention-only" if config.attention_only and any(g.startswith("FFN") for g in gone) \
@@ -142,7 +142,7 @@ class AblationView(View):
         self.ffns_picker.set_shape(0 if none else config.n_layers, 1)
         # What the new shape dropped, for the note (_follow_model).
         kept_heads, kept_ffns = set(self.heads_picker.selected()), set(self.ffns_picker.selected())
-        self._dropped = ([f"L{layer}H{head}" for layer, head in heads if (layer, head) not in kept_heads]
+        self._parts_dropped = ([f"L{layer}H{head}" for layer, head in heads if (layer, head) not in kept_heads]
                          + [f"FFN {layer}" for layer, column in ffns if (layer, column) not in kept_ffns])
         self.ffns_picker.setEnabled(not none)
         self.ffns_picker.set_none_text("none: attention-only" if none else "none")
