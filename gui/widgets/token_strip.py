@@ -50,8 +50,7 @@ from gui.widgets.flow_layout import FlowLayout, control_group
 
 _FROM_GLYPH = {glyph: char for char, glyph in TOKEN_GLYPHS.items()}
 TEXT_APPLY_DELAY_MS = 300  # typing pauses this long before the text is re-tokenized (one undo step per pause)
-
-
+FEW_CHIPS = 64  # changed chips repainted one by one; more are repainted with the whole strip
 
 
 class ChipRow(QWidget):
@@ -103,10 +102,14 @@ class ChipRow(QWidget):
         if geometry.rects == old_rects and len(old_labels) == len(self._labels):
             # A replacement of the same width: repaint only the chips whose text changed.
             self._geometry = geometry
-            for index, (old, new) in enumerate(zip(old_labels, self._labels)):
-                if old != new:
-                    self._texts.drop(index)
-                    self._update_chip(index)
+            changed_at = [index for index, (old, new) in enumerate(zip(old_labels, self._labels)) if old != new]
+            if len(changed_at) > FEW_CHIPS:  # a retokenized text: one repaint of what is on screen, not a region a chip
+                self._texts.clear()
+                self.update()
+                return
+            for index in changed_at:
+                self._texts.drop(index)
+                self._update_chip(index)
             return
         self._apply_geometry(geometry)
 

@@ -132,3 +132,22 @@ def test_selection_and_the_edit_mark_survive_a_hidden_strip_and_a_text_size_chan
         assert chips.chip_rect(0).width() > width and chips._chip_text(0).size().height() > size
     finally:
         theme.apply_theme(app, theme.current().name, scale)
+
+
+def test_a_whole_text_of_new_same_width_chips_is_one_repaint_not_one_a_chip(qtbot, tabs, counted, monkeypatch):
+    """A model whose tokenizer reads the same 10,000 characters as other ids: every label changes in place. Asking
+    for a region a chip cost 0.5 s of the GUI thread; the strip repaints once and lays out only the chips painted."""
+    widget, strip, tokenizer = tabs
+    widget.setCurrentIndex(1)
+    digits = "0123456789" * (MAX_TEXT_CHARS // 10)
+    ids = tokenizer.encode(digits)
+    strip.set_tokens(ids)
+    chips = strip.chips
+    paint(strip.scroll.viewport())
+    updated: list[object] = []
+    monkeypatch.setattr(chips, "update", lambda *args: updated.append(args))
+    shifted = tokenizer.encode(digits[1:] + digits[0])  # every chip a digit of the same width, every one changed
+    strip.set_tokens(shifted)
+    assert updated == [()]  # the whole strip, once
+    paint(strip.scroll.viewport())
+    assert chips._chip_text(0).text() == digits[1] and chips._chip_text(len(ids) - 1).text() == digits[0]
