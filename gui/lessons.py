@@ -481,6 +481,9 @@ class LessonController(QObject):
         step = lesson.steps[self.index]
         panel = self._panel(step)
         problems = []
+        if "text" in self._states[self.index] and self.state.text_problem:  # shown without what it cannot read
+            problems.append(f"step {self.index + 1}: 'text': the model's tokenizer cannot read it: "
+                            f"{self.state.text_problem}")
         edit = self._states[self.index].get("edit")
         if edit is not None:
             # Once the model is in place: loading one may bring its tokenizer, which retokenizes the text.

@@ -55,6 +55,9 @@ CASES: list[tuple[str, dict, tuple[int, str] | None]] = [
      _lesson(_families("Cross-attention", "tiny-encoder-decoder", source="Überall")), (1, "'source'")),
     ("induction-period-past-context", _lesson(_causal("Induction", period=40)), (1, "'period'")),
     ("unknown-characters-10000", _lesson(_causal("Attribution", preset="tiny-gpt", text="é" * 10_000)), (1, "'text'")),
+    # A view that does not read the lab's text (Induction makes its own repeats) refuses nothing: the step says why.
+    ("unreadable-text-beside-a-view-that-ignores-it",
+     _lesson(_causal("Induction", preset="tiny-gpt", text="5 March 2021")), (1, "'text'")),
     ("text-past-context", _lesson(_causal("Ablation", text="ab" * 200, heads="L1H0")), (1, "'text'")),
     ("head-that-does-not-exist", _lesson(_causal("Induction"), {"panel": "Causal lab", "panel_settings": {
         "tab": "Ablation", "heads": "L5H0"}}), (2, "'heads'")),
