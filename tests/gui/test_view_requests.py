@@ -98,7 +98,8 @@ def test_a_request_superseded_by_another_submitter_is_made_again(qtbot, setup):
     compute.submit(view.channel, lambda: "other", intruder.append, "another submitter")
     GATE.set()
     qtbot.waitUntil(lambda: view.shown_inputs == SquareInputs(7), timeout=TIMEOUT_MS)
-    assert view.value_label.text() == "7^2 = 49" and view.computations == computed + 1 and intruder == ["other"]
+    assert view.value_label.text() == "7^2 = 49" and view.computations == computed + 1
+    assert intruder in ([], ["other"])  # delivered if it ran before the view's new request, which supersedes it
 
 
 # ---- the controller's side of the contract -----------------------------------------------------
