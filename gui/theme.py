@@ -315,14 +315,17 @@ def space_ticks(axis: pg.AxisItem) -> None:
         return
     choose = axis.tickSpacing
 
+    def least_gap() -> float:
+        from PySide6.QtGui import QFontMetrics
+
+        # pyqtgraph's own measure of a label: its font's line, less the 20% it trims.
+        return QFontMetrics(axis.style.get("tickFont") or axis.font()).height() * 0.8 * TICK_GAP
+
     def spaced(low: float, high: float, size: float):
         levels = choose(low, high, size)
         if axis.orientation not in ("left", "right") or size <= 0 or not high > low or not levels:
             return levels
-        from PySide6.QtGui import QFontMetrics
-
-        # pyqtgraph's own measure of a label: its font's line, less the 20% it trims.
-        least = QFontMetrics(axis.style.get("tickFont") or axis.font()).height() * 0.8 * TICK_GAP
+        least = least_gap()
         per_unit = size / (high - low)
         kept = [(spacing, offset) for spacing, offset in levels if spacing * per_unit >= least]
         if kept:
@@ -339,9 +342,7 @@ def space_ticks(axis: pg.AxisItem) -> None:
         levels = values_of(low, high, size)
         if axis.orientation not in ("left", "right") or size <= 0 or not high > low or not levels:
             return levels
-        from PySide6.QtGui import QFontMetrics
-
-        least = QFontMetrics(axis.style.get("tickFont") or axis.font()).height() * 0.8 * TICK_GAP
+        least = least_gap()
         per_unit = size / (high - low)
         first, *finer = levels
         spacing, values = first
