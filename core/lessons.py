@@ -30,8 +30,11 @@ A lesson file is one JSON object:
                                                    #   objectName) outlined for a few seconds
           "shows": ["strip"],                      # optional: the panel's result parts that are the step's
                                                    #   set-up, on screen before Reveal (needs "reveal")
-          "cover": ["propagation_map"]             # optional: parts covered until Reveal besides the
-        }                                          #   defaults (needs "reveal")
+          "cover": ["propagation_map"],            # optional: parts covered until Reveal besides the
+                                                   #   defaults (needs "reveal")
+          "prediction": {"kind": "number", "rule": "first_changed_position"}
+                                                   # optional: the answer the student commits before Reveal
+        }                                          #   (needs "reveal"; core.handouts.predictions)
       ]
     }
 
@@ -61,6 +64,7 @@ from pathlib import Path
 from typing import Any
 
 from core.config import ConfigError, ModelConfig
+from core.handouts.predictions import Prediction, PredictionError, parse_prediction
 from core.json_files import JsonFileError, read_json_document
 from core.lesson_parts import PANEL_PARTS
 from core.limits import MAX_LESSON_STEPS, MAX_PROSE_CHARS, MAX_SEED, MAX_TEXT_CHARS, MAX_TITLE_CHARS, settings_problem
@@ -69,7 +73,8 @@ from resources import resource_path
 
 BUNDLED_LESSONS_DIR = resource_path("lessons")
 LESSON_KEYS = frozenset({"title", "description", "steps"})
-STEP_KEYS = frozenset({"title", "text", "predict", "reveal", "panel", "state", "panel_settings", "focus", "shows", "cover"})
+STEP_KEYS = frozenset({"title", "text", "predict", "reveal", "panel", "state", "panel_settings", "focus", "shows", "cover",
+                       "prediction"})
 MAX_COVERED = 20  # widgets a step may cover until Reveal
 STATE_KEYS = ("preset", "config", "seed", "text", "edit", "theme", "font_scale", "selected_layer", "selected_head")
 MAX_EDIT_TOKEN_CHARS = 64  # one token's text: a character, a word, a BPE piece
@@ -95,6 +100,7 @@ class LessonStep:
     focus: str = ""  # the panel widget (attribute or objectName) to outline
     cover: tuple[str, ...] = ()  # more widgets that show the answer, covered until Reveal
     shows: tuple[str, ...] = ()  # result parts of the panel that are the step's set-up: not covered
+    prediction: Prediction | None = None  # what the student commits before Reveal; None asks nothing to commit
 
     def placeholders(self) -> list[str]:
         """The widget names that `{{name}}` refers to in this step's text, question and reveal."""
@@ -249,7 +255,16 @@ def _step(data: Any, number: int, panels: Collection[str] | None, themes: Collec
         raise LessonError(f"{where}'shows': needs a 'reveal' (a step without one covers nothing)")
     if shows and not panel:
         raise LessonError(f"{where}'shows': needs a 'panel'")
-    step = LessonStep(title, text, predict, reveal, panel, state, dict(settings), focus, tuple(cover), tuple(shows))
+    prediction = None
+    if "prediction" in data:
+        if not reveal:
+            raise LessonError(f"{where}'prediction': needs a 'predict' question and a 'reveal' to check it against")
+        try:
+            prediction = parse_prediction(data["prediction"])
+        except PredictionError as error:
+            raise LessonError(f"{where}{error}") from None
+    step = LessonStep(title, text, predict, reveal, panel, state, dict(settings), focus, tuple(cover), tuple(shows),
+                      prediction)
     if step.placeholders() and not panel:
         raise LessonError(f"{where}'text': a {{{{name}}}} placeholder needs a 'panel'")
     answers = set(step.answer_widgets())

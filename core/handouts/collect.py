@@ -1,0 +1,112 @@
+"""A lesson's steps, or one view, computed for a page: the lab state each step shows (core.lesson_runs, as the
+window builds it) and the step's view computed by the core experiment the window's view runs.
+
+A step whose panel a page cannot draw says so in its note; a step the window would refuse shows the refusal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from core.config import ModelConfig
+from core.handouts import collect_views
+from core.handouts.figures import StepFigures
+from core.lesson_runs import (
+    COMPUTED_PANELS,
+    DEFAULT_TEXT,
+    PANEL_DEFAULTS,
+    StepProblem,
+    _lab_state,
+    _Models,
+    step_settings,
+    step_states,
+)
+from core.lessons import Lesson, LessonStep
+from core.presets import DEFAULT_PRESET, PRESETS
+
+# The panels a page draws, and the sub-tabs of each it draws (the others are named in the step's note).
+EXPORTABLE_PANELS = ("Tokens & masks", "Positions", "Parameters", "Causal lab", "Families")
+COMPUTE_ERRORS = (StepProblem, ValueError, RuntimeError)  # the experiments' own errors subclass ValueError
+
+
+@dataclass(frozen=True)
+class ViewRequest:
+    """One view to export: the panel, the lab's model config, seed, text (or token ids) and the panel's settings."""
+
+    panel: str
+    config: ModelConfig
+    seed: int = 0
+    text: str = DEFAULT_TEXT
+    settings: Mapping[str, Any] | None = None
+
+
+def _figures(step: LessonStep, settings: Mapping[str, Any], values: Mapping[str, Any], models: _Models) -> StepFigures:
+    panel = step.panel
+    if panel == "Positions":
+        return collect_views.positions_figures(settings)
+    default = PRESETS[DEFAULT_PRESET]
+    lab = _lab_state(values, models, default, DEFAULT_TEXT)
+    if panel == "Parameters":
+        return collect_views.parameters_figures(settings, lab.config)
+    if panel not in EXPORTABLE_PANELS:
+        where = f"the {panel} panel" if panel else "the app"
+        return StepFigures(note=f"This step's figures are drawn by {where}: open the lesson in Transformer Explorer "
+                                "to see them.")
+    lab.model = models.model(lab.config, lab.seed)
+    if panel == "Tokens & masks":
+        edit = values.get("edit")
+        if edit is not None:
+            lab.base_tokens = _lab_state({key: v for key, v in values.items() if key != "edit"}, models, default,
+                                         DEFAULT_TEXT).tokens
+        return collect_views.tokens_figures(settings, lab, lab.model, edit)
+    result = COMPUTED_PANELS[panel](settings["tab"], settings, lab, lab.model)
+    if panel == "Causal lab":
+        return collect_views.causal_lab_figures(settings["tab"], result, lab)
+    return collect_views.families_figures(settings["tab"], result, lab)
+
+
+def lesson_figures(lesson: Lesson) -> Iterator[tuple[int, LessonStep, StepFigures]]:
+    """Each step (numbered from 1) with what its page shows. Settings a step does not name carry over from the
+    previous step on the same panel, as the window's panel keeps them (the Causal lab and Families go back to
+    their defaults, core.lesson_runs.PANEL_DEFAULTS)."""
+    models = _Models()
+    carried: dict[str, dict[str, Any]] = {}
+    done: dict[str, StepFigures] = {}  # a lesson often repeats a computation while its prose changes
+    for number, step, values in step_states(lesson):
+        if step.panel in PANEL_DEFAULTS:
+            settings = step_settings(step)
+        else:
+            settings = {**carried.get(step.panel, {}), **step.panel_settings}
+            carried[step.panel] = settings
+        key = repr((step.panel, sorted(settings.items(), key=str), sorted(values.items(), key=str)))
+        if key not in done:
+            try:
+                done = {key: _figures(step, settings, values, models)}
+            except COMPUTE_ERRORS as problem:
+                done = {key: StepFigures(note=f"The window refuses this step: {problem}")}
+        yield number, step, done[key]
+
+
+def view_figures(request: ViewRequest) -> StepFigures:
+    """One view at the given lab state and settings (a panel's defaults where none are given)."""
+    if request.panel not in EXPORTABLE_PANELS:
+        raise StepProblem(f"'panel': {request.panel!r} cannot be exported; use one of {', '.join(EXPORTABLE_PANELS)}")
+    values: dict[str, Any] = {"preset": request.config.name, "seed": request.seed, "text": request.text}
+    if PRESETS.get(request.config.name) != request.config:
+        values["config"] = request.config
+    step = LessonStep(title=request.panel, text=" ", panel=request.panel,
+                      panel_settings=dict(request.settings or {}))
+    settings = step_settings(step)
+    try:
+        return _figures(step, settings, values, _Models())
+    except COMPUTE_ERRORS as problem:
+        raise StepProblem(str(problem)) from None
+
+
+def default_view(panel: str) -> ViewRequest:
+    return ViewRequest(panel, PRESETS[DEFAULT_PRESET])
+
+
+__all__ = ["EXPORTABLE_PANELS", "ViewRequest", "default_view", "lesson_figures", "replace", "view_figures"]

@@ -1,0 +1,252 @@
+"""Each view's figures for a page, computed by the core experiment the window's view runs, at the settings a lesson
+step (or the view's defaults) gives it. One function per panel; each returns core.handouts.figures.StepFigures.
+
+The quotes are the texts the window's widgets show for the same result (the numbers formatted alike); `values`
+are the figures a prediction's rule may name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from core.handouts.figures import Figure, StepFigures, bars, heatmap, lines
+
+# The Positions panel's controls as the window starts them (gui.panels.positions.common).
+POSITIONS_DEFAULTS: dict[str, Any] = {"tab": "RoPE scrubber", "source": "random", "seed": 0, "d": 8, "base": 10000.0,
+                                      "scale": 1.0, "positions": 128, "m": 3, "n": 1, "compare_sinusoidal": True}
+PARAMETERS_DEFAULTS: dict[str, Any] = {"tab": 0, "model": ""}
+TOKENS_DEFAULTS: dict[str, Any] = {"sub_tab": "Propagation", "mask_mode": "causal"}
+PROPAGATION_STEP_TOLERANCE = 0.0  # "unchanged" is torch.equal, not a tolerance
+
+
+def _labels(tokenizer: Any, ids: Any) -> list[str]:
+    from core.experiments.common import token_labels
+
+    return list(token_labels(list(ids), tokenizer))
+
+
+# ---- Tokens & masks -------------------------------------------------------------------------------
+
+def tokens_figures(settings: Mapping[str, Any], lab: Any, model: Any, edit: Mapping[str, Any] | None) -> StepFigures:
+    """The Propagation view: edit one token, measure which (layer, position) moved (torch.equal)."""
+    from core.experiments.causal_edit import causal_edit_diff
+
+    tab = settings.get("sub_tab", "Propagation")
+    if tab != "Propagation":
+        return StepFigures(note=f"The {tab} sub-tab of Tokens & masks is drawn in the app only.")
+    tokens = list(lab.tokens)
+    if edit is not None:
+        base = list(lab.base_tokens)
+        position, new_token = edit["position"], tokens[edit["position"]]
+    else:  # the window's probe: one token replaced in the middle
+        base, position = tokens, len(tokens) // 2
+        new_token = (tokens[position] + 1) % lab.config.vocab_size
+    n_blocks = min(int(settings.get("n_blocks", len(model.blocks))), len(model.blocks))
+    diff = causal_edit_diff(model, base, position, new_token, mask_mode=settings.get("mask_mode", "causal"),
+                            n_blocks=n_blocks, tokenizer_or_labels=lab.tokenizer, with_logits=False)
+    values = np.where(np.isnan(diff.max_change), np.nan, diff.max_change)  # (L+1, T)
+    shown = np.where(values > 0, values, np.nan)  # exactly unchanged cells carry no colour, as the window hatches them
+    figure = heatmap("propagation_map", "max |change| of each position's output (blank: bitwise unchanged)", shown,
+                     diff.layer_labels, diff.token_labels, "layer", "position", "max |change|", scale="log")
+    last = values[-1]
+    bar_figure = bars("bar_plot", f"max |change| in {diff.layer_labels[-1]}", diff.token_labels, last, "position",
+                      "max |change|")
+    moved = [t for t in range(values.shape[1]) if not bool(diff.exactly_unchanged[:, t].all())]
+    verdict = _propagation_verdict(diff)
+    return StepFigures(
+        (figure, bar_figure), {"verdict": verdict},
+        {"first_changed_position": moved[0] if moved else -1,
+         "past_unchanged": "yes" if diff.past_exactly_unchanged else "no",
+         "nan_cells": int(diff.nan_entries.sum())})
+
+
+def _propagation_verdict(diff: Any) -> str:
+    """The Propagation view's verdict, in words (gui.panels.tokens.propagation writes it with markup)."""
+    t = diff.edit_position
+    edit = (f"Edit at position {t}: '{diff.token_labels[t]}' → '{diff.edited_token_labels[t]}', mask "
+            f"{diff.mask_mode}, {diff.n_layers} block(s). ")
+    if t == 0:
+        verdict = "No past to protect at position 0."
+    elif diff.past_exactly_unchanged:
+        verdict = f"✔ positions 0–{t - 1} are bitwise unchanged (torch.equal) in every layer."
+    elif diff.leaks_into_past and diff.bidirectional:
+        verdict = (f"Every position can move: positions before {t} change from "
+                   f"{diff.layer_labels[diff.first_leaking_layer]} on, as expected for a bidirectional model "
+                   "(no causal mask).")
+    elif diff.leaks_into_past:
+        verdict = f"✘ the past moves: positions before {t} change from {diff.layer_labels[diff.first_leaking_layer]} on."
+    else:
+        verdict = "The past did not move, apart from NaN both runs share."
+    nan = f" NaN in {int(diff.nan_entries.sum())} cells (cross-hatched)." if diff.nan_entries.any() else ""
+    return edit + verdict + nan
+
+
+# ---- Positions ------------------------------------------------------------------------------------
+
+def positions_figures(settings: Mapping[str, Any]) -> StepFigures:
+    """The RoPE scrubber and the score grids on the reading's seeded (q, k) pair."""
+    from core.experiments import positions
+
+    settings = {**POSITIONS_DEFAULTS, **settings}
+    tab = settings["tab"]
+    if tab not in ("RoPE scrubber", "Score grids") or settings["source"] != "random":
+        return StepFigures(note=f"The {tab} sub-tab of Positions (q and k from {settings['source']}) is drawn in "
+                                "the app only.")
+    pair = positions.seeded_qk(settings["seed"], settings["d"])
+    count, base, scale = settings["positions"], float(settings["base"]), float(settings["scale"])
+    index = np.arange(count)  # (P,)
+    rope = positions.rope_score_grid(pair.q, pair.k, index, base, scale).scores  # (P, P)
+    table = positions.sinusoidal_pe_table(count, pair.q.shape[0], base)  # (P, d)
+    sinusoidal = positions.additive_score_grid(pair.q, pair.k, table).scores  # (P, P)
+    m, n = min(settings["m"], count - 1), min(settings["n"], count - 1)
+    offset = m - n
+    quotes = {"rope_score_label": f"{rope[m, n]:.10f}", "sinusoidal_score_label": f"{sinusoidal[m, n]:.10f}"}
+    along = [mm for mm in range(count) if 0 <= mm - offset < count]
+    rope_trace = [rope[mm, mm - offset] for mm in along]
+    additive_trace = [sinusoidal[mm, mm - offset] for mm in along]
+    constant = float(np.ptp(rope_trace)) <= 1e-9 * max(1.0, float(np.abs(rope_trace).max()))
+    values = {"rope_score": float(rope[m, n]), "sinusoidal_score": float(sinusoidal[m, n]), "offset": offset,
+              "rope_offset_constant": "stays the same" if constant else "changes",
+              "sinusoidal_offset_constant": "stays the same" if float(np.ptp(additive_trace)) <= 1e-9 else "changes",
+              "constant_lines": "diagonals"}
+    if tab == "Score grids":
+        labels = [str(p) for p in index]
+        figures: tuple[Figure, ...] = (
+            heatmap("rope_grid", "RoPE: R(m)q · R(n)k", rope, labels, labels, "query position m", "key position n",
+                    "score"),
+            heatmap("sinusoidal_grid", "Sinusoidal: (q+PE[m]) · (k+PE[n])", sinusoidal, labels, labels,
+                    "query position m", "key position n", "score"))
+        return StepFigures(figures, quotes, values)
+    series = {"RoPE R(m)q · R(n)k": rope_trace}
+    if settings.get("compare_sinusoidal", True):
+        series["sinusoidal (q+PE[m]) · (k+PE[n])"] = additive_trace
+    trace = lines("trace_plot", f"Score against m at offset m − n = {offset} (drag the slider: the window's "
+                  "locked handles)", along, series, "query position m", "score",
+                  marker={"name": "m", "label": "query position m", "value": m})
+    row = lines("row_plot", f"Score against the key position n, query at m = {m}", list(index),
+                {"RoPE": rope[m], "sinusoidal": sinusoidal[m]}, "key position n", "score",
+                marker={"name": "n", "label": "key position n", "value": n})
+    return StepFigures((trace, row), quotes, values)
+
+
+# ---- Parameters -----------------------------------------------------------------------------------
+
+def parameters_figures(settings: Mapping[str, Any], config: Any) -> StepFigures:
+    """The Breakdown sub-tab: where one model's parameters live, tying, one block spelled out."""
+    from core.params import parameter_breakdown
+    from core.presets import PRESETS
+
+    settings = {**PARAMETERS_DEFAULTS, **settings}
+    if settings["tab"] != 0:
+        return StepFigures(note="This sub-tab of Parameters is drawn in the app only.")
+    chosen = PRESETS[settings["model"]] if settings["model"] else config
+    if "tied" in settings and chosen.tie_embeddings != settings["tied"]:
+        chosen = chosen.replace(tie_embeddings=settings["tied"])
+    breakdown = parameter_breakdown(chosen)
+    tied = parameter_breakdown(chosen.replace(tie_embeddings=True)).total
+    untied = parameter_breakdown(chosen.replace(tie_embeddings=False)).total
+    groups = {name: count for name, count in breakdown.groups.items() if count}
+    figure = bars("pie_view", f"{chosen.name}: where the {breakdown.total:,} parameters are", list(groups),
+                  list(groups.values()), "group", "parameters")
+    block = breakdown.encoder_block or breakdown.decoder_block
+    shape = f"{chosen.vocab_size:,} × {chosen.d_model:,}"
+    if chosen.tie_embeddings:
+        tying = f"Tied: the head reuses the {shape} token table, so V × d = {untied - tied:,} parameters are not added."
+    else:
+        tying = f"Untied: the head is a {shape} matrix of its own, adding V × d = {untied - tied:,} parameters."
+    quotes = {"total_label": f"{chosen.name}: {breakdown.total:,} parameters by formula", "tied_label": tying,
+              "block_label": (f"One block: {block.total:,} = attention {block.attention:,} + FFN {block.ffn:,} + "
+                              f"norms {block.norms:,}; the FFN holds {block.ffn_share:.0%} of it.")}
+    larger = "FFN" if block.ffn > block.attention else "attention"
+    values = {"total": breakdown.total, "untied_extra": untied - tied, "block_total": block.total,
+              "largest_block_part": larger, "embedding_share_percent": 100.0 * breakdown.embedding_share}
+    return StepFigures((figure,), quotes, values)
+
+
+# ---- Causal lab and Families --------------------------------------------------------------------
+
+def causal_lab_figures(tab: str, result: Any, lab: Any) -> StepFigures:
+    """The Causal lab's four views, from the result core.lesson_runs computes as the view does."""
+    config = lab.config
+    layers = [f"L{layer}" for layer in range(config.n_layers)]
+    heads = [f"H{head}" for head in range(config.n_heads)]
+    if tab == "Induction":
+        layer, head = result.best_head()
+        first, second = float(result.loss_first.mean()), float(result.loss_second.mean())
+        summary = (f"{result.period} random tokens (seed {result.seed}) repeated once. Strongest induction head "
+                   f"L{layer}H{head}: score {result.induction_score[layer, head]:.3f}. Mean loss: first repeat "
+                   f"{first:.3f}, second {second:.3f} ({second / first:.2f} of the first).") if first > 0 else ""
+        offsets = list(range(len(result.loss_first)))
+        figures = (heatmap("induction_map", "Induction score", result.induction_score, layers, heads, "layer", "head",
+                           "score"),
+                   heatmap("previous_map", "Previous-token score", result.previous_token_score, layers, heads,
+                           "layer", "head", "score"),
+                   lines("loss_plot", "Loss: first repeat against second", offsets,
+                         {"first repeat": result.loss_first, "second repeat": result.loss_second},
+                         "offset in the repeat", "loss"))
+        return StepFigures(figures, {"induction_summary": summary},
+                           {"induction_layer": layer, "induction_head": f"L{layer}H{head}",
+                            "induction_score": float(result.induction_score[layer, head])})
+    if tab == "Ablation":
+        parts = [f"L{l}H{h}" for l, h in result.heads] + [f"FFN {l}" for l in result.ffns]
+        change = result.loss_after - result.loss_before
+        summary = (f"{result.mode}-ablating {', '.join(parts)}: mean next-token loss {result.loss_before:.4f} intact, "
+                   f"{result.loss_after:.4f} ablated ({change:+.4f}).")
+        positions = list(range(len(result.position_loss_before)))
+        figure = lines("loss_plot", "Loss per position, intact and ablated", positions,
+                       {"intact": result.position_loss_before, "ablated": result.position_loss_after}, "position",
+                       "loss")
+        return StepFigures((figure,), {"ablation_summary": summary},
+                           {"loss_change": float(change), "loss_rises": "rises" if change > 0 else "does not rise"})
+    if tab == "Patching":
+        labels = _labels(lab.tokenizer, lab.tokens)
+        columns = labels if result.values.shape[1] == len(labels) else heads
+        normalised = result.normalised
+        figure = heatmap("patch_map", "Patched metric: 0 = corrupted, 1 = clean", normalised, layers, columns,
+                         "layer", "position", "share restored")
+        checks = (f"Checks: every position of a layer's stream patched gives the clean logits (torch.equal) in "
+                  f"{sum(result.patch_all_equal)} of {len(result.patch_all_equal)} layers"
+                  f"{'' if all(result.patch_all_equal) else ' (NOT all)'}; nothing patched gives the corrupted logits: "
+                  f"{'yes' if result.patch_none_equal else 'NO'}.")
+        summary = (f"Logit of the answer at position {result.position}: clean {result.clean_metric:.5g}, corrupted "
+                   f"{result.corrupt_metric:.5g}; map: 0 = corrupted, 1 = clean.")
+        first_row = normalised[0]
+        restoring = int(np.nanargmax(first_row)) if np.isfinite(first_row).any() else -1
+        later = [row for row in range(normalised.shape[0]) if np.isfinite(normalised[row, -1])
+                 and normalised[row, -1] > 0.5]
+        return StepFigures((figure,), {"patching_summary": summary, "patching_checks": checks},
+                           {"restoring_position": restoring, "last_position_row": later[0] if later else -1,
+                            "corrupted_position": result.changed_positions[0] if result.changed_positions else -1})
+    parts = sorted(result.components, key=lambda part: -abs(part.value))[:24]
+    figure = bars("attribution_plot", "Direct logit attribution (largest parts)", [part.name for part in parts],
+                  [part.value for part in parts], "part", "share of the logit")
+    return StepFigures((figure,), {}, {"attribution_total": float(result.total)})
+
+
+def families_figures(tab: str, result: Any, lab: Any) -> StepFigures:
+    """The Families views: fill in the blank, cross-attention, the router."""
+    if tab == "Fill in the blank":
+        labels, probabilities = list(result.top_labels[0]), result.top_probabilities[0]
+        figure = bars("fill_plot", "The encoder's most likely tokens at the blank", labels, probabilities, "token",
+                      "probability")
+        return StepFigures((figure,), {}, {"top_token": labels[0], "top_probability": float(probabilities[0])})
+    if tab == "Cross-attention":
+        output = "".join(lab.tokenizer.decode([token]) for token in result.output)
+        mean = result.cross_attention.mean(axis=(0, 1))  # (N, S)
+        source_labels = _labels(lab.tokenizer, result.source)
+        figure = heatmap("cross_map", "Cross-attention, mean over layers and heads", mean, list(result.input_labels),
+                         source_labels, "decoder step", "source token", "weight")
+        return StepFigures((figure,), {"cross_output": output}, {"output": output})
+    load = result.load[0]
+    figure = bars("load_plot", "Tokens each expert received (layer 0)", [f"expert {e}" for e in range(len(load))],
+                  load, "expert", "tokens")
+    active = f"{result.active_parameters:,} of {result.total_parameters:,} parameters active per token"
+    return StepFigures((figure,), {"active_label": active},
+                       {"idle_experts": int((load == 0).sum()), "active_parameters": result.active_parameters})
+
+
+__all__ = ["POSITIONS_DEFAULTS", "causal_lab_figures", "families_figures", "parameters_figures", "positions_figures",
+           "tokens_figures"]
