@@ -56,6 +56,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "core.cli.families",
         "a mixture of experts' routing: chosen experts, router probabilities, load, active parameters",
     ),
+    "export-html": ("core.cli.handouts", "a lesson or a view as one self-contained web page that opens offline"),
+    "lesson-answers": ("core.cli.handouts", "summarise a class's answers CSVs from exported lesson pages, per step"),
     "models": ("core.cli.download", "list the bundled models, the Hugging Face cache and the downloadable catalogue"),
     "download": (
         "core.cli.download",

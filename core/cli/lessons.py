@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from core.handouts.check import prediction_problems
 from core.lesson_runs import lesson_run_problems
 from core.lessons import lesson_problems, load_lesson
 
@@ -19,7 +20,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "names, the parts it focuses, shows, covers or quotes with {{name}}, and its panel settings with their "
         "ranges. Then walk it without a window: each step's model, text and token edit, and on the Causal lab and "
         "Families the step's view computed from them (refused where the view would refuse), with no figure of its "
-        "result typed into the prose instead of quoted. Prints one line per problem naming the file and step, and "
+        "result typed into the prose instead of quoted, and each step's prediction computed and its written answer "
+        "checked against the step's figures. Prints one line per problem naming the file and step, and "
         "exits 2 when there is any.",
     )
     check.add_argument("files", nargs="+", metavar="FILE", help="lesson files (.json)")
@@ -35,7 +37,8 @@ def run_check_lesson(args: argparse.Namespace) -> int:
     for name in files:
         problems = lesson_problems(name)
         if not problems:
-            problems = lesson_run_problems(load_lesson(name))
+            lesson = load_lesson(name)
+            problems = lesson_run_problems(lesson) + prediction_problems(lesson)
         if problems:
             failed += 1
             for problem in problems:

@@ -162,7 +162,8 @@ def parameters_figures(settings: Mapping[str, Any], config: Any) -> StepFigures:
                               f"norms {block.norms:,}; the FFN holds {block.ffn_share:.0%} of it.")}
     larger = "FFN" if block.ffn > block.attention else "attention"
     values = {"total": breakdown.total, "untied_extra": untied - tied, "block_total": block.total,
-              "largest_block_part": larger, "embedding_share_percent": 100.0 * breakdown.embedding_share}
+              "largest_block_part": larger, "embedding_share_percent": 100.0 * breakdown.embedding_share,
+              "token_embedding_share_percent": 100.0 * breakdown.share("token_embeddings")}
     return StepFigures((figure,), quotes, values)
 
 
@@ -188,7 +189,8 @@ def causal_lab_figures(tab: str, result: Any, lab: Any) -> StepFigures:
                          {"first repeat": result.loss_first, "second repeat": result.loss_second},
                          "offset in the repeat", "loss"))
         return StepFigures(figures, {"induction_summary": summary},
-                           {"induction_layer": layer, "induction_head": f"L{layer}H{head}",
+                           {"induction_layer": layer, "induction_layer_name": f"layer {layer}",
+                            "induction_head": f"L{layer}H{head}",
                             "induction_score": float(result.induction_score[layer, head])})
     if tab == "Ablation":
         parts = [f"L{l}H{h}" for l, h in result.heads] + [f"FFN {l}" for l in result.ffns]
@@ -200,7 +202,7 @@ def causal_lab_figures(tab: str, result: Any, lab: Any) -> StepFigures:
                        {"intact": result.position_loss_before, "ablated": result.position_loss_after}, "position",
                        "loss")
         return StepFigures((figure,), {"ablation_summary": summary},
-                           {"loss_change": float(change), "loss_rises": "rises" if change > 0 else "does not rise"})
+                           {"loss_change": float(change), "loss_direction": "rises" if change > 0 else "falls"})
     if tab == "Patching":
         labels = _labels(lab.tokenizer, lab.tokens)
         columns = labels if result.values.shape[1] == len(labels) else heads
