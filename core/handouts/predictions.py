@@ -125,7 +125,7 @@ def expected_answer(prediction: Prediction, values: Mapping[str, Any] | None) ->
     value = values[prediction.rule]
     problem = answer_problem(prediction.kind, prediction.options, value)
     if problem:
-        raise PredictionError(f"'prediction': the rule's value {str(value)[:60]!r} {problem}")
+        raise PredictionError(f"'prediction': the rule's value {problem}")
     if prediction.answer is not None and not is_right(prediction, prediction.answer, value):
         raise PredictionError(f"'prediction': 'answer' {prediction.answer!r} disagrees with the step's computed "
                               f"{prediction.rule} = {value!r}")

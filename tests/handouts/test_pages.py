@@ -1,0 +1,99 @@
+"""Exported pages without a browser: every bundled lesson offline and under 5 MB, the view page's computed RoPE
+score, hostile lesson text escaped, and an unwritable output refused before anything is computed."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import markupsafe
+import pytest
+
+from core.cli import main
+from core.handouts.page import MAX_PAGE_BYTES
+from core.lessons import load_lesson
+from tests.handouts.test_predictions import _rope_score_in_test
+
+NETWORK_REFERENCE = re.compile(r"""(?:\b(?:src|href|action|poster|data)\s*=\s*["']?\s*(?:https?:)?//)"""
+                               r"""|(?:url\(\s*["']?\s*(?:https?:)?//)|(?:@import)""", re.IGNORECASE)
+
+
+def page_data(text: str) -> dict:
+    match = re.search(r'<script type="application/json" id="handout-data">(.*?)</script>', text, re.DOTALL)
+    return json.loads(match.group(1))
+
+
+def test_every_bundled_lesson_exports_offline_under_5_mb_with_every_step(exported_lessons):
+    from core.lessons import bundled_lesson_paths
+
+    assert len(exported_lessons) == len(bundled_lesson_paths()) >= 16
+    for stem, path in exported_lessons.items():
+        text = path.read_text(encoding="utf-8")
+        assert path.stat().st_size < MAX_PAGE_BYTES, stem
+        assert not NETWORK_REFERENCE.search(text), (stem, NETWORK_REFERENCE.search(text))
+        assert "<link" not in text and not re.search(r"<script[^>]*\bsrc=", text), stem
+        lesson = load_lesson(next(p for p in bundled_lesson_paths() if p.stem == stem))
+        for step in lesson.steps:
+            assert str(markupsafe.escape(step.title)) in text, (stem, step.title)
+        data = page_data(text)
+        for number, step in enumerate(lesson.steps, 1):
+            if step.prediction is not None:
+                assert data["steps"][str(number)]["answer"] is not None
+
+
+def test_the_exported_positions_page_shows_the_computed_rope_score(tmp_path, capsys):
+    out = tmp_path / "rope.html"
+    assert main(["export-html", "--panel", "Positions", "--out", str(out)]) == 0
+    assert capsys.readouterr().out.startswith(f"wrote {out}: the Positions view")
+    text = out.read_text(encoding="utf-8")
+    score = _rope_score_in_test(3, 1)
+    assert f"{score:.10f}" == "5.9478093347"  # the reading prints it so
+    assert f"rope score: {score:.10f}" in text
+    trace = next(spec for spec in page_data(text)["specs"].values() if "layer" in spec)
+    points = {(row["series"], row["x"]): row["y"] for row in trace["data"]["values"]}
+    assert points[("RoPE R(m)q · R(n)k", 3)] == pytest.approx(score, rel=1e-6)  # float32's digits on the page
+    assert points[("RoPE R(m)q · R(n)k", 103)] == pytest.approx(score, rel=1e-6)  # the offset alone counts
+    assert trace["params"][0]["bind"]["input"] == "range"
+
+
+def test_lesson_text_is_shown_as_text_never_as_markup(tmp_path):
+    lesson = {"title": "<script>alert('title')</script>", "steps": [
+        {"title": "<img src=x onerror=alert(1)>", "text": "</script><script>alert(2)</script> & {{rope_score_label}}",
+         "panel": "Positions", "panel_settings": {"tab": "RoPE scrubber"}}]}
+    source = tmp_path / "hostile.json"
+    source.write_text(json.dumps(lesson), encoding="utf-8")
+    out = tmp_path / "hostile.html"
+    assert main(["export-html", "--lesson", str(source), "--out", str(out)]) == 0
+    text = out.read_text(encoding="utf-8")
+    assert "<script>alert" not in text and "<img src=x" not in text
+    assert "&lt;img src=x onerror=alert(1)&gt;" in text and "5.9478093347" in text
+
+
+def test_an_unwritable_output_is_refused_before_anything_is_computed(tmp_path, capsys, monkeypatch):
+    import core.handouts.collect as collect
+
+    def must_not_run(*args, **kwargs):
+        raise AssertionError("computed before the output path was checked")
+
+    monkeypatch.setattr(collect, "lesson_figures", must_not_run)
+    monkeypatch.setattr(collect, "view_figures", must_not_run)
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("mine", encoding="utf-8")
+    for out in (tmp_path / "missing" / "page.html", a_file / "page.html", tmp_path):
+        for what in (["--lesson", "resources/lessons/13-induction-heads.json"], ["--panel", "Positions"]):
+            assert main(["export-html", *what, "--out", str(out)]) == 2
+            err = capsys.readouterr().err
+            assert err.startswith("transformer-explorer export-html: error: --out: ") and err.count("\n") == 1
+    assert a_file.read_text(encoding="utf-8") == "mine"
+
+
+@pytest.mark.parametrize(("arguments", "message"), [
+    (["--panel", "Norms"], "--panel: 'Norms' cannot be exported; use one of"),
+    (["--lesson", "missing.json"], "--lesson: missing.json does not exist"),
+    (["--lesson", "resources/lessons/02-rope.json", "--session", "s.json"], "--session goes with --panel"),
+])
+def test_bad_export_requests_are_refused_in_one_line(tmp_path, capsys, arguments, message):
+    assert main(["export-html", *arguments, "--out", str(tmp_path / "page.html")]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+    assert not (tmp_path / "page.html").exists()
