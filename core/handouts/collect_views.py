@@ -77,7 +77,8 @@ def _propagation_verdict(diff: Any) -> str:
                    f"{diff.layer_labels[diff.first_leaking_layer]} on, as expected for a bidirectional model "
                    "(no causal mask).")
     elif diff.leaks_into_past:
-        verdict = f"✘ the past moves: positions before {t} change from {diff.layer_labels[diff.first_leaking_layer]} on."
+        first = diff.layer_labels[diff.first_leaking_layer]
+        verdict = f"✘ the past moves: positions before {t} change from {first} on."
     else:
         verdict = "The past did not move, apart from NaN both runs share."
     nan = f" NaN in {int(diff.nan_entries.sum())} cells (cross-hatched)." if diff.nan_entries.any() else ""
@@ -154,7 +155,8 @@ def parameters_figures(settings: Mapping[str, Any], config: Any) -> StepFigures:
     block = breakdown.encoder_block or breakdown.decoder_block
     shape = f"{chosen.vocab_size:,} × {chosen.d_model:,}"
     if chosen.tie_embeddings:
-        tying = f"Tied: the head reuses the {shape} token table, so V × d = {untied - tied:,} parameters are not added."
+        tying = (f"Tied: the head reuses the {shape} token table, so V × d = {untied - tied:,} parameters are not "
+                 "added.")
     else:
         tying = f"Untied: the head is a {shape} matrix of its own, adding V × d = {untied - tied:,} parameters."
     quotes = {"total_label": f"{chosen.name}: {breakdown.total:,} parameters by formula", "tied_label": tying,

@@ -124,7 +124,8 @@ def view_page(title: str, description: str, result: StepFigures) -> str:
     """The page of one view: its figures and quotes as the view shows them, no question to answer."""
     specs: dict[str, Any] = {}
     entries: dict[str, Any] = {}
-    quotes = "\n\n".join(f"{name.removesuffix('_label').replace('_', ' ')}: {text}" for name, text in result.quotes.items())
+    quotes = "\n\n".join(f"{name.removesuffix('_label').replace('_', ' ')}: {text}"
+                         for name, text in result.quotes.items())
     step = LessonStep(title=title, text=quotes or " ")
     context = _step_context(1, step, StepFigures(result.figures, {}, {}, result.note), specs, entries)
     return _render(title, description, [context], specs, entries, _stem(title))
