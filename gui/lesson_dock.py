@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
 
 from core.lessons import Lesson, LessonStep
 from gui import theme
+from gui.widgets.prediction_form import PredictionForm
 
 DOCK_WIDTH = 380  # pixels: a paragraph of lesson text at a readable line length
 DOCK_MIN_WIDTH = 300
@@ -90,7 +91,9 @@ class LessonDock(QDockWidget):
         self.reveal_text.setTextFormat(Qt.TextFormat.RichText)
         self.reveal_text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.reveal_text.hide()
-        for widget in (self.predict_heading, self.question, self.reveal_button, self.reveal_text):
+        self.prediction = PredictionForm()  # a checked prediction: committed or skipped before Reveal opens
+        self.prediction.decided.connect(self._update_reveal_button)
+        for widget in (self.predict_heading, self.question, self.prediction, self.reveal_button, self.reveal_text):
             predict_layout.addWidget(widget)
         predict_layout.setAlignment(self.reveal_button, Qt.AlignmentFlag.AlignLeft)
         for widget in (self.lesson_title, self.counter, self.step_title, self.text, self.predict_frame):
@@ -155,16 +158,24 @@ class LessonDock(QDockWidget):
         self.reveal_button.setVisible(bool(step.reveal))
         self.reveal_text.hide()
         self.reveal_text.setText("")
+        self.prediction.set_prediction(step.prediction, (lesson.source or lesson.title, index))
+        self._update_reveal_button()
         self.previous_button.setEnabled(index > 0)
         self.next_button.setEnabled(index < len(lesson.steps) - 1)
         self.next_button.setText("Next ▶" if index < len(lesson.steps) - 1 else "Last step")
 
+    def _update_reveal_button(self) -> None:
+        self.reveal_button.setEnabled(not self.prediction.pending)
+        self.reveal_button.setToolTip("Commit a prediction or skip it first" if self.prediction.pending else
+                                      "Show what the app measured (Page Down, Space or Ctrl+Shift+R)")
+
     def reveal(self) -> None:
-        if not self._reveal_source:
+        if not self._reveal_source or self.prediction.pending:
             return
         self.reveal_text.setText(self._resolve(self._reveal_source))
         self.reveal_text.show()
         self.reveal_button.hide()
+        self.prediction.revealed()
         self.answer_revealed.emit()
         # The answer may sit below the fold at projector sizes.
         QTimer.singleShot(0, self, lambda: self.scroll.ensureWidgetVisible(self.reveal_text))
@@ -196,6 +207,7 @@ class LessonDock(QDockWidget):
         self.reveal_text.setFont(theme.font(1.1))
         for button in (self.reveal_button, self.previous_button, self.next_button):
             button.setFont(theme.font(1.0))
+        self.prediction.apply_theme()
         self.predict_frame.setStyleSheet(
             f"QFrame#lesson-predict {{ border: 2px solid {spec.accent}; border-radius: 6px; }}")
 

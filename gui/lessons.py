@@ -70,6 +70,7 @@ class LessonWindow(Protocol):
     file_reader: Any  # gui.file_reader.FileReader
     settings_store: Any  # QSettings
     loaded: Any  # gui.model_loader.LoadedModel | None
+    compute: Any  # gui.compute.ComputeController: the lesson's own computations (a prediction's answer)
 
     def panel(self, title: str) -> Any: ...
     def show_message(self, title: str, text: str) -> Any: ...
@@ -212,7 +213,9 @@ class LessonController(QObject):
         """A clicker's "next": reveal the step's answer when it has one still covered, else go to the next step."""
         if self.lesson is None:
             return
-        if self.dock.reveal_button.isVisible() and not self.dock.revealed:
+        if self.dock.prediction.pending:
+            self.dock.prediction.clicker_press()  # commits the choice made, else skips: the next press reveals
+        elif self.dock.reveal_button.isVisible() and not self.dock.revealed:
             self.dock.reveal()
         else:
             self.next_step()
@@ -346,6 +349,7 @@ class LessonController(QObject):
             self.window.tabs.setCurrentWidget(panel)
         self._follow_results(panel if step.placeholders() else None, step)
         self.dock.show_step(lesson, index, self._resolver(panel))
+        self.dock.prediction.request_answer(self.window.compute, lesson, index)
         self._update_actions()
         if self._model_pending():
             self._waiting_for_model = True

@@ -814,6 +814,7 @@ class FuzzRun:
                 elif choice == "go":
                     controller.go_to(rng.randrange(len(controller.lesson.steps)))
                 elif choice == "reveal":
+                    controller.dock.prediction.skip()  # a prediction is committed or skipped before the reveal
                     controller.dock.reveal()
                 else:
                     controller.set_presentation(not controller.presentation)
@@ -999,6 +1000,7 @@ class FuzzRun:
                             if passes:
                                 refusals.append(f"step {index + 1}: {outcome[:160]}")
                     if self.tries_again and rng.random() < 0.3:
+                        controller.dock.prediction.skip()
                         controller.dock.reveal()
                         self._settle()
             finally:

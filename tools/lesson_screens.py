@@ -107,8 +107,11 @@ class _Steps:
             step = controller.lesson.steps[self.index]
             if self.revealed_too and step.reveal:
                 if self.page_down:
-                    self._press_page_down()  # a clicker's first press on a step with a prediction reveals it
+                    if controller.dock.prediction.pending:
+                        self._press_page_down()  # a clicker's first press skips the step's prediction
+                    self._press_page_down()  # and the next reveals the answer
                 else:
+                    controller.dock.prediction.skip()
                     controller.dock.reveal()
                 self.phase = "revealed"
                 self.idle_since = None

@@ -7,7 +7,7 @@ A step whose panel a page cannot draw says so in its note; a step the window wou
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from core.config import ModelConfig
@@ -67,26 +67,45 @@ def _figures(step: LessonStep, settings: Mapping[str, Any], values: Mapping[str,
     return collect_views.families_figures(settings["tab"], result, lab)
 
 
-def lesson_figures(lesson: Lesson) -> Iterator[tuple[int, LessonStep, StepFigures]]:
-    """Each step (numbered from 1) with what its page shows. Settings a step does not name carry over from the
-    previous step on the same panel, as the window's panel keeps them (the Causal lab and Families go back to
-    their defaults, core.lesson_runs.PANEL_DEFAULTS)."""
-    models = _Models()
+def _walk(lesson: Lesson) -> Iterator[tuple[int, LessonStep, dict[str, Any], dict[str, Any]]]:
+    """Each step with the settings its view runs with and its lab state. Settings a step does not name carry over
+    from the previous step on the same panel, as the window's panel keeps them (the Causal lab and Families go
+    back to their defaults, core.lesson_runs.PANEL_DEFAULTS)."""
     carried: dict[str, dict[str, Any]] = {}
-    done: dict[str, StepFigures] = {}  # a lesson often repeats a computation while its prose changes
     for number, step, values in step_states(lesson):
         if step.panel in PANEL_DEFAULTS:
             settings = step_settings(step)
         else:
             settings = {**carried.get(step.panel, {}), **step.panel_settings}
             carried[step.panel] = settings
+        yield number, step, settings, values
+
+
+def _computed(step: LessonStep, settings: Mapping[str, Any], values: Mapping[str, Any],
+              models: _Models) -> StepFigures:
+    try:
+        return _figures(step, settings, values, models)
+    except COMPUTE_ERRORS as problem:
+        return StepFigures(note=f"The window refuses this step: {problem}")
+
+
+def lesson_figures(lesson: Lesson) -> Iterator[tuple[int, LessonStep, StepFigures]]:
+    """Each step (numbered from 1) with what its page shows."""
+    models = _Models()
+    done: dict[str, StepFigures] = {}  # a lesson often repeats a computation while its prose changes
+    for number, step, settings, values in _walk(lesson):
         key = repr((step.panel, sorted(settings.items(), key=str), sorted(values.items(), key=str)))
         if key not in done:
-            try:
-                done = {key: _figures(step, settings, values, models)}
-            except COMPUTE_ERRORS as problem:
-                done = {key: StepFigures(note=f"The window refuses this step: {problem}")}
+            done = {key: _computed(step, settings, values, models)}
         yield number, step, done[key]
+
+
+def step_figures(lesson: Lesson, number: int) -> StepFigures:
+    """What step `number` (from 1) shows, computing that step alone."""
+    for at, step, settings, values in _walk(lesson):
+        if at == number:
+            return _computed(step, settings, values, _Models())
+    raise IndexError(f"the lesson has no step {number}")
 
 
 def view_figures(request: ViewRequest) -> StepFigures:
@@ -109,4 +128,4 @@ def default_view(panel: str) -> ViewRequest:
     return ViewRequest(panel, PRESETS[DEFAULT_PRESET])
 
 
-__all__ = ["EXPORTABLE_PANELS", "ViewRequest", "default_view", "lesson_figures", "replace", "view_figures"]
+__all__ = ["EXPORTABLE_PANELS", "ViewRequest", "default_view", "lesson_figures", "step_figures", "view_figures"]

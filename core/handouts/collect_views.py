@@ -215,8 +215,12 @@ def causal_lab_figures(tab: str, result: Any, lab: Any) -> StepFigures:
                   f"{sum(result.patch_all_equal)} of {len(result.patch_all_equal)} layers"
                   f"{'' if all(result.patch_all_equal) else ' (NOT all)'}; nothing patched gives the corrupted logits: "
                   f"{'yes' if result.patch_none_equal else 'NO'}.")
-        summary = (f"Logit of the answer at position {result.position}: clean {result.clean_metric:.5g}, corrupted "
-                   f"{result.corrupt_metric:.5g}; map: 0 = corrupted, 1 = clean.")
+        metric = f"logit({_labels(lab.tokenizer, [result.answer])[0]})"
+        if result.foil is not None:
+            metric += f" - logit({_labels(lab.tokenizer, [result.foil])[0]})"
+        where = "the last position" if result.position == len(lab.tokens) - 1 else f"position {result.position}"
+        summary = (f"{metric} at {where}: clean {result.clean_metric:.5g}, corrupted {result.corrupt_metric:.5g}; "
+                   "map: 0 = corrupted, 1 = clean.")
         first_row = normalised[0]
         restoring = int(np.nanargmax(first_row)) if np.isfinite(first_row).any() else -1
         later = [row for row in range(normalised.shape[0]) if np.isfinite(normalised[row, -1])

@@ -92,6 +92,9 @@ def test_every_step_of_every_bundled_lesson_reaches_its_state(qtbot, window, pat
         assert lessons.dock.predict_frame.isVisible() == bool(step.predict)
         if step.reveal:
             assert not lessons.dock.revealed and lessons.dock.reveal_button.isVisible()
+            if step.prediction is not None:  # the reveal opens once the prediction is committed or skipped
+                assert not lessons.dock.reveal_button.isEnabled()
+                qtbot.mouseClick(lessons.dock.prediction.skip_button, Qt.MouseButton.LeftButton)
             qtbot.mouseClick(lessons.dock.reveal_button, Qt.MouseButton.LeftButton)
             assert lessons.dock.revealed and lessons.dock.reveal_text.text()
     assert not lessons.dock.next_button.isEnabled()
@@ -108,8 +111,12 @@ def test_the_focus_outline_frames_the_named_widget(qtbot, window):
 
 
 def press(qtbot, window, widget, key) -> str:
-    """One clicker key on `widget`: "revealed" when it revealed the step's answer, "stepped" when it changed step."""
+    """One clicker key on `widget`: "decided" when it committed or skipped the step's prediction, "revealed" when it
+    revealed the step's answer, "stepped" when it changed step."""
     lessons = window.lessons
+    if lessons.dock.prediction.pending and key in (Qt.Key.Key_PageDown, Qt.Key.Key_Right, Qt.Key.Key_Space):
+        qtbot.keyClick(widget, key)
+        return "decided" if not lessons.dock.prediction.pending and not lessons.dock.revealed else "nothing"
     if lessons.dock.reveal_button.isVisible() and not lessons.dock.revealed and key != Qt.Key.Key_PageUp \
             and key != Qt.Key.Key_Left:
         qtbot.keyClick(widget, key)
@@ -127,10 +134,13 @@ def test_clicker_keys_reveal_then_advance_whatever_has_focus(qtbot, window):
     activate(qtbot, window)
     combo = window.panel("Parameters").model_combo  # a control with focus: the lesson still has the keys
     combo.setFocus()
-    for key in (Qt.Key.Key_PageDown, Qt.Key.Key_Right, Qt.Key.Key_Space, Qt.Key.Key_PageDown):
+    for key in (Qt.Key.Key_PageDown, Qt.Key.Key_Right, Qt.Key.Key_Space, Qt.Key.Key_PageDown, Qt.Key.Key_Right,
+                Qt.Key.Key_Space):
         index, had_question = lessons.index, bool(lesson.steps[lessons.index].reveal) and not lessons.dock.revealed
+        asked = lessons.dock.prediction.pending  # a prediction first: the press skips it (nothing was chosen)
         outcome = press(qtbot, window, combo, key)
-        assert outcome == ("revealed" if had_question else "stepped") and lessons.index == index + (not had_question)
+        expected = "decided" if asked else "revealed" if had_question else "stepped"
+        assert outcome == expected and lessons.index == index + (expected == "stepped")
     index = lessons.index
     press(qtbot, window, combo, Qt.Key.Key_PageUp)
     assert lessons.index == index - 1 and not lessons.dock.revealed
@@ -468,6 +478,8 @@ def test_the_answer_is_covered_until_reveal(qtbot, window, path, index):
     assert compared, f"{path.name} step {index + 1}: none of the answer is on screen"
     assert not lessons.dock.revealed
 
+    if lessons.dock.prediction.pending:
+        qtbot.mouseClick(lessons.dock.prediction.skip_button, Qt.MouseButton.LeftButton)
     qtbot.mouseClick(lessons.dock.reveal_button, Qt.MouseButton.LeftButton)
     assert lessons.dock.revealed and not lessons.covers
     for name in PLACEHOLDER.findall(step.reveal):
