@@ -75,6 +75,13 @@ def build_menus(window: MainWindow) -> None:
                  tip="a GPT-2, Llama or Qwen2 family model as a Hugging Face folder that transformers loads")
     file_menu.addSeparator()
     self._action(file_menu, "&Export current panel...", self.export_dialog, QKeySequence("Ctrl+E"), "PNG or SVG at a chosen size")
+    from gui.window_handouts import HandoutExport
+
+    self.handouts = HandoutExport(self)
+    self._action(file_menu, "Export &lesson as web page...", self.handouts.export_lesson,
+                 tip="the open lesson, or a lesson file, as one HTML page that opens offline, with its predictions")
+    self._action(file_menu, "Export &view as web page...", self.handouts.export_view,
+                 tip="the view on screen at its current inputs as one HTML page that opens offline")
     file_menu.addSeparator()
     self._action(file_menu, "&Quit", self.close, QKeySequence.StandardKey.Quit)
 

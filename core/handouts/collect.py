@@ -7,7 +7,7 @@ A step whose panel a page cannot draw says so in its note; a step the window wou
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from core.config import ModelConfig
@@ -40,6 +40,22 @@ class ViewRequest:
     seed: int = 0
     text: str = DEFAULT_TEXT
     settings: Mapping[str, Any] | None = None
+    model: Any = field(default=None, compare=False)  # the window's own model and tokenizer (a trained checkpoint's
+    tokenizer: Any = field(default=None, compare=False)  # weights are not the preset's); None builds them
+
+
+class _GivenModel(_Models):
+    """The window's model and tokenizer, used as they are."""
+
+    def __init__(self, model: Any, tokenizer: Any) -> None:
+        super().__init__()
+        self._model, self._tokenizer = model, tokenizer
+
+    def tokenizer(self, config: ModelConfig) -> Any:
+        return self._tokenizer if self._tokenizer is not None else super().tokenizer(config)
+
+    def model(self, config: ModelConfig, seed: int) -> Any:
+        return self._model
 
 
 def _figures(step: LessonStep, settings: Mapping[str, Any], values: Mapping[str, Any], models: _Models) -> StepFigures:
@@ -119,7 +135,8 @@ def view_figures(request: ViewRequest) -> StepFigures:
                       panel_settings=dict(request.settings or {}))
     settings = step_settings(step)
     try:
-        return _figures(step, settings, values, _Models())
+        models = _Models() if request.model is None else _GivenModel(request.model, request.tokenizer)
+        return _figures(step, settings, values, models)
     except COMPUTE_ERRORS as problem:
         raise StepProblem(str(problem)) from None
 
