@@ -50,5 +50,7 @@ def browser(downloads):
     options.add_experimental_option("prefs", {"download.default_directory": str(downloads),
                                               "download.prompt_for_download": False})
     driver = webdriver.Chrome(options=options, service=Service(driver_path))
+    # Headless Chromium drops a page's downloads unless told where they go.
+    driver.execute_cdp_cmd("Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(downloads)})
     yield driver
     driver.quit()

@@ -11,9 +11,6 @@ import pytest
 from core.cli import main
 from core.lessons import load_lesson
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
-
-
 def open_page(browser, path) -> None:
     browser.get(path.as_uri())
     browser.execute_script("window.localStorage.clear()")
