@@ -87,12 +87,16 @@ class PredictionForm(QWidget):
     # ---- the step ------------------------------------------------------------------------------
     def set_prediction(self, prediction: Prediction | None, key: tuple[str, int] | None = None) -> None:
         """Ask for `prediction` (None hides the form); `key` names the step whose answer is awaited."""
+        same_step = key is not None and key == self._key and prediction == self.prediction
         self.prediction, self._key = prediction, key
         self.given, self.result, self._revealed = None, "", False
-        self.expected = prediction.answer if prediction is not None and not prediction.rule else None
-        self.expected_problem = ""
-        for button in self.option_group.buttons():
+        if not same_step:  # the step shown again keeps the answer its computation brought
+            self.expected = prediction.answer if prediction is not None and not prediction.rule else None
+            self.expected_problem = ""
+        for button in self.option_group.buttons():  # gone at once: the step shown again builds them anew
             self.option_group.removeButton(button)
+            self.options_layout.removeWidget(button)
+            button.setParent(None)
             button.deleteLater()
         self.field.clear()
         self.grade.clear()
@@ -105,6 +109,7 @@ class PredictionForm(QWidget):
             button.setObjectName(f"lesson-prediction-option-{index}")
             self.option_group.addButton(button, index)
             self.options_layout.addWidget(button)
+            button.show()  # a child added to a shown widget waits for the event loop otherwise
         choice = prediction.kind == "choice"
         self.options_box.setVisible(choice)
         self.field.setVisible(not choice)

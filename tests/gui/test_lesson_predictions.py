@@ -8,6 +8,7 @@ import re
 
 import pytest
 from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QRadioButton
 
 from core.handouts.collect import step_figures
 from core.lessons import PLACEHOLDER, bundled_lesson_paths, load_lesson
@@ -52,6 +53,9 @@ def test_the_reveal_waits_for_a_committed_prediction_then_says_wrong(qtbot, wind
     dock = window.lessons.dock
     form = dock.prediction
     assert form.isVisible() and form.pending and not dock.reveal_button.isEnabled()
+    dock.show_step(window.lessons.lesson, 0, lambda text: text)  # shown again: one button per option, no more
+    options = [button for button in form.options_box.findChildren(QRadioButton) if button.isVisibleTo(form)]
+    assert [button.text() for button in options] == ["layer 0", "layer 1"]
     dock.reveal()  # the Reveal action (Ctrl+Shift+R) is refused too
     assert not dock.revealed and window.lessons.covers
     qtbot.mouseClick(form.commit_button, Qt.MouseButton.LeftButton)  # nothing picked: nothing committed
