@@ -177,8 +177,9 @@ class LessonDock(QDockWidget):
         self.reveal_button.hide()
         self.prediction.revealed()
         self.answer_revealed.emit()
-        # The answer may sit below the fold at projector sizes.
-        QTimer.singleShot(0, self, lambda: self.scroll.ensureWidgetVisible(self.reveal_text))
+        # The answer may sit below the fold at projector sizes; a prediction's grade comes first, just above it.
+        first = self.prediction.grade if self.prediction.isVisible() else self.reveal_text
+        QTimer.singleShot(0, self, lambda: self.scroll.ensureWidgetVisible(first))
 
     def refresh_live_text(self, step: LessonStep) -> None:
         """Fill the placeholders in again (a panel showed a new result)."""
