@@ -93,6 +93,10 @@ def positions_figures(settings: Mapping[str, Any]) -> StepFigures:
 
     settings = {**POSITIONS_DEFAULTS, **settings}
     tab = settings["tab"]
+    if tab == "Permutation":
+        return _permutation_figures(settings)
+    if tab == "Encodings":
+        return _encodings_figures(settings)
     if tab not in ("RoPE scrubber", "Score grids") or settings["source"] != "random":
         return StepFigures(note=f"The {tab} sub-tab of Positions (q and k from {settings['source']}) is drawn in "
                                 "the app only.")
@@ -131,6 +135,64 @@ def positions_figures(settings: Mapping[str, Any]) -> StepFigures:
                 {"RoPE": rope[m], "sinusoidal": sinusoidal[m]}, "key position n", "score",
                 marker={"name": "n", "label": "key position n", "value": n})
     return StepFigures((trace, row), quotes, values)
+
+
+def _difference(value: float) -> str:
+    """Float noise reads as noise (1.2e-07), never as a rounded 0, as the window prints it."""
+    return "0 (exactly)" if value == 0.0 else f"{value:.2e}"
+
+
+def _permutation_figures(settings: Mapping[str, Any]) -> StepFigures:
+    """The Permutation view: attention on shuffled tokens against the shuffled output, per encoding."""
+    import math
+
+    from core.choices import PERMUTATION_ENCODING_CAPTIONS
+    from core.experiments import positions
+
+    permutation = settings.get("permutation")
+    data = positions.permutation_equivariance(
+        None, seed=settings.get("permutation_seed", 0), T=settings.get("permutation_length", 6),
+        d_model=settings.get("permutation_d_model", 32), perm=tuple(permutation) if permutation else None)
+    names = [PERMUTATION_ENCODING_CAPTIONS.get(name, name) for name in data.encodings]
+    parts = [f"{name}: {_difference(float(value))} ({'within' if blind else 'above'} float noise)"
+             for name, value, blind in zip(names, data.max_diff, data.equivariant)]
+    summary = (f"Largest difference, float-noise limit {_difference(float(data.noise_tolerance))}: "
+               + "; ".join(parts) + ".")
+    by_name = dict(zip(data.encodings, (float(v) for v in data.max_diff)))
+    if by_name.get("none", 0.0) > 0.0 and by_name.get("sinusoidal", 0.0) > 0.0:
+        summary += (f" Adding sinusoids lifts it {math.log10(by_name['sinusoidal'] / by_name['none']):.1f} orders of "
+                    "magnitude above no encoding.")
+    elif by_name.get("none") == 0.0 and by_name.get("sinusoidal", 0.0) > 0.0:
+        summary += " Without an encoding the difference is exactly 0.0."
+    shown = np.where(data.per_position > 0, data.per_position, np.nan)  # (E, T): exact zeros carry no colour
+    figure = heatmap("permutation_plot", "max |attn(shuffled x) − shuffled attn(x)| per position (blank: exactly 0)",
+                     shown, names, [str(t) for t in range(shown.shape[1])], "encoding", "position", "difference",
+                     scale="log")
+    blind = [name for name, flag in zip(data.encodings, data.equivariant) if flag]
+    return StepFigures((figure,), {"permutation_summary": summary},
+                       {"order_blind_encodings": ", ".join(blind), "none_is_order_blind":
+                        "yes" if "none" in blind else "no"})
+
+
+def _encodings_figures(settings: Mapping[str, Any]) -> StepFigures:
+    """The Encodings view's sinusoidal table: one row per position, one column per dimension, and a row's
+    fingerprint."""
+    from core.experiments import positions
+
+    count = settings.get("positions", POSITIONS_DEFAULTS["positions"])
+    width = settings.get("encoding_d_model", 32)
+    data = positions.sinusoidal_heatmap(count, width, float(settings.get("base", 10000.0)))
+    row = min(settings.get("fingerprint", 0), count - 1)
+    table = heatmap("sinusoid_map", "Sinusoidal table PE[position, dimension]", data.table,
+                    [str(p) for p in range(count)], [str(d) for d in range(width)], "position", "dimension",
+                    "value")
+    fingerprint = bars("fingerprint_plot", f"Position {row}'s fingerprint", [str(d) for d in range(width)],
+                       data.table[row], "dimension", "value")
+    wavelengths = bars("wavelength_plot", "Wavelength of each (sin, cos) pair, in positions", list(data.pair_labels),
+                       data.wavelengths, "pair", "positions per turn", scale="log")
+    return StepFigures((table, fingerprint, wavelengths), {},
+                       {"longest_wavelength": float(data.wavelengths[-1]),
+                        "shortest_wavelength": float(data.wavelengths[0])})
 
 
 # ---- Parameters -----------------------------------------------------------------------------------

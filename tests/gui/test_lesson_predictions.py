@@ -99,8 +99,9 @@ def test_a_clicker_skips_when_nothing_is_chosen_and_a_number_is_graded_within_it
     assert grade_text(qtbot, form) == "✔ Right: you predicted 38,000,000; the app measured 38,597,376."
 
 
-@pytest.mark.parametrize(("name", "index"), [("02-rope", 0), ("02-rope", 2), ("13-induction-heads", 0),
-                                             ("13-induction-heads", 1), ("12-activation-patching", 0)])
+@pytest.mark.parametrize(("name", "index"), [("02-rope", 0), ("02-rope", 2), ("05-order-blind", 0),
+                                             ("13-induction-heads", 0), ("13-induction-heads", 1),
+                                             ("12-activation-patching", 0)])
 def test_a_lesson_page_quotes_the_numbers_the_window_quotes(qtbot, window, name, index):
     open_at(qtbot, window, name, index)
     lessons = window.lessons
