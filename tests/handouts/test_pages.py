@@ -97,3 +97,38 @@ def test_bad_export_requests_are_refused_in_one_line(tmp_path, capsys, arguments
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
     assert not (tmp_path / "page.html").exists()
+
+
+def test_a_view_exports_as_a_saved_session_left_it(tmp_path, capsys):
+    from core.presets import PRESETS
+
+    session = {"format": "transformer-explorer-session", "version": 1, "config": PRESETS["tiny-gpt"].to_dict(),
+               "seed": 0, "text": "To be", "panels": {"Positions": {"m": 13, "n": 11, "tab": "RoPE scrubber"}}}
+    path = tmp_path / "class.json"
+    path.write_text(json.dumps(session), encoding="utf-8")
+    out = tmp_path / "rope.html"
+    assert main(["export-html", "--panel", "Positions", "--session", str(path), "--out", str(out)]) == 0
+    text = out.read_text(encoding="utf-8")
+    assert f"rope score: {_rope_score_in_test(13, 11):.10f}" in text  # the offset alone counts: 5.9478093347 again
+    assert "sinusoidal score: 8.2543303859" in text  # the reading's additive score at (13, 11)
+    path.write_text(json.dumps({**session, "format": "something else"}), encoding="utf-8")
+    assert main(["export-html", "--panel", "Positions", "--session", str(path), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "is not a Transformer Explorer session file" in err and err.count("\n") == 1
+
+
+def test_check_lesson_refuses_a_malformed_prediction_naming_the_step_and_field(tmp_path, capsys):
+    lesson = {"title": "t", "steps": [
+        {"title": "s", "text": "x", "predict": "q?", "reveal": "r", "panel": "Positions",
+         "prediction": {"kind": "choice", "options": ["a", "b"], "answer": "c"}},
+        {"title": "s2", "text": "x", "predict": "q?", "reveal": "r",
+         "prediction": {"kind": "number", "answer": 3, "tolerance": -1}}]}
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(lesson), encoding="utf-8")
+    assert main(["check-lesson", str(path)]) == 2
+    assert capsys.readouterr().out.splitlines() == [
+        f"{path}: step 1: 'prediction': 'answer' 'c' is not one of its 'options'",
+        f"{path}: step 2: 'prediction': 'tolerance' must be a number of at least 0, not -1"]
+    assert main(["export-html", "--lesson", str(path), "--out", str(tmp_path / "page.html")]) == 2
+    assert "--lesson: step 1: 'prediction': 'answer' 'c' is not one of its 'options' (and 1 more" in \
+        capsys.readouterr().err
