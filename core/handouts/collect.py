@@ -27,7 +27,7 @@ from core.lessons import Lesson, LessonStep
 from core.presets import DEFAULT_PRESET, PRESETS
 
 # The panels a page draws, and the sub-tabs of each it draws (the others are named in the step's note).
-EXPORTABLE_PANELS = ("Tokens & masks", "Positions", "Parameters", "Causal lab", "Families")
+EXPORTABLE_PANELS = ("Tokens & masks", "Positions", "Parameters", "Generate", "Causal lab", "Families")
 COMPUTE_ERRORS = (StepProblem, ValueError, RuntimeError)  # the experiments' own errors subclass ValueError
 
 
@@ -71,6 +71,8 @@ def _figures(step: LessonStep, settings: Mapping[str, Any], values: Mapping[str,
         return StepFigures(note=f"This step's figures are drawn by {where}: open the lesson in Transformer Explorer "
                                 "to see them.")
     lab.model = models.model(lab.config, lab.seed)
+    if panel == "Generate":
+        return collect_views.generate_figures(settings, lab, lab.model)
     if panel == "Tokens & masks":
         edit = values.get("edit")
         if edit is not None:

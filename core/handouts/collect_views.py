@@ -195,6 +195,48 @@ def _encodings_figures(settings: Mapping[str, Any]) -> StepFigures:
                         "shortest_wavelength": float(data.wavelengths[0])})
 
 
+# ---- Generate ------------------------------------------------------------------------------------
+
+SAMPLING_DEFAULTS: dict[str, Any] = {"sub_tab": "Sampling", "temperature": 1.0, "top_k": 0, "top_p": 1.0, "seed": 0}
+BARS_SHOWN = 10  # the Sampling view's bars
+
+
+def generate_figures(settings: Mapping[str, Any], lab: Any, model: Any) -> StepFigures:
+    """The Sampling view: the next-token distribution after temperature, top-k and top-p, and one seeded draw."""
+    import torch
+
+    from core import sampling
+
+    settings = {**SAMPLING_DEFAULTS, **settings}
+    if settings["sub_tab"] != "Sampling":
+        return StepFigures(note=f"The {settings['sub_tab']} sub-tab of Generate is drawn in the app only.")
+    tokens = list(lab.tokens)
+    device = next(model.parameters()).device
+    with torch.no_grad():
+        logits = model(torch.tensor([tokens], device=device))[0, -1].float().cpu()  # (V,)
+    top_p = round(float(settings["top_p"]), 3)
+    result = sampling.next_token_sampling(logits, len(tokens) - 1, round(float(settings["temperature"]), 2),
+                                          settings["top_k"] or None, None if top_p >= 1 else top_p,
+                                          settings["seed"], 0)
+    kept = sampling.draw_order(torch.from_numpy(result.probabilities)).numpy()[:result.kept_count]  # (K,)
+    order = kept[:BARS_SHOWN] if len(kept) >= BARS_SHOWN else np.argsort(-result.model_probabilities)[:BARS_SHOWN]
+    labels = _labels(lab.tokenizer, order.tolist())
+    figure = lines("sampling_plot", "Next-token probabilities, most likely first", list(range(len(order))),
+                   {"after temperature and cut-offs": result.probabilities[order],
+                    "the model's own (T = 1)": result.model_probabilities[order]}, "rank", "probability")
+    drawn = _labels(lab.tokenizer, [result.token])[0]
+    vocab = lab.config.vocab_size
+    entropy = (f"Entropy of the distribution sampled from: {result.entropy_nats:.3f} nats = "
+               f"{result.entropy_bits:.3f} bits; the model's own (T = 1, no cut-offs): "
+               f"{result.model_entropy_nats:.3f} nats = {result.model_entropy_bits:.3f} bits. Kept "
+               f"{result.kept_count:,} of {vocab:,} tokens, which held {result.kept_mass:.3f} of the tempered "
+               "probability.")
+    ranked = ", ".join(f"{rank + 1}: '{label}'" for rank, label in enumerate(labels))
+    return StepFigures((figure,), {"entropy_label": entropy},
+                       {"top_token": labels[0], "drawn_token": drawn, "kept_count": result.kept_count,
+                        "entropy_nats": float(result.entropy_nats), "ranking": ranked})
+
+
 # ---- Parameters -----------------------------------------------------------------------------------
 
 def parameters_figures(settings: Mapping[str, Any], config: Any) -> StepFigures:
@@ -318,5 +360,6 @@ def families_figures(tab: str, result: Any, lab: Any) -> StepFigures:
                        {"idle_experts": int((load == 0).sum()), "active_parameters": result.active_parameters})
 
 
-__all__ = ["POSITIONS_DEFAULTS", "causal_lab_figures", "families_figures", "parameters_figures", "positions_figures",
+__all__ = ["POSITIONS_DEFAULTS", "causal_lab_figures", "families_figures", "generate_figures",
+           "parameters_figures", "positions_figures",
            "tokens_figures"]

@@ -101,7 +101,7 @@ def test_a_clicker_skips_when_nothing_is_chosen_and_a_number_is_graded_within_it
 
 @pytest.mark.parametrize(("name", "index"), [("02-rope", 0), ("02-rope", 2), ("05-order-blind", 0),
                                              ("13-induction-heads", 0), ("13-induction-heads", 1),
-                                             ("12-activation-patching", 0)])
+                                             ("12-activation-patching", 0), ("10-sampling-and-kv-cache", 1)])
 def test_a_lesson_page_quotes_the_numbers_the_window_quotes(qtbot, window, name, index):
     open_at(qtbot, window, name, index)
     lessons = window.lessons
