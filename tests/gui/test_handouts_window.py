@@ -1,6 +1,7 @@
-"""Checked predictions in the window: the reveal opens only after a prediction is committed or skipped (with the
-mouse or a clicker's one button), then the step says right or wrong beside the answer the app computed; and a lesson
-page quotes the numbers the window quotes for the same step."""
+"""Handouts in the window. Checked predictions: the reveal opens only after a prediction is committed or skipped (with
+the mouse or a clicker's one button), then the step says right or wrong beside the answer the app computed; a lesson
+page quotes the numbers the window quotes for the same step. File > Export lesson / view as web page: written on the
+compute worker, refused before anything is computed when the path cannot be written."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
 
 @pytest.fixture(scope="module")
 def window(qapp, request, tmp_path_factory):
-    yield from loaded_window(request, tmp_path_factory, "predictions")
+    yield from loaded_window(request, tmp_path_factory, "handouts")
 
 
 def path_of(name: str):
@@ -116,3 +117,59 @@ def test_a_lesson_page_quotes_the_numbers_the_window_quotes(qtbot, window, name,
         window_numbers = NUMBER.findall(widget_text(lessons.quotes.widgets[part]))
         page_numbers = NUMBER.findall(page[part])
         assert page_numbers and all(number in window_numbers for number in page_numbers), (part, page[part])
+
+
+@pytest.fixture
+def messages(window, monkeypatch):
+    said: list[str] = []
+    monkeypatch.setattr(window, "show_message", lambda title, text: said.append(text))
+    return said
+
+
+def test_the_file_menu_offers_both_exports(window):
+    texts = [action.text() for action in window.menuBar().actions()[0].menu().actions()]
+    assert "Export &lesson as web page..." in texts and "Export &view as web page..." in texts
+
+
+def test_a_lesson_page_is_written_off_the_gui_thread(qtbot, window, tmp_path, messages, monkeypatch):
+    import threading
+
+    from core.handouts import page
+
+    threads = []
+    real_write = page.write_page
+    monkeypatch.setattr(page, "write_page", lambda *args: (threads.append(threading.current_thread()),
+                                                           real_write(*args))[1])
+    lesson = load_lesson(next(path for path in bundled_lesson_paths() if path.stem == "13-induction-heads"))
+    out = tmp_path / "induction.html"
+    with qtbot.waitSignal(window.statusBar().messageChanged, timeout=TIMEOUT_MS,
+                          check_params_cb=lambda text: text.startswith("Wrote")):
+        assert window.handouts.export_lesson_to(lesson, str(out)) is not None
+    assert threads and threads[0] is not threading.main_thread()
+    text = out.read_text(encoding="utf-8")
+    assert all(step.title in text for step in lesson.steps) and messages == []
+
+
+def test_an_unwritable_path_is_refused_before_computing(window, tmp_path, messages, monkeypatch):
+    monkeypatch.setattr(window.compute, "submit", lambda *args, **kwargs: pytest.fail("computed"))
+    lesson = load_lesson(bundled_lesson_paths()[0])
+    assert window.handouts.export_lesson_to(lesson, str(tmp_path / "missing" / "page.html")) is None
+    assert window.handouts.export_view_to(window.panel("Positions"), str(tmp_path)) is None
+    assert messages == [f"The page cannot be written: the folder {tmp_path / 'missing'} does not exist.",
+                        f"The page cannot be written: {tmp_path} is a folder; give a file name ending in .html."]
+
+
+def test_the_positions_view_page_shows_the_window_score(qtbot, window, tmp_path, messages):
+    window.lessons.close_lesson()
+    panel = window.panel("Positions")
+    window.tabs.setCurrentWidget(panel)
+    panel.tabs.setCurrentWidget(panel.scrubber_view)  # the view on screen is the one exported
+    qtbot.waitUntil(lambda: panel.rope_score_label.text() != "", timeout=TIMEOUT_MS)
+    out = tmp_path / "positions.html"
+    with qtbot.waitSignal(window.statusBar().messageChanged, timeout=TIMEOUT_MS,
+                          check_params_cb=lambda text: text.startswith("Wrote")):
+        window.handouts.export_view_to(panel, str(out))
+    assert f"rope score: {panel.rope_score_label.text()}" in out.read_text(encoding="utf-8")
+    norms = window.panel("Norms")
+    assert not window.handouts._exportable(norms)
+    assert messages[-1].startswith("The Norms panel cannot be exported as a web page yet")
