@@ -16,7 +16,6 @@ from typing import Any
 
 import numpy as np
 
-SCHEMA = "https://vega.github.io/schema/vega-lite/v6.json"  # an identifier Vega-Lite reads; never fetched
 MAX_CELLS = 20_000  # a heatmap larger than this is thinned: a page stays well under its size bound
 FIGURE_WIDTH = 520
 FIGURE_HEIGHT = 300
@@ -70,7 +69,7 @@ def heatmap(part: str, title: str, values: np.ndarray, rows: Sequence[str], colu
     if scale != "linear":
         colour["scale"] = {"type": scale}
     spec = {
-        "$schema": SCHEMA, "title": title, "width": FIGURE_WIDTH, "height": FIGURE_HEIGHT,
+        "title": title, "width": FIGURE_WIDTH, "height": FIGURE_HEIGHT,
         "data": {"values": data},
         "transform": [{"calculate": f"{json.dumps(list(map(str, rows)), ensure_ascii=False)}[datum.r]", "as": "row"},
                       {"calculate": f"{json.dumps(list(map(str, columns)), ensure_ascii=False)}[datum.c]",
@@ -105,7 +104,7 @@ def lines(part: str, title: str, x: Sequence[float], series: Mapping[str, Sequen
         },
         "params": [{"name": "zoom", "select": "interval", "bind": "scales"}],
     }
-    spec: dict[str, Any] = {"$schema": SCHEMA, "title": title, "width": FIGURE_WIDTH, "height": FIGURE_HEIGHT,
+    spec: dict[str, Any] = {"title": title, "width": FIGURE_WIDTH, "height": FIGURE_HEIGHT,
                             "data": {"values": data}}
     if marker is None:
         spec.update(base)
@@ -131,7 +130,7 @@ def bars(part: str, title: str, labels: Sequence[str], values: Sequence[float], 
     """One bar per label, in the order given; hover for the value."""
     data = [{"i": i, "label": str(label), "v": _number(value)} for i, (label, value) in enumerate(zip(labels, values))]
     spec = {
-        "$schema": SCHEMA, "title": title, "width": FIGURE_WIDTH, "height": FIGURE_HEIGHT,
+        "title": title, "width": FIGURE_WIDTH, "height": FIGURE_HEIGHT,
         "data": {"values": data},
         "mark": {"type": "bar", "tooltip": True},
         "encoding": {

@@ -31,7 +31,8 @@
     }
     element.dataset.drawn = "pending";
     var spec = data.specs[element.dataset.spec];
-    window.vegaEmbed(element, spec, {actions: false, renderer: "svg"}).then(function () {
+    // mode: the specs carry no $schema URL, so that the page names no address at all
+    window.vegaEmbed(element, spec, {mode: "vega-lite", actions: false, renderer: "svg"}).then(function () {
       element.dataset.drawn = "yes";
     }).catch(function (error) {
       element.dataset.drawn = "failed";

@@ -12,6 +12,7 @@ import pytest
 from core.cli import main
 from core.handouts.page import MAX_PAGE_BYTES
 from core.lessons import load_lesson
+from resources import resource_path
 from tests.handouts.test_predictions import _rope_score_in_test
 
 NETWORK_REFERENCE = re.compile(r"""(?:\b(?:src|href|action|poster|data)\s*=\s*["']?\s*(?:https?:)?//)"""
@@ -26,9 +27,13 @@ def page_data(text: str) -> dict:
 def test_every_bundled_lesson_exports_offline_under_5_mb_with_every_step(exported_lessons):
     from core.lessons import bundled_lesson_paths
 
+    library = resource_path("handouts", "vega-bundle.js").read_text(encoding="utf-8")
     assert len(exported_lessons) == len(bundled_lesson_paths()) >= 16
     for stem, path in exported_lessons.items():
         text = path.read_text(encoding="utf-8")
+        assert text.count(library) == 1, stem  # the plotting library inlined whole, once
+        ours = text.replace(library, "")
+        assert "http://" not in ours and "https://" not in ours, stem  # no address outside the library's own code
         assert path.stat().st_size < MAX_PAGE_BYTES, stem
         assert not NETWORK_REFERENCE.search(text), (stem, NETWORK_REFERENCE.search(text))
         assert "<link" not in text and not re.search(r"<script[^>]*\bsrc=", text), stem
