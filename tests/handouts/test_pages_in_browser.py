@@ -124,5 +124,16 @@ def test_the_positions_view_page_shows_its_score_and_a_slider(browser, tmp_path,
     open_page(browser, out)
     assert "rope score: 5.9478093347" in browser.find_element(By.TAG_NAME, "body").text
     assert wait_drawn(browser, "figure-1-0") > 0 and wait_drawn(browser, "figure-1-1") > 0
-    assert len(browser.find_elements(By.CSS_SELECTOR, "input[type=range]")) == 2
+    sliders = browser.find_elements(By.CSS_SELECTOR, "input[type=range]")
+    assert len(sliders) == 2
+
+    def marked_points() -> list[str]:
+        return browser.execute_script("return [...document.querySelectorAll('#figure-1-0 .mark-symbol path')]"
+                                      ".map(e => e.getAttribute('transform'))")
+
+    before = marked_points()
+    browser.execute_script("arguments[0].value = 40; arguments[0].dispatchEvent(new Event('input'));", sliders[0])
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(browser, 10).until(lambda _: marked_points() != before)  # the marked m follows the slider
     assert_no_console_errors_nor_network(browser)
