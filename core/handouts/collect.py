@@ -7,11 +7,12 @@ A step whose panel a page cannot draw says so in its note; a step the window wou
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from core.config import ModelConfig
-from core.handouts import collect_views
+from core.handouts import collect_norms, collect_views
 from core.handouts.figures import StepFigures
 from core.lesson_runs import (
     COMPUTED_PANELS,
@@ -27,7 +28,8 @@ from core.lessons import Lesson, LessonStep
 from core.presets import DEFAULT_PRESET, PRESETS
 
 # The panels a page draws, and the sub-tabs of each it draws (the others are named in the step's note).
-EXPORTABLE_PANELS = ("Tokens & masks", "Positions", "Parameters", "Generate", "Causal lab", "Families")
+EXPORTABLE_PANELS = ("Architecture", "Tokens & masks", "Positions", "Norms", "Parameters", "Tensor shapes", "Train",
+                     "Generate", "Causal lab", "Families")
 COMPUTE_ERRORS = (StepProblem, ValueError, RuntimeError)  # the experiments' own errors subclass ValueError
 
 
@@ -62,6 +64,8 @@ def _figures(step: LessonStep, settings: Mapping[str, Any], values: Mapping[str,
     panel = step.panel
     if panel == "Positions":
         return collect_views.positions_figures(settings)
+    if panel == "Norms":
+        return collect_norms.norms_figures(settings, int(values.get("seed", 0)))
     default = PRESETS[DEFAULT_PRESET]
     lab = _lab_state(values, models, default, DEFAULT_TEXT)
     if panel == "Parameters":
@@ -99,10 +103,26 @@ def _walk(lesson: Lesson) -> Iterator[tuple[int, LessonStep, dict[str, Any], dic
         yield number, step, settings, values
 
 
+@contextmanager
+def _one_thread() -> Iterator[None]:
+    """torch on one thread while a page computes, then as it was. A page's experiments run tiny tensors (a 64-wide
+    stack, a few dozen tokens): a second intra-op thread gains nothing on them and, on a busy machine, waits for a
+    core at every operation (exporting the Norms lesson took 46 s on two threads at load 8, 18 s on one)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
 def _computed(step: LessonStep, settings: Mapping[str, Any], values: Mapping[str, Any],
               models: _Models) -> StepFigures:
     try:
-        return _figures(step, settings, values, models)
+        with _one_thread():
+            return _figures(step, settings, values, models)
     except COMPUTE_ERRORS as problem:
         return StepFigures(note=f"The window refuses this step: {problem}")
 
@@ -138,7 +158,8 @@ def view_figures(request: ViewRequest) -> StepFigures:
     settings = step_settings(step)
     try:
         models = _Models() if request.model is None else _GivenModel(request.model, request.tokenizer)
-        return _figures(step, settings, values, models)
+        with _one_thread():
+            return _figures(step, settings, values, models)
     except COMPUTE_ERRORS as problem:
         raise StepProblem(str(problem)) from None
 

@@ -27,7 +27,8 @@ class Figure:
 
     part: str
     title: str
-    spec: dict[str, Any]
+    spec: dict[str, Any]  # a Vega-Lite specification; {} for a table
+    table: tuple[tuple[str, ...], ...] = ()  # a table's header row, then its rows, as the view's cells read
 
 
 @dataclass(frozen=True)
@@ -143,4 +144,9 @@ def bars(part: str, title: str, labels: Sequence[str], values: Sequence[float], 
     return Figure(part, title, spec)
 
 
-__all__ = ["Figure", "StepFigures", "bars", "heatmap", "lines"]
+def table(part: str, title: str, header: Sequence[str], rows: Sequence[Sequence[Any]]) -> Figure:
+    """A table drawn as an HTML table: the view's cells as the view writes them (plain text)."""
+    return Figure(part, title, {}, (tuple(map(str, header)), *(tuple(map(str, row)) for row in rows)))
+
+
+__all__ = ["Figure", "StepFigures", "bars", "heatmap", "lines", "table"]

@@ -74,6 +74,10 @@ def _step_context(number: int, step: LessonStep, result: StepFigures, specs: dic
     ids = []
     for index, figure in enumerate([*shown, *covered]):
         figure_id = f"figure-{number}-{index}"
+        if figure.table:
+            ids.append({"id": figure_id, "part": figure.part, "title": figure.title, "header": figure.table[0],
+                        "rows": figure.table[1:]})
+            continue
         specs[figure_id] = figure.spec
         ids.append({"id": figure_id, "part": figure.part})
     prediction = step.prediction

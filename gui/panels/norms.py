@@ -38,15 +38,15 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gui import theme
-from gui.panels.base import Panel, Refusal, View
-from gui.panels.norms_captions import (
+from core.experiments.norms_captions import (
     describe_forward,
     describe_gradients,
     describe_parameter_gradients,
     describe_regime,
     fitted_change,
 )
+from gui import theme
+from gui.panels.base import Panel, Refusal, View
 from gui.widgets.flow_layout import FlowLayout, control_group
 from gui.widgets.legend import legend_below
 from gui.widgets.log_axis import log_ready_axes
