@@ -82,7 +82,8 @@ def _figures(step: LessonStep, settings: Mapping[str, Any], values: Mapping[str,
         if edit is not None:
             lab.base_tokens = _lab_state({key: v for key, v in values.items() if key != "edit"}, models, default,
                                          DEFAULT_TEXT).tokens
-        return collect_views.tokens_figures(settings, lab, lab.model, edit)
+        selection = {key: values.get(key, 0) for key in ("selected_layer", "selected_head")}  # the lab's layer, head
+        return collect_views.tokens_figures({**settings, **selection}, lab, lab.model, edit)
     result = COMPUTED_PANELS[panel](settings["tab"], settings, lab, lab.model)
     if panel == "Causal lab":
         return collect_views.causal_lab_figures(settings["tab"], result, lab)

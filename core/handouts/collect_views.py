@@ -36,7 +36,9 @@ def tokens_figures(settings: Mapping[str, Any], lab: Any, model: Any, edit: Mapp
 
     tab = settings.get("sub_tab", "Propagation")
     if tab != "Propagation":
-        return StepFigures(note=f"The {tab} sub-tab of Tokens & masks is drawn in the app only.")
+        from core.handouts.collect_tokens import tokens_view_figures
+
+        return tokens_view_figures(tab, settings, lab, model)
     tokens = list(lab.tokens)
     if edit is not None:
         base = list(lab.base_tokens)
