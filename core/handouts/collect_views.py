@@ -247,11 +247,13 @@ def parameters_figures(settings: Mapping[str, Any], config: Any) -> StepFigures:
     from core.presets import PRESETS
 
     settings = {**PARAMETERS_DEFAULTS, **settings}
-    if settings["tab"] != 0:
-        return StepFigures(note="This sub-tab of Parameters is drawn in the app only.")
     chosen = PRESETS[settings["model"]] if settings["model"] else config
     if "tied" in settings and chosen.tie_embeddings != settings["tied"]:
         chosen = chosen.replace(tie_embeddings=settings["tied"])
+    if settings["tab"] != 0:
+        from core.handouts.collect_parameters import parameters_view_figures
+
+        return parameters_view_figures(settings["tab"], settings, chosen, config)
     breakdown = parameter_breakdown(chosen)
     tied = parameter_breakdown(chosen.replace(tie_embeddings=True)).total
     untied = parameter_breakdown(chosen.replace(tie_embeddings=False)).total

@@ -88,7 +88,8 @@ def heatmap(part: str, title: str, values: np.ndarray, rows: Sequence[str], colu
 
 
 def lines(part: str, title: str, x: Sequence[float], series: Mapping[str, Sequence[float]], x_title: str,
-          y_title: str, scale: str = "linear", marker: Mapping[str, Any] | None = None) -> Figure:
+          y_title: str, scale: str = "linear", marker: Mapping[str, Any] | None = None,
+          x_scale: str = "linear") -> Figure:
     """One line per series against x; drag to pan, scroll to zoom, hover for values. `marker` adds a slider:
     {"name": "m", "label": "query position m", "value": 3} shows the point of each series at x = the slider."""
     data = [{"x": _number(xv), "y": _number(yv), "series": name}
@@ -97,7 +98,8 @@ def lines(part: str, title: str, x: Sequence[float], series: Mapping[str, Sequen
     base = {
         "mark": {"type": "line", "point": len(x) <= 64, "tooltip": True},
         "encoding": {
-            "x": {"field": "x", "type": "quantitative", "title": x_title},
+            "x": {"field": "x", "type": "quantitative", "title": x_title,
+                  **({"scale": {"type": x_scale}} if x_scale != "linear" else {})},
             "y": {"field": "y", "type": "quantitative", "title": y_title, "scale": y_scale},
             "color": {"field": "series", "type": "nominal", "title": None, "legend": {"orient": "bottom"}},
             "tooltip": _tooltip([("series", "nominal", "series"), ("x", "quantitative", x_title),
@@ -116,11 +118,11 @@ def lines(part: str, title: str, x: Sequence[float], series: Mapping[str, Sequen
         point = {
             "transform": [{"filter": f"datum.x == {marker['name']}"}],
             "mark": {"type": "point", "filled": True, "size": 140, "tooltip": True},
-            "encoding": {**base["encoding"], "x": {"field": "x", "type": "quantitative", "title": x_title}},
+            "encoding": {**base["encoding"], "x": base["encoding"]["x"]},
         }
         rule = {"transform": [{"filter": f"datum.x == {marker['name']}"}],
                 "mark": {"type": "rule", "strokeDash": [4, 4]},
-                "encoding": {"x": {"field": "x", "type": "quantitative"}}}
+                "encoding": {"x": base["encoding"]["x"]}}
         spec["params"] = [slider]
         spec["layer"] = [base, point, rule]
     return Figure(part, title, spec)
