@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.config import ModelConfig
-from core.handouts import collect_norms, collect_views
+from core.handouts import collect_architecture, collect_lab, collect_norms, collect_views
 from core.handouts.figures import StepFigures
 from core.lesson_runs import (
     COMPUTED_PANELS,
@@ -70,10 +70,22 @@ def _figures(step: LessonStep, settings: Mapping[str, Any], values: Mapping[str,
     lab = _lab_state(values, models, default, DEFAULT_TEXT)
     if panel == "Parameters":
         return collect_views.parameters_figures(settings, lab.config)
+    if panel == "Tensor shapes":
+        return collect_lab.shapes_figures(settings, lab.config)
+    if panel == "Train":
+        return collect_lab.train_figures()
     if panel not in EXPORTABLE_PANELS:
         where = f"the {panel} panel" if panel else "the app"
         return StepFigures(note=f"This step's figures are drawn by {where}: open the lesson in Transformer Explorer "
                                 "to see them.")
+    if panel == "Architecture":
+        try:
+            lab.model = models.model(lab.config, lab.seed)
+        except StepProblem as problem:  # the diagram needs no weights; following a token does
+            diagram = collect_architecture.diagram_figure(lab.config, len(lab.tokens))
+            return StepFigures((diagram,), {"config_label": collect_architecture.describe_config(lab.config)}, {},
+                               f"Following a token needs the model's weights: {problem}")
+        return collect_architecture.architecture_figures(settings, lab, lab.model)
     lab.model = models.model(lab.config, lab.seed)
     if panel == "Generate":
         return collect_views.generate_figures(settings, lab, lab.model)

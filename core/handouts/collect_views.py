@@ -210,8 +210,10 @@ def generate_figures(settings: Mapping[str, Any], lab: Any, model: Any) -> StepF
     from core import sampling
 
     settings = {**SAMPLING_DEFAULTS, **settings}
-    if settings["sub_tab"] != "Sampling":
-        return StepFigures(note=f"The {settings['sub_tab']} sub-tab of Generate is drawn in the app only.")
+    if settings["sub_tab"] == "KV cache":
+        from core.handouts.collect_lab import kv_cache_figures
+
+        return kv_cache_figures(settings, lab, model)
     tokens = list(lab.tokens)
     device = next(model.parameters()).device
     with torch.no_grad():

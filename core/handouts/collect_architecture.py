@@ -1,0 +1,147 @@
+"""The Architecture panel for a page: the block diagram laid out by core.diagram_layout (as the window's diagram
+is), drawn by Vega-Lite with each part's hover text, and the Follow one token view (core.experiments.follow_token)
+with its caption, table and lengths."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from core.diagram_layout import diagram_parts, format_count, format_shape
+from core.handouts.figures import Figure, StepFigures, bars, table
+from core.params import parameter_breakdown
+
+TOP_K = 5  # gui.panels.architecture
+ARCHITECTURE_NAMES = {"decoder": "decoder-only", "encoder": "encoder-only", "encoder-decoder": "encoder-decoder"}
+POSITIONAL_NAMES = {"none": "no positions", "sinusoidal": "sinusoidal positions", "learned": "learned positions",
+                    "rope": "RoPE", "alibi": "ALiBi"}
+LENS_HEADERS = {"next": f"top-{TOP_K} next-token guesses (logit lens)",
+                "here": f"top-{TOP_K} guesses for this position (logit lens)", "": "no lens: the encoder never meets the head"}
+PIXELS_PER_LINE = 14  # the diagram's unit is a line of text
+
+
+def describe_config(config: Any) -> str:
+    """The line over the diagram (gui.panels.architecture.describe_config, as plain text)."""
+    total = parameter_breakdown(config).total
+    depth = (f"{config.encoder_layers} + {config.decoder_layers} blocks" if config.architecture == "encoder-decoder"
+             else f"{config.n_layers} block{'s' * (config.n_layers != 1)}")
+    ffn = f"MoE top-{config.top_k} of {config.n_experts}" if config.is_moe else config.activation
+    ffn = "attention-only (no FFN)" if config.attention_only else f"{ffn} FFN"
+    return (f"{config.name}: {ARCHITECTURE_NAMES[config.architecture]}, {depth}, {config.norm_placement}-norm "
+            f"{config.norm}, {POSITIONAL_NAMES[config.positional]}, {ffn}, "
+            f"{'tied' if config.tie_embeddings else 'untied'} head; {format_count(total)} parameters")
+
+
+def diagram_figure(config: Any, seq_len: int) -> Figure:
+    """Boxes, arrows and labels at the layout's coordinates; hovering a box shows what the window's hover shows."""
+    diagram = diagram_parts(config, seq_len)
+    sizes = f"B = 1, T = {seq_len}" if seq_len > 0 else "B = 1 and T tokens"
+    boxes = [{"x": part.rect[0], "x2": part.rect[0] + part.rect[2], "y": part.rect[1], "y2": part.rect[1] + part.rect[3],
+              "cx": part.rect[0] + part.rect[2] / 2, "cy": part.rect[1] + part.rect[3] / 2, "label": part.label,
+              "what": part.explanation, "parameters": f"{part.parameters:,}",
+              "shape": f"{format_shape(part.shape)} for {sizes}", "panel": part.panel}
+             for part in diagram.parts if part.rect[2] > 0 and part.rect[3] > 0]
+    links = [{"link": index, "order": order, "x": x, "y": y}
+             for index, link in enumerate(diagram.links) for order, (x, y) in enumerate(link.points)]
+    x_scale = {"domain": [0, diagram.width], "nice": False, "zero": False}
+    y_scale = {"domain": [0, diagram.height], "reverse": True, "nice": False, "zero": False}
+    axis_free = {"axis": None}
+    spec = {
+        "title": "The model as a block diagram (hover a box)",
+        "width": round(diagram.width * PIXELS_PER_LINE), "height": round(diagram.height * PIXELS_PER_LINE),
+        "layer": [
+            {"data": {"values": links}, "mark": {"type": "line", "color": "#777777"},
+             "encoding": {"x": {"field": "x", "type": "quantitative", "scale": x_scale, **axis_free},
+                          "y": {"field": "y", "type": "quantitative", "scale": y_scale, **axis_free},
+                          "detail": {"field": "link"}, "order": {"field": "order"}}},
+            {"data": {"values": boxes}, "mark": {"type": "rect", "fill": "#e8eef7", "stroke": "#44546a",
+                                                 "cornerRadius": 3, "tooltip": True},
+             "encoding": {"x": {"field": "x", "type": "quantitative", "scale": x_scale, **axis_free}, "x2": {"field": "x2"},
+                          "y": {"field": "y", "type": "quantitative", "scale": y_scale, **axis_free}, "y2": {"field": "y2"},
+                          "tooltip": [{"field": "label", "title": "part"}, {"field": "what", "title": "what it does"},
+                                      {"field": "parameters", "title": "parameters"},
+                                      {"field": "shape", "title": "output shape"},
+                                      {"field": "panel", "title": "studied in"}]}},
+            {"data": {"values": boxes}, "mark": {"type": "text", "fontSize": 11},
+             "encoding": {"x": {"field": "cx", "type": "quantitative", "scale": x_scale, **axis_free},
+                          "y": {"field": "cy", "type": "quantitative", "scale": y_scale, **axis_free},
+                          "text": {"field": "label"}}},
+        ],
+    }
+    return Figure("view", "The model as a block diagram", spec)
+
+
+def architecture_figures(settings: Mapping[str, Any], lab: Any, model: Any) -> StepFigures:
+    """The diagram of the lab's model at its text's length, and the followed token's stages."""
+    from core.experiments.follow_token import follow_token
+
+    config, tokens = lab.config, list(lab.tokens)
+    figures: list[Figure] = [diagram_figure(config, len(tokens))]
+    quotes = {"config_label": describe_config(config)}
+    if not tokens:
+        return StepFigures(tuple(figures), quotes, {}, "Type some text to follow one of its tokens.")
+    chosen = settings.get("follow_position")
+    position = max(0, len(tokens) - 2) if chosen is None else min(int(chosen), len(tokens) - 1)
+    tower = settings.get("follow_tower", "decoder") if config.architecture == "encoder-decoder" else "decoder"
+    tokenizer = lab.tokenizer if getattr(lab.tokenizer, "vocab_size", config.vocab_size) == config.vocab_size else None
+    result = follow_token(model, tokens, position, tokenizer, k=TOP_K, tower=tower)
+    ids_only = tokenizer is None
+    prefix = "id " if ids_only else ""
+    rows = []
+    for row in range(result.n_stages):
+        guesses = "  │  ".join(f"{prefix}{label} {prob:.0%}" if prob >= 0.01 else f"{prefix}{label} <1%"
+                               for label, prob in zip(result.top_labels[row], result.top_probs[row]))
+        rows.append((result.stage_labels[row], f"{result.norms[row]:.2f}", f"{result.update_norms[row]:.2f}",
+                     guesses if result.has_lens else "—", _reads(result, row, ids_only)))
+    figures.append(table("table", f"Token {position} through the model, stage by stage",
+                         ("stage", "‖x‖", "‖update‖", LENS_HEADERS[result.predicts], "reads / routes to"), rows))
+    stages = list(result.stage_labels)
+    figures.append(bars("norm_plot", "‖x‖ after each stage", stages, result.norms, "stage", "length"))
+    figures.append(bars("norm_plot", "‖update‖ each stage added", stages, result.update_norms, "stage", "length"))
+    quotes["follow_caption"] = _caption(result, ids_only)
+    values = {"last_stage_top_guess": result.top_labels[-1][0] if result.has_lens else "",
+              "final_norm": float(result.norms[-1])}
+    return StepFigures(tuple(figures), quotes, values)
+
+
+def _reads(result: Any, stage: int, ids_only: bool) -> str:
+    prefix = "id " if ids_only else ""
+    experts = result.experts(stage)
+    if experts:
+        return "experts " + ", ".join(f"{expert} {weight:.0%}" for expert, weight in experts)
+    reads = result.reads(stage)
+    if not reads:
+        return ""
+    where = "source " if result.stage_kinds[stage] == "cross-attention" else ""
+    return where + "  ".join(f"{position}:{prefix}{label} {weight:.0%}" for position, label, weight in reads)
+
+
+def _caption(result: Any, ids_only: bool) -> str:
+    """The caption over the table (gui.panels.architecture.follow_caption, as plain text)."""
+    def named(label: str) -> str:
+        return f"id {label}" if ids_only else f"'{label}'"
+
+    name = result.model_name
+    if result.tower == "encoder":
+        return (f"Source token {result.position} {named(result.token_label)} through {name}'s encoder: its last "
+                "vector is one row of the memory that every decoder block's cross-attention reads. The encoder's "
+                "vectors never reach the head, so its stages have no logit lens.")
+    top = f"{named(result.top_labels[-1][0])} ({result.top_probs[-1][0]:.0%})"
+    if result.predicts == "here":
+        what = (f"Token {result.position} {named(result.token_label)} of an encoder: it attends both ways, and its "
+                "masked-LM head scores which token belongs at this position (filling in a blank), not what comes "
+                f"next; {name} puts {top} first here.")
+    else:
+        following = (f"the text continues with {named(result.next_token_label)}"
+                     if result.next_token_label is not None else "the last token (the text has no next one)")
+        what = f"Token {result.position} {named(result.token_label)}: {following}; {name} predicts {top}."
+    if result.architecture == "encoder-decoder":
+        what += (f" Its encoder read a source of {len(result.source_labels)} tokens (here the same text); the "
+                 "cross-attention rows say which source tokens this token read.")
+    transform = ", the head transform" if "head-transform" in result.stage_kinds else ""
+    norm = "the final norm" if "final-norm" in result.stage_kinds else "no final norm"
+    post = " Post-norm: each stage includes its norm." if result.placement == "post" else ""
+    return what + f" Each row reads the vector after a stage through {norm}{transform} and the head (a logit lens)." + post
+
+
+__all__ = ["architecture_figures", "describe_config", "diagram_figure"]
