@@ -30,6 +30,7 @@ from core.presets import DEFAULT_PRESET, PRESETS
 # The panels a page draws, and the sub-tabs of each it draws (the others are named in the step's note).
 EXPORTABLE_PANELS = ("Architecture", "Tokens & masks", "Positions", "Norms", "Parameters", "Tensor shapes", "Train",
                      "Generate", "Causal lab", "Families")
+BEFORE = "_before"  # a step's values: the lab state before the text's last change (what the Families view compares)
 COMPUTE_ERRORS = (StepProblem, ValueError, RuntimeError)  # the experiments' own errors subclass ValueError
 
 
@@ -99,7 +100,24 @@ def _figures(step: LessonStep, settings: Mapping[str, Any], values: Mapping[str,
     result = COMPUTED_PANELS[panel](settings["tab"], settings, lab, lab.model)
     if panel == "Causal lab":
         return collect_views.causal_lab_figures(settings["tab"], result, lab)
-    return collect_views.families_figures(settings["tab"], result, lab)
+    lab.base_tokens = _tokens_before(values, lab, models)
+    return collect_views.families_figures(settings["tab"], result, lab, settings)
+
+
+def _tokens_before(values: Mapping[str, Any], lab: Any, models: _Models) -> list[int] | None:
+    """The lab's tokens before their last change when that change kept their number and tokenizer (the step's edit of
+    one token, or a retyped character between steps), as gui.panels.families.common.EditHistory keeps them; None
+    when there is no such change."""
+    default = PRESETS[DEFAULT_PRESET]
+    if values.get("edit") is not None:
+        return _lab_state({key: v for key, v in values.items() if key not in ("edit", BEFORE)}, models, default,
+                          DEFAULT_TEXT).tokens
+    before = values.get(BEFORE)
+    if before is None:
+        return None
+    earlier = _lab_state(before, models, default, DEFAULT_TEXT)
+    same_reading = earlier.config == lab.config and len(earlier.tokens) == len(lab.tokens)
+    return earlier.tokens if same_reading and earlier.tokens != lab.tokens else None
 
 
 def _walk(lesson: Lesson) -> Iterator[tuple[int, LessonStep, dict[str, Any], dict[str, Any]]]:
@@ -107,7 +125,14 @@ def _walk(lesson: Lesson) -> Iterator[tuple[int, LessonStep, dict[str, Any], dic
     from the previous step on the same panel, as the window's panel keeps them (the Causal lab and Families go
     back to their defaults, core.lesson_runs.PANEL_DEFAULTS)."""
     carried: dict[str, dict[str, Any]] = {}
+    reading, previous, before = None, None, None
     for number, step, values in step_states(lesson):
+        now = repr([values.get(key) for key in ("preset", "config", "text", "edit")])
+        if previous is not None and now != reading:
+            before = previous  # the lab state before the text's last change
+        reading, previous = now, dict(values)
+        if before is not None:
+            values = {**values, BEFORE: before}
         if step.panel in PANEL_DEFAULTS:
             settings = step_settings(step)
         else:

@@ -24,6 +24,19 @@ def format_share(share: float) -> str:
     return f"{share:.1%}"
 
 
+def meta_count(configs: tuple[Any, ...]) -> str:
+    """The instantiated count against the formula's total (gui.panels.parameters.count), as plain text."""
+    from core.params import instantiated_parameter_count, parameter_breakdown
+
+    parts = []
+    for config in dict.fromkeys(configs):
+        counted, formula = instantiated_parameter_count(config), parameter_breakdown(config).total
+        difference = "" if counted == formula else f" (by {counted - formula:+,})"
+        name = f"{config.name}: " if len(set(configs)) > 1 else ""
+        parts.append(f"{name}{counted:,}  {'✓ agrees' if counted == formula else '✗ differs'}{difference}")
+    return "Instantiated on the meta device: " + ";  ".join(parts)
+
+
 def parameters_view_figures(tab: int, settings: Mapping[str, Any], shown: Any, current: Any) -> StepFigures:
     """Sub-tab `tab` (1 Compare two, 2 Width sweep, 3 Budgets) for the picked model `shown` (tying applied)."""
     if tab == 1:
@@ -66,7 +79,7 @@ def _compare(settings: Mapping[str, Any], current: Any) -> StepFigures:
     values = {"left_total": comparison.a.total_params, "right_total": comparison.b.total_params,
               "left_embedding_share_percent": 100.0 * comparison.a.embedding_share,
               "right_embedding_share_percent": 100.0 * comparison.b.embedding_share}
-    return StepFigures(tuple(figures), {}, values)
+    return StepFigures(tuple(figures), {"compare_agree_label": meta_count(tuple(configs))}, values)
 
 
 def sweep_widths(config: Any) -> list[int]:

@@ -136,7 +136,17 @@ def positions_figures(settings: Mapping[str, Any]) -> StepFigures:
     row = lines("row_plot", f"Score against the key position n, query at m = {m}", list(index),
                 {"RoPE": rope[m], "sinusoidal": sinusoidal[m]}, "key position n", "score",
                 marker={"name": "n", "label": "key position n", "value": n})
-    return StepFigures((trace, row), quotes, values)
+    q_norms = positions.rope_norms(pair.q, index, base, scale)
+    k_norms = positions.rope_norms(pair.k, index, base, scale)
+    norm_plot = lines("norm_plot", "Lengths ‖R(m)q‖ and ‖R(n)k‖ against the position", list(index),
+                      {"‖R(m)q‖": q_norms.norms, "‖R(n)k‖": k_norms.norms}, "position", "length")
+    q_drift = float(np.abs(q_norms.norms - q_norms.original_norm).max())
+    k_drift = float(np.abs(k_norms.norms - k_norms.original_norm).max())
+    quotes["norm_label"] = (f"‖q‖ = {q_norms.original_norm:.10f}, ‖k‖ = {k_norms.original_norm:.10f}; largest change "
+                            f"over m = 0..{count - 1}: {_difference(q_drift)} and {_difference(k_drift)} (rotations "
+                            "keep lengths)")
+    values["norm_drift"] = max(q_drift, k_drift)
+    return StepFigures((trace, row, norm_plot), quotes, values)
 
 
 def _difference(value: float) -> str:
@@ -236,9 +246,23 @@ def generate_figures(settings: Mapping[str, Any], lab: Any, model: Any) -> StepF
                f"{result.kept_count:,} of {vocab:,} tokens, which held {result.kept_mass:.3f} of the tempered "
                "probability.")
     ranked = ", ".join(f"{rank + 1}: '{label}'" for rank, label in enumerate(labels))
-    return StepFigures((figure,), {"entropy_label": entropy},
+    # The draw as the window words it: the drawn token's rank in the draw's order, the cut tokens after the kept
+    cut = np.nonzero(~result.kept)[0]  # (V - K,)
+    cut = cut[np.lexsort((cut, -logits.numpy()[cut]))]  # (V - K,) the model's order, ties by id
+    rank = int(np.nonzero(np.concatenate([kept, cut]) == result.token)[0][0])
+    passed = ("the running total first passes u at its bar" if rank < BARS_SHOWN
+              else f"the running total passes u below the {BARS_SHOWN} bars shown")
+    draw = (f"Seed {settings['seed']}, draw 0: u = {result.uniform:.6f} lands on '{drawn}' (rank {rank + 1}, p = "
+            f"{_probability(float(result.probabilities[result.token]))} after the cut-offs, "
+            f"{_probability(float(result.model_probabilities[result.token]))} in the model's own distribution): "
+            f"{passed}.")
+    return StepFigures((figure,), {"entropy_label": entropy, "draw_label": draw},
                        {"top_token": labels[0], "drawn_token": drawn, "kept_count": result.kept_count,
                         "entropy_nats": float(result.entropy_nats), "ranking": ranked})
+
+
+def _probability(p: float) -> str:
+    return f"{p:.3f}" if p >= 1e-3 or p == 0 else f"{p:.1e}"
 
 
 # ---- Parameters -----------------------------------------------------------------------------------
@@ -272,6 +296,17 @@ def parameters_figures(settings: Mapping[str, Any], config: Any) -> StepFigures:
     quotes = {"total_label": f"{chosen.name}: {breakdown.total:,} parameters by formula", "tied_label": tying,
               "block_label": (f"One block: {block.total:,} = attention {block.attention:,} + FFN {block.ffn:,} + "
                               f"norms {block.norms:,}; the FFN holds {block.ffn_share:.0%} of it.")}
+    from core.handouts.collect_parameters import format_share, meta_count
+
+    quotes["agree_label"] = meta_count((chosen,))
+    if chosen.is_moe:
+        from core.display import short_count
+
+        quotes["moe_label"] = (f"Mixture of experts: {short_count(breakdown.total)} parameters in total, "
+                               f"{short_count(breakdown.active)} active per token "
+                               f"({format_share(breakdown.active / breakdown.total)}): each token reaches "
+                               f"{chosen.top_k} of the {chosen.n_experts} experts in a block, but all must sit in "
+                               "memory.")
     larger = "FFN" if block.ffn > block.attention else "attention"
     values = {"total": breakdown.total, "untied_extra": untied - tied, "block_total": block.total,
               "largest_block_part": larger, "embedding_share_percent": 100.0 * breakdown.embedding_share,
@@ -344,13 +379,54 @@ def causal_lab_figures(tab: str, result: Any, lab: Any) -> StepFigures:
     return StepFigures((figure,), {}, {"attribution_total": float(result.total)})
 
 
-def families_figures(tab: str, result: Any, lab: Any) -> StepFigures:
+def _fill_verdict(lab: Any, blank: int, top_k: int) -> str:
+    """The Fill in the blank view's verdict (gui.panels.families.fill_blank): the encoder against the reference
+    decoder before and after the lab's last edit of one token, or what to do when there is none."""
+    from core.experiments import fill_mask as fm
+    from core.model import SequenceError
+
+    mask_id = fm.mask_id_of(lab.tokenizer)
+    before = getattr(lab, "base_tokens", None)
+    decoder = decoder_tokenizer = decoder_ids = None
+    decoder_note, reading_now = "", None
+    if blank == 0:
+        decoder_note = "the blank is the first token: a decoder has no earlier position to predict it from"
+    else:
+        try:
+            reference = fm.reference_decoder()
+            decoder, decoder_tokenizer = reference.model, reference.tokenizer
+            decoder_ids = fm.decoder_tokens(lab.tokens, lab.tokenizer, decoder_tokenizer, mask_id)
+            reading_now = fm.blank_reading(decoder, decoder_ids, blank - 1, top_k, decoder_tokenizer)
+        except (fm.FillMaskError, SequenceError) as error:
+            decoder, decoder_note = None, str(error)
+    if before is not None and len(before) == len(lab.tokens):
+        try:
+            decoder_before = (fm.decoder_tokens(before, lab.tokenizer, decoder_tokenizer, mask_id)
+                              if decoder is not None else None)
+            return fm.blank_edit(lab.model, before, lab.tokens, blank, mask_id, top_k, decoder, decoder_before,
+                                 decoder_ids, fm.REFERENCE_DECODER, lab.tokenizer, decoder_tokenizer,
+                                 decoder_note).verdict
+        except (fm.FillMaskError, SequenceError) as error:
+            return f"No comparison of before and after: {error}."
+    name = fm.REFERENCE_DECODER
+    reading = (f"{name} reads each blank as a space and predicts the blank at position {blank} from the left only "
+               "(its logits at the token before the blank)." if reading_now is not None
+               else f"No decoder half: {decoder_note}.")
+    return (f"No edit around this blank yet. Replace one token after it (click its chip, pick another above): the "
+            f"encoder's prediction here moves, {name}'s stays bitwise the same. Then replace one before it: both "
+            f"move. {reading}")
+
+
+def families_figures(tab: str, result: Any, lab: Any, settings: Mapping[str, Any]) -> StepFigures:
     """The Families views: fill in the blank, cross-attention, the router."""
     if tab == "Fill in the blank":
-        labels, probabilities = list(result.top_labels[0]), result.top_probabilities[0]
+        index = min(int(settings.get("blank", 1)), len(result.blanks)) - 1
+        labels, probabilities = list(result.top_labels[index]), result.top_probabilities[index]
         figure = bars("fill_plot", "The encoder's most likely tokens at the blank", labels, probabilities, "token",
                       "probability")
-        return StepFigures((figure,), {}, {"top_token": labels[0], "top_probability": float(probabilities[0])})
+        verdict = _fill_verdict(lab, result.blanks[index], int(settings.get("top_k", 5)))
+        return StepFigures((figure,), {"fill_verdict": verdict},
+                           {"top_token": labels[0], "top_probability": float(probabilities[0])})
     if tab == "Cross-attention":
         output = "".join(lab.tokenizer.decode([token]) for token in result.output)
         mean = result.cross_attention.mean(axis=(0, 1))  # (N, S)
@@ -358,11 +434,19 @@ def families_figures(tab: str, result: Any, lab: Any) -> StepFigures:
         figure = heatmap("cross_map", "Cross-attention, mean over layers and heads", mean, list(result.input_labels),
                          source_labels, "decoder step", "source token", "weight")
         return StepFigures((figure,), {"cross_output": output}, {"output": output})
-    load = result.load[0]
-    figure = bars("load_plot", "Tokens each expert received (layer 0)", [f"expert {e}" for e in range(len(load))],
-                  load, "expert", "tokens")
-    active = f"{result.active_parameters:,} of {result.total_parameters:,} parameters active per token"
-    return StepFigures((figure,), {"active_label": active},
+    layer = min(int(settings.get("router_layer", 0)), result.n_layers - 1)
+    load = result.load[layer]
+    figure = bars("load_plot", f"Tokens each expert received (layer {layer})",
+                  [f"expert {e}" for e in range(len(load))], load, "expert", "tokens")
+    agrees = "the same as" if result.instantiated_parameters == result.total_parameters else "BUT the model itself holds"
+    active = (f"{lab.config.name}: {result.total_parameters:,} parameters by formula ({agrees} "
+              f"{result.instantiated_parameters:,} counted on the model). One token uses {result.active_parameters:,} "
+              f"of them, {result.active_share:.1%}: in each of {result.n_layers} layers only its {result.top_k} "
+              f"chosen experts of {result.n_experts} run, {result.expert_parameters:,} parameters each.")
+    summary = "Tokens per expert: " + "; ".join(
+        f"layer {layer} " + ", ".join(f"E{e} {n}" for e, n in enumerate(result.load[layer]))
+        for layer in range(result.n_layers)) + f" (evenly spread: {result.balanced_load:g} each)."
+    return StepFigures((figure,), {"active_label": active, "load_summary": summary},
                        {"idle_experts": int((load == 0).sum()), "active_parameters": result.active_parameters})
 
 
