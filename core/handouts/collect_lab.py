@@ -16,8 +16,8 @@ from core.handouts.figures import StepFigures, bars, lines, table
 
 DEFAULT_DECODE_STEPS = 8  # gui.panels.generate.kv_cache
 SHAPES_DEFAULTS = {"batch": 1, "seq": 128, "source_seq": 128}  # gui.panels.shapes: B, T and S as they start
-TRAIN_NOTE = ("Training happens in the app: this step's curves are those of a run the student starts in Transformer "
-              "Explorer (Train panel), which a page cannot run.")
+TRAIN_NOTE = ("Training happens in the app: the Train panel draws the curves of a run started in Transformer Explorer, "
+              "which a page cannot run.")
 
 
 def format_change(value: float, exact: bool) -> str:

@@ -93,7 +93,7 @@ def test_an_unwritable_output_is_refused_before_anything_is_computed(tmp_path, c
 
 
 @pytest.mark.parametrize(("arguments", "message"), [
-    (["--panel", "Norms"], "--panel: 'Norms' cannot be exported; use one of"),
+    (["--panel", "Nonesuch"], "--panel: 'Nonesuch' cannot be exported; use one of Architecture, Tokens"),
     (["--lesson", "missing.json"], "--lesson: missing.json does not exist"),
     (["--lesson", "resources/lessons/02-rope.json", "--session", "s.json"], "--session goes with --panel"),
 ])
