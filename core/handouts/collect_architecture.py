@@ -41,6 +41,7 @@ def diagram_figure(config: Any, seq_len: int) -> Figure:
               "what": part.explanation, "parameters": f"{part.parameters:,}",
               "shape": f"{format_shape(part.shape)} for {sizes}", "panel": part.panel}
              for part in diagram.parts if part.rect[2] > 0 and part.rect[3] > 0]
+    boxes.sort(key=lambda box: -(box["x2"] - box["x"]) * (box["y2"] - box["y"]))  # a block under the parts inside it
     links = [{"link": index, "order": order, "x": x, "y": y}
              for index, link in enumerate(diagram.links) for order, (x, y) in enumerate(link.points)]
     x_scale = {"domain": [0, diagram.width], "nice": False, "zero": False}
@@ -50,10 +51,6 @@ def diagram_figure(config: Any, seq_len: int) -> Figure:
         "title": "The model as a block diagram (hover a box)",
         "width": round(diagram.width * PIXELS_PER_LINE), "height": round(diagram.height * PIXELS_PER_LINE),
         "layer": [
-            {"data": {"values": links}, "mark": {"type": "line", "color": "#777777"},
-             "encoding": {"x": {"field": "x", "type": "quantitative", "scale": x_scale, **axis_free},
-                          "y": {"field": "y", "type": "quantitative", "scale": y_scale, **axis_free},
-                          "detail": {"field": "link"}, "order": {"field": "order"}}},
             {"data": {"values": boxes}, "mark": {"type": "rect", "fill": "#e8eef7", "stroke": "#44546a",
                                                  "cornerRadius": 3, "tooltip": True},
              "encoding": {"x": {"field": "x", "type": "quantitative", "scale": x_scale, **axis_free}, "x2": {"field": "x2"},
@@ -62,6 +59,11 @@ def diagram_figure(config: Any, seq_len: int) -> Figure:
                                       {"field": "parameters", "title": "parameters"},
                                       {"field": "shape", "title": "output shape"},
                                       {"field": "panel", "title": "studied in"}]}},
+            # the stream runs through each block: drawn over the boxes
+            {"data": {"values": links}, "mark": {"type": "line", "color": "#777777"},
+             "encoding": {"x": {"field": "x", "type": "quantitative", "scale": x_scale, **axis_free},
+                          "y": {"field": "y", "type": "quantitative", "scale": y_scale, **axis_free},
+                          "detail": {"field": "link"}, "order": {"field": "order"}}},
             {"data": {"values": boxes}, "mark": {"type": "text", "fontSize": 11},
              "encoding": {"x": {"field": "cx", "type": "quantitative", "scale": x_scale, **axis_free},
                           "y": {"field": "cy", "type": "quantitative", "scale": y_scale, **axis_free},

@@ -137,3 +137,17 @@ def test_the_positions_view_page_shows_its_score_and_a_slider(browser, tmp_path,
 
     WebDriverWait(browser, 10).until(lambda _: marked_points() != before)  # the marked m follows the slider
     assert_no_console_errors_nor_network(browser)
+
+
+def test_the_architecture_page_draws_its_diagram_and_tables(browser, tmp_path, capsys):
+    from selenium.webdriver.common.by import By
+
+    out = tmp_path / "architecture.html"
+    assert main(["export-html", "--panel", "Architecture", "--out", str(out)]) == 0
+    capsys.readouterr()
+    open_page(browser, out)
+    assert wait_drawn(browser, "figure-1-0") >= 10  # the diagram: a box per part, a line per arrow
+    rows = browser.find_elements(By.CSS_SELECTOR, "#figure-1-1 tbody tr")  # Follow one token: a row per stage
+    assert len(rows) >= 4 and all(row.is_displayed() for row in rows)
+    assert "‖x‖" in browser.find_element(By.CSS_SELECTOR, "#figure-1-1 thead").text
+    assert_no_console_errors_nor_network(browser)
