@@ -102,7 +102,10 @@ def test_a_clicker_skips_when_nothing_is_chosen_and_a_number_is_graded_within_it
 
 @pytest.mark.parametrize(("name", "index"), [("02-rope", 0), ("02-rope", 2), ("05-order-blind", 0),
                                              ("13-induction-heads", 0), ("13-induction-heads", 1),
-                                             ("12-activation-patching", 0), ("10-sampling-and-kv-cache", 1)])
+                                             ("12-activation-patching", 0), ("10-sampling-and-kv-cache", 1),
+                                             ("04-pre-post-norm", 1), ("09-one-head", 1), ("09-one-head", 6),
+                                             ("10-sampling-and-kv-cache", 5), ("03-counting-parameters", 3),
+                                             ("14-encoder-versus-decoder", 1), ("16-experts", 1)])
 def test_a_lesson_page_quotes_the_numbers_the_window_quotes(qtbot, window, name, index):
     open_at(qtbot, window, name, index)
     lessons = window.lessons
@@ -117,6 +120,16 @@ def test_a_lesson_page_quotes_the_numbers_the_window_quotes(qtbot, window, name,
         window_numbers = NUMBER.findall(widget_text(lessons.quotes.widgets[part]))
         page_numbers = NUMBER.findall(page[part])
         assert page_numbers and all(number in window_numbers for number in page_numbers), (part, page[part])
+
+
+def test_a_lesson_page_tables_the_cells_the_window_tables(qtbot, window):
+    open_at(qtbot, window, "07-the-block", 0)
+    table = window.current_panel().table
+    cells = [[table.item(row, column).text() for column in range(table.columnCount())]
+             for row in range(table.rowCount())]
+    page = step_figures(load_lesson(path_of("07-the-block")), 1).figures
+    shapes = next(figure for figure in page if figure.part == "table")
+    assert cells and [list(row) for row in shapes.table[1:]] == cells
 
 
 @pytest.fixture
