@@ -29,7 +29,8 @@ def describe_forward(pre, post) -> str:
     if abs(level - root_d) < 0.01 * root_d and spread < 0.01 * root_d:
         post_text = f"post-norm stays at √d = {root_d:.2f} after every block"
     else:
-        post_text = f"post-norm stays between {after_blocks.min():.2f} and {after_blocks.max():.2f} after the first block"
+        post_text = (f"post-norm stays between {after_blocks.min():.2f} and {after_blocks.max():.2f} after the first "
+                     "block")
     return (f"Stream: pre-norm {verb} {_ratio_text(growth)} over {depth} block{'s' * (depth != 1)} "
             f"({pre.forward_norms[0]:.2f} → {pre.forward_norms[-1]:.2f}); {post_text}.")
 

@@ -16,7 +16,8 @@ ARCHITECTURE_NAMES = {"decoder": "decoder-only", "encoder": "encoder-only", "enc
 POSITIONAL_NAMES = {"none": "no positions", "sinusoidal": "sinusoidal positions", "learned": "learned positions",
                     "rope": "RoPE", "alibi": "ALiBi"}
 LENS_HEADERS = {"next": f"top-{TOP_K} next-token guesses (logit lens)",
-                "here": f"top-{TOP_K} guesses for this position (logit lens)", "": "no lens: the encoder never meets the head"}
+                "here": f"top-{TOP_K} guesses for this position (logit lens)",
+                "": "no lens: the encoder never meets the head"}
 PIXELS_PER_LINE = 14  # the diagram's unit is a line of text
 
 
@@ -36,7 +37,8 @@ def diagram_figure(config: Any, seq_len: int) -> Figure:
     """Boxes, arrows and labels at the layout's coordinates; hovering a box shows what the window's hover shows."""
     diagram = diagram_parts(config, seq_len)
     sizes = f"B = 1, T = {seq_len}" if seq_len > 0 else "B = 1 and T tokens"
-    boxes = [{"x": part.rect[0], "x2": part.rect[0] + part.rect[2], "y": part.rect[1], "y2": part.rect[1] + part.rect[3],
+    boxes = [{"x": part.rect[0], "x2": part.rect[0] + part.rect[2],
+              "y": part.rect[1], "y2": part.rect[1] + part.rect[3],
               "cx": part.rect[0] + part.rect[2] / 2, "cy": part.rect[1] + part.rect[3] / 2, "label": part.label,
               "what": part.explanation, "parameters": f"{part.parameters:,}",
               "shape": f"{format_shape(part.shape)} for {sizes}", "panel": part.panel}
@@ -53,8 +55,10 @@ def diagram_figure(config: Any, seq_len: int) -> Figure:
         "layer": [
             {"data": {"values": boxes}, "mark": {"type": "rect", "fill": "#e8eef7", "stroke": "#44546a",
                                                  "cornerRadius": 3, "tooltip": True},
-             "encoding": {"x": {"field": "x", "type": "quantitative", "scale": x_scale, **axis_free}, "x2": {"field": "x2"},
-                          "y": {"field": "y", "type": "quantitative", "scale": y_scale, **axis_free}, "y2": {"field": "y2"},
+             "encoding": {"x": {"field": "x", "type": "quantitative", "scale": x_scale, **axis_free},
+                          "x2": {"field": "x2"},
+                          "y": {"field": "y", "type": "quantitative", "scale": y_scale, **axis_free},
+                          "y2": {"field": "y2"},
                           "tooltip": [{"field": "label", "title": "part"}, {"field": "what", "title": "what it does"},
                                       {"field": "parameters", "title": "parameters"},
                                       {"field": "shape", "title": "output shape"},
@@ -143,7 +147,8 @@ def _caption(result: Any, ids_only: bool) -> str:
     transform = ", the head transform" if "head-transform" in result.stage_kinds else ""
     norm = "the final norm" if "final-norm" in result.stage_kinds else "no final norm"
     post = " Post-norm: each stage includes its norm." if result.placement == "post" else ""
-    return what + f" Each row reads the vector after a stage through {norm}{transform} and the head (a logit lens)." + post
+    return (what + f" Each row reads the vector after a stage through {norm}{transform} and the head (a logit lens)."
+            + post)
 
 
 __all__ = ["architecture_figures", "describe_config", "diagram_figure"]

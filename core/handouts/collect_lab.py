@@ -92,7 +92,8 @@ def kv_cache_figures(settings: Mapping[str, Any], lab: Any, model: Any) -> StepF
                    f"{format_bytes(proof.measured_bytes_per_token * proof.context_length)}. The Parameters "
                    f"budget{budget_dtype} counts the same bytes per token.")
     return StepFigures(figures, {"proof_label": proof_label, "bytes_label": bytes_label},
-                       {"bytes_per_token": proof.measured_bytes_per_token, "cache_exact": "yes" if proof.exact else "no",
+                       {"bytes_per_token": proof.measured_bytes_per_token,
+                        "cache_exact": "yes" if proof.exact else "no",
                         "max_difference": float(proof.max_difference)})
 
 
@@ -146,7 +147,8 @@ def shapes_figures(settings: Mapping[str, Any], lab_config: Any) -> StepFigures:
                 f"{plural(config.n_layers, 'decoder block')} of T x T and T x S, "
                 f"{plural(config.encoder_layers, 'encoder block')} of S x S)")
     else:
-        kept = f"{format_bytes(trace.all_attention_weights_bytes)} if all {plural(config.n_layers, 'layer')} keep theirs"
+        kept = (f"{format_bytes(trace.all_attention_weights_bytes)} if all {plural(config.n_layers, 'layer')} keep "
+                "theirs")
     source_text = (f", S={trace.source_seq} (the encoder's source; cross-attention is (B, h, T, S))"
                    if two_towers else "")
     towers = "block 0 of each tower" if two_towers else "block 0"

@@ -438,7 +438,8 @@ def families_figures(tab: str, result: Any, lab: Any, settings: Mapping[str, Any
     load = result.load[layer]
     figure = bars("load_plot", f"Tokens each expert received (layer {layer})",
                   [f"expert {e}" for e in range(len(load))], load, "expert", "tokens")
-    agrees = "the same as" if result.instantiated_parameters == result.total_parameters else "BUT the model itself holds"
+    agrees = ("the same as" if result.instantiated_parameters == result.total_parameters
+              else "BUT the model itself holds")
     active = (f"{lab.config.name}: {result.total_parameters:,} parameters by formula ({agrees} "
               f"{result.instantiated_parameters:,} counted on the model). One token uses {result.active_parameters:,} "
               f"of them, {result.active_share:.1%}: in each of {result.n_layers} layers only its {result.top_k} "
