@@ -100,3 +100,25 @@ def test_post_norm_pins_every_token_at_root_d_in_the_norms_page():
     # LayerNorm at its initial gain 1 and bias 0 gives each token length sqrt(d) (its epsilon shifts the 7th digit)
     assert post and all(value == pytest.approx(4.0, rel=1e-4) for value in post)
     assert "post-norm stays at √d = 4.00" in result.quotes["caption"]
+
+
+def test_the_pages_start_each_view_where_the_window_starts_it():
+    from core.handouts import collect_lab, collect_norms, collect_parameters, collect_tokens
+    from gui.panels import norms
+    from gui.panels.generate import kv_cache
+    from gui.panels.parameters import panel as parameters_panel
+    from gui.panels.parameters import sweep
+    from gui.panels.tokens import head_split, predictions, worked_head
+
+    assert (collect_norms.SEQ, collect_norms.BATCH) == (norms.SEQ, norms.BATCH)
+    assert collect_norms.NORMS_DEFAULTS["depth"] == norms.DEFAULT_DEPTH
+    assert collect_norms.NORMS_DEFAULTS["d_model"] == norms.D_MODEL
+    assert collect_norms.NORMS_DEFAULTS["n_heads"] == norms.DEFAULT_HEADS
+    assert (collect_norms.MAX_DEPTH, collect_norms.MAX_WIDTH, collect_norms.MAX_STACK_WEIGHTS) == (
+        norms.MAX_DEPTH, norms.MAX_WIDTH, norms.MAX_STACK_WEIGHTS)
+    assert collect_tokens.TOP_KEYS == worked_head.TOP_KEYS
+    assert collect_tokens.HEAD_SPLIT_MAX_TOKENS == head_split.HEAD_SPLIT_MAX_TOKENS
+    assert collect_tokens.PREDICTIONS_TOP_K == predictions.DEFAULT_TOP_K
+    assert collect_parameters.DEFAULT_COMPARE == parameters_panel.DEFAULT_COMPARE
+    assert collect_parameters.MAX_SWEEP_WIDTH == sweep.MAX_SWEEP_WIDTH
+    assert collect_lab.DEFAULT_DECODE_STEPS == kv_cache.DEFAULT_DECODE_STEPS
