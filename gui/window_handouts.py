@@ -66,17 +66,7 @@ class HandoutExport:
     def export_view(self) -> None:
         """The view on screen, at its current inputs, as a page."""
         panel = self.window.current_panel()
-        self.export_view_to(panel, self._page_path(f"{panel.title.lower().replace(' & ', '-')}.html")
-                            if self._exportable(panel) else "")
-
-    def _exportable(self, panel: Any) -> bool:
-        from core.handouts.collect import EXPORTABLE_PANELS
-
-        if panel.title in EXPORTABLE_PANELS:
-            return True
-        self.window.show_message(MESSAGE_TITLE, f"The {panel.title} panel cannot be exported as a web page yet; "
-                                 f"these can: {', '.join(EXPORTABLE_PANELS)}.")
-        return False
+        self.export_view_to(panel, self._page_path(f"{panel.title.lower().replace(' & ', '-')}.html"))
 
     def export_view_to(self, panel: Any, path: str) -> int | None:
         if not path or not self._writable(path):
@@ -85,7 +75,7 @@ class HandoutExport:
 
         state = self.window.state
         request = ViewRequest(panel.title, state.config, state.seed, state.text or " ", dict(panel.settings()),
-                              state.model, state.tokenizer)
+                              state.model, state.tokenizer, state.selected_layer, state.selected_head)
         title = f"{panel.title}: {state.config.name}"
 
         def job():

@@ -45,6 +45,8 @@ class ViewRequest:
     settings: Mapping[str, Any] | None = None
     model: Any = field(default=None, compare=False)  # the window's own model and tokenizer (a trained checkpoint's
     tokenizer: Any = field(default=None, compare=False)  # weights are not the preset's); None builds them
+    selected_layer: int = 0  # the lab's selected layer and head (Attention and One head read them)
+    selected_head: int = 0
 
 
 class _GivenModel(_Models):
@@ -188,7 +190,8 @@ def view_figures(request: ViewRequest) -> StepFigures:
     """One view at the given lab state and settings (a panel's defaults where none are given)."""
     if request.panel not in EXPORTABLE_PANELS:
         raise StepProblem(f"'panel': {request.panel!r} cannot be exported; use one of {', '.join(EXPORTABLE_PANELS)}")
-    values: dict[str, Any] = {"preset": request.config.name, "seed": request.seed, "text": request.text}
+    values: dict[str, Any] = {"preset": request.config.name, "seed": request.seed, "text": request.text,
+                              "selected_layer": request.selected_layer, "selected_head": request.selected_head}
     if PRESETS.get(request.config.name) != request.config:
         values["config"] = request.config
     step = LessonStep(title=request.panel, text=" ", panel=request.panel,

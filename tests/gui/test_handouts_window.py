@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 
+import markupsafe
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QRadioButton
@@ -183,6 +184,21 @@ def test_the_positions_view_page_shows_the_window_score(qtbot, window, tmp_path,
                           check_params_cb=lambda text: text.startswith("Wrote")):
         window.handouts.export_view_to(panel, str(out))
     assert f"rope score: {panel.rope_score_label.text()}" in out.read_text(encoding="utf-8")
-    norms = window.panel("Norms")
-    assert not window.handouts._exportable(norms)
-    assert messages[-1].startswith("The Norms panel cannot be exported as a web page yet")
+
+
+def test_a_view_page_works_the_head_the_window_selected(qtbot, window, tmp_path, messages):
+    window.lessons.close_lesson()
+    panel = window.panel("Tokens & masks")
+    window.tabs.setCurrentWidget(panel)
+    panel.restore_settings({"sub_tab": "One head"})
+    window.state.set_selected_layer(1)
+    window.state.set_selected_head(2)
+    view = panel.worked_head
+    qtbot.waitUntil(lambda: settled(view) and "head 2" in view.head_caption.text(), timeout=TIMEOUT_MS)
+    out = tmp_path / "one-head.html"
+    with qtbot.waitSignal(window.statusBar().messageChanged, timeout=TIMEOUT_MS,
+                          check_params_cb=lambda text: text.startswith("Wrote")):
+        window.handouts.export_view_to(panel, str(out))
+    text = out.read_text(encoding="utf-8")
+    assert str(markupsafe.escape(view.head_caption.text())) in text  # block 1, head 2: the window's selection
+    assert str(markupsafe.escape(view.verdict_label.text())) in text
