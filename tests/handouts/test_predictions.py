@@ -104,5 +104,5 @@ def test_check_lesson_computes_each_rule_and_checks_a_written_answer():
     unknown = parse_lesson(lesson_with({"kind": "number", "rule": "rope_scor"}))
     assert prediction_problems(unknown)[0].startswith("step 2: 'prediction': 'rule' 'rope_scor' is not a figure")
     elsewhere = parse_lesson(lesson_with({"kind": "number", "rule": "rope_score"},
-                                         panel="Norms", panel_settings={}, reveal="Look."))
+                                         panel="Train", panel_settings={}, reveal="Look."))
     assert prediction_problems(elsewhere)[0].startswith("step 2: 'prediction': 'rule' 'rope_score' needs the step's")
