@@ -106,7 +106,7 @@ def test_a_clicker_skips_when_nothing_is_chosen_and_a_number_is_graded_within_it
                                              ("12-activation-patching", 0), ("10-sampling-and-kv-cache", 1),
                                              ("04-pre-post-norm", 1), ("09-one-head", 1), ("09-one-head", 6),
                                              ("10-sampling-and-kv-cache", 5), ("03-counting-parameters", 3),
-                                             ("14-encoder-versus-decoder", 1), ("16-experts", 1)])
+                                             ("14-encoder-versus-decoder", 1), ("16-experts", 1), ("01-causal-mask", 2)])
 def test_a_lesson_page_quotes_the_numbers_the_window_quotes(qtbot, window, name, index):
     open_at(qtbot, window, name, index)
     lessons = window.lessons
