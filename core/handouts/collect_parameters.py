@@ -103,7 +103,7 @@ def _sweep(settings: Mapping[str, Any], config: Any) -> StepFigures:
     figure = lines("sweep_plot", "As the width grows, the d² blocks outgrow the V·d embeddings", widths,
                    {"embeddings / all parameters": 100 * sweep.embedding_share,
                     "FFN / one block": 100 * sweep.ffn_share_of_block}, "width d_model", "share (%)",
-                   marker={"name": "d", "label": "width d_model", "value": width}, x_scale="log")
+                   marker={"name": "d", "label": "width d_model", "value": width, "options": widths}, x_scale="log")
     scaled = scaled_config(config, width)
     label = (f"d = {width:,} ({scaled.n_heads} heads of {scaled.d_head}, d_ff {scaled.d_ff:,}): "
              f"{short_count(int(sweep.total_params[index]))} parameters; the embeddings are {format_share(share)} of "

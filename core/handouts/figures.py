@@ -91,7 +91,8 @@ def lines(part: str, title: str, x: Sequence[float], series: Mapping[str, Sequen
           y_title: str, scale: str = "linear", marker: Mapping[str, Any] | None = None,
           x_scale: str = "linear") -> Figure:
     """One line per series against x; drag to pan, scroll to zoom, hover for values. `marker` adds a slider:
-    {"name": "m", "label": "query position m", "value": 3} shows the point of each series at x = the slider."""
+    {"name": "m", "label": "query position m", "value": 3} shows the point of each series at x = the slider; with
+    "options" (x values far apart, a width sweep's) the control is a list of them instead."""
     data = [{"x": _number(xv), "y": _number(yv), "series": name}
             for name, ys in series.items() for xv, yv in zip(x, ys)]
     y_scale = {"type": scale} if scale != "linear" else {"zero": False}
@@ -113,8 +114,9 @@ def lines(part: str, title: str, x: Sequence[float], series: Mapping[str, Sequen
         spec.update(base)
     else:
         low, high = float(min(x)), float(max(x))
-        slider = {"name": marker["name"], "value": marker["value"],
-                  "bind": {"input": "range", "min": low, "max": high, "step": 1, "name": f"{marker['label']} "}}
+        bind = ({"input": "select", "options": list(marker["options"])} if "options" in marker  # uneven x: a list
+                else {"input": "range", "min": low, "max": high, "step": 1})
+        slider = {"name": marker["name"], "value": marker["value"], "bind": {**bind, "name": f"{marker['label']} "}}
         point = {
             "transform": [{"filter": f"datum.x == {marker['name']}"}],
             "mark": {"type": "point", "filled": True, "size": 140, "tooltip": True},
