@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from core.handouts.figures import Figure, StepFigures, bars, heatmap, lines
+from core.handouts.figures import Figure, StepFigures, bars, heatmap, lines, table
 
 # The Positions panel's controls as the window starts them (gui.panels.positions.common).
 POSITIONS_DEFAULTS: dict[str, Any] = {"tab": "RoPE scrubber", "source": "random", "seed": 0, "d": 8, "base": 10000.0,
@@ -181,7 +181,13 @@ def _permutation_figures(settings: Mapping[str, Any]) -> StepFigures:
                      shown, names, [str(t) for t in range(shown.shape[1])], "encoding", "position", "difference",
                      scale="log")
     blind = [name for name, flag in zip(data.encodings, data.equivariant) if flag]
-    return StepFigures((figure,), {"permutation_summary": summary},
+    rows = [(name, _difference(float(value)),
+             "order-blind: shuffling the input only shuffles the output (float noise)" if flag
+             else "sees order: the shuffled input gives different outputs")
+            for name, value, flag in zip(names, data.max_diff, data.equivariant)]
+    permutation_table = table("permutation_table", "Each encoding under the shuffle",
+                              ("encoding", "max |difference|", "what it means"), rows)
+    return StepFigures((figure, permutation_table), {"permutation_summary": summary},
                        {"order_blind_encodings": ", ".join(blind), "none_is_order_blind":
                         "yes" if "none" in blind else "no"})
 
