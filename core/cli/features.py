@@ -146,7 +146,7 @@ def _open_sae_and_model(args: argparse.Namespace):
     if not checkpoint:
         raise CliError("this SAE names no model; give --checkpoint")
     loaded = load_model(checkpoint, args.device)
-    check_fits(sae, loaded.model, loaded.config.name if args.checkpoint is None else None)
+    check_fits(sae, loaded.model, loaded.config.name)
     return sae, loaded
 
 
