@@ -11,6 +11,7 @@ in one line (exit 2) before any long work.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 
 from core.cli import CliError
@@ -181,6 +182,9 @@ def run_sae_train(args: argparse.Namespace) -> int:
                        hook_name_out=args.hook_out, d_out=hook_width(model, args.hook_out) if args.hook_out else None,
                        context_size=args.window,
                        dataset=args.text_file.rsplit("/", 1)[-1] if args.text_file else "tinyshakespeare.txt")
+    from core.features.fingerprint import weights_fingerprint
+
+    config = dataclasses.replace(config, model_fingerprint=weights_fingerprint(model))
     hooks = [in_hook] + ([out_hook] if out_hook else [])
     with Progress("caching activations", len(windows), "window", quiet=args.quiet) as progress:
         cache = collect(model, windows, hooks, on_progress=lambda done, _total: progress.update(done))

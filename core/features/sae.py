@@ -52,6 +52,7 @@ class SAEConfig:
     d_out: int | None = None  # a transcoder's output width
     context_size: int = 128
     dataset: str = "tinyshakespeare.txt"
+    model_fingerprint: str = ""  # core.features.fingerprint of the weights it was trained on ("" if unknown)
     rescaled: bool = False  # SAELens's rescale_acts_by_decoder_norm: folded into the weights when a file is read
 
     @property
@@ -141,6 +142,7 @@ def sae_lens_cfg(config: SAEConfig) -> dict[str, Any]:
             "context_size": config.context_size,
             "model_class_name": "HookedTransformer",
             "sae_lens_version": SAE_LENS_LAYOUT,
+            "model_fingerprint": config.model_fingerprint,
             "sae_lens_training_version": None,
         },
     }
@@ -207,7 +209,9 @@ def config_from_cfg(cfg: Any, where: Path) -> SAEConfig:
     context = field("context_size", 128)
     l1 = cfg.get("l1_coefficient", 0.0)
     rescaled = cfg.get("rescale_acts_by_decoder_norm") is True and base == "topk"
-    return SAEConfig(rescaled=rescaled, architecture=base, d_in=d_in, d_sae=d_sae, hook_name=hook_name,
+    fingerprint = field("model_fingerprint", "")
+    return SAEConfig(rescaled=rescaled, model_fingerprint=fingerprint if isinstance(fingerprint, str) else "",
+                     architecture=base, d_in=d_in, d_sae=d_sae, hook_name=hook_name,
                      model_name=model_name if isinstance(model_name, str) else "", k=k,
                      l1_coefficient=float(l1) if isinstance(l1, (int, float)) and not isinstance(l1, bool) else 0.0,
                      hook_name_out=hook_out, d_out=d_out,
@@ -260,6 +264,12 @@ def check_fits(sae: SparseAutoencoder, model, model_name: str | None = None) -> 
                                f"the model has {hook_width(model, config.hook_name_out)} there")
     if model_name and config.model_name and config.model_name != model_name:
         raise SAEFileError(f"this SAE was trained on {config.model_name!r}, not {model_name!r}")
+    if config.model_fingerprint:
+        from core.features.fingerprint import weights_fingerprint
+
+        if weights_fingerprint(model) != config.model_fingerprint:
+            raise SAEFileError(f"this SAE was trained on other weights of {config.model_name or 'this model'} "
+                               "(a fresh seed or a further trained copy reads differently); load the model it names")
     return hook
 
 

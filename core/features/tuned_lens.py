@@ -36,9 +36,10 @@ class LensFileError(CheckpointError):
 
 
 class TunedLens(nn.Module):
-    def __init__(self, n_layers: int, d_model: int, model_name: str = "") -> None:
+    def __init__(self, n_layers: int, d_model: int, model_name: str = "", model_fingerprint: str = "") -> None:
         super().__init__()
         self.model_name = model_name
+        self.model_fingerprint = model_fingerprint  # core.features.fingerprint of the weights it was trained on
         self.layer_translators = nn.ModuleList(nn.Linear(d_model, d_model) for _ in range(n_layers))
         with torch.no_grad():
             for translator in self.layer_translators:
@@ -95,7 +96,9 @@ def train_lens(model, windows: torch.Tensor, steps: int = 600, batch_tokens: int
     start = time.perf_counter()
     streams, final = _streams_and_output(model, windows)
     n_layers, n_tokens, d_model = streams.shape
-    lens = TunedLens(n_layers, d_model, model.config.name)
+    from core.features.fingerprint import weights_fingerprint
+
+    lens = TunedLens(n_layers, d_model, model.config.name, weights_fingerprint(model))
     optimiser = torch.optim.Adam(lens.parameters(), lr=lr)
     generator = torch.Generator().manual_seed(seed)
     previous = [(parameter, parameter.requires_grad) for parameter in model.parameters()]
@@ -150,7 +153,8 @@ def save_lens(lens: TunedLens, path: str | Path) -> Path:
     path = Path(os.path.abspath(path))
     tensors = {name: tensor.detach().float().contiguous().cpu() for name, tensor in lens.state_dict().items()}
     n_layers = len(lens.layer_translators)
-    metadata = {"format": FORMAT, "model": lens.model_name, "n_layers": str(n_layers),
+    metadata = {"format": FORMAT, "model": lens.model_name, "model_fingerprint": lens.model_fingerprint,
+                "n_layers": str(n_layers),
                 "d_model": str(lens.layer_translators[0].weight.shape[0]),
                 "reads": "blocks.{i}.hook_resid_pre", "applied_as": "h + weight @ h + bias"}
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
@@ -195,7 +199,7 @@ def load_lens(path: str | Path, model=None) -> TunedLens:
     if n_layers < 1 or "layer_translators.0.weight" not in tensors:
         raise LensFileError(f"{path}: no layer_translators.{{i}}.weight tensors")
     d_model = tensors["layer_translators.0.weight"].shape[0]
-    lens = TunedLens(n_layers, d_model, header.get("model", ""))
+    lens = TunedLens(n_layers, d_model, header.get("model", ""), header.get("model_fingerprint", ""))
     expected = {f"layer_translators.{i}.{part}" for i in range(n_layers) for part in ("weight", "bias")}
     if set(tensors) != expected:
         raise LensFileError(f"{path}: tensors {sorted(set(tensors) ^ expected)[:4]} do not fit {n_layers} translators")
@@ -210,6 +214,11 @@ def load_lens(path: str | Path, model=None) -> TunedLens:
                 lens.model_name and lens.model_name != config.name):
             raise LensFileError(f"{path} is a lens for {lens.model_name or 'another model'} ({n_layers} blocks of "
                                 f"width {d_model}), not for {config.name} ({config.n_layers} of {config.d_model})")
+        from core.features.fingerprint import weights_fingerprint
+
+        if lens.model_fingerprint and weights_fingerprint(model) != lens.model_fingerprint:
+            raise LensFileError(f"{path} is a lens for other weights of {config.name} (a fresh seed or a further "
+                                "trained copy reads differently); load the model it names")
     lens.requires_grad_(False)
     return lens.eval()
 
