@@ -223,5 +223,75 @@ def load_lens(path: str | Path, model=None) -> TunedLens:
     return lens.eval()
 
 
+
+
+def translator_of_stage(hook: str, n_layers: int) -> int:
+    """The translator that reads a follow-a-token stage's vector: the stream entering block i, or -1."""
+    if hook == "hook_embed":
+        return 0
+    parts = hook.split(".")
+    if len(parts) == 3 and parts[0] == "blocks" and parts[2] == "hook_resid_post" and parts[1].isdigit():
+        following = int(parts[1]) + 1
+        return following if following < n_layers else -1
+    return -1
+
+
+@torch.inference_mode()
+def follow_lenses(model, lens: TunedLens, tokens: list[int], position: int, stage_hooks: tuple[str, ...],
+                  k: int) -> dict[str, object]:
+    """Per follow-a-token stage at one position: the tuned lens's top-k ids and probabilities, and KL(final || lens)
+    of the logit lens and the tuned lens; stages no translator reads get ids -1 and NaN."""
+    import numpy as np
+
+    from core.hooks import capture
+
+    n_stages, n_layers = len(stage_hooks), len(lens.layer_translators)
+    translators = [translator_of_stage(hook, n_layers) for hook in stage_hooks]
+    wanted = [f"blocks.{i}.hook_resid_pre" for i in sorted({t for t in translators if t >= 0})]
+    device = next(model.parameters()).device
+    with capture(model, wanted) as captured:
+        final = F.log_softmax(model(torch.tensor([tokens], device=device))[0, position].float(), dim=-1)  # (V,)
+    ids = np.full((n_stages, k), -1, dtype=np.int64)
+    probs = np.full((n_stages, k), np.nan)
+    logit_kl, tuned_kl = np.full(n_stages, np.nan), np.full(n_stages, np.nan)
+    for stage, layer in enumerate(translators):
+        if layer < 0:
+            continue
+        stream = captured[f"blocks.{layer}.hook_resid_pre"][0, position]  # (D,)
+        tuned = lens_log_probs(model, lens, layer, stream)  # (V,)
+        logit_kl[stage] = float(kl_from_final(final.double(), lens_log_probs(model, None, layer, stream).double()))
+        tuned_kl[stage] = float(kl_from_final(final.double(), tuned.double()))
+        top = tuned.exp().topk(min(k, tuned.numel()))
+        ids[stage, : top.indices.numel()] = top.indices.cpu().numpy()
+        probs[stage, : top.values.numel()] = top.values.double().cpu().numpy()
+    return {"ids": ids, "probs": probs, "logit_kl": logit_kl, "tuned_kl": tuned_kl}
+
+
+
+
+def with_tuned_lens(result, model, tokens: list[int], tokenizer_or_labels, k: int):
+    """A follow-a-token result with the bundled tuned lens of the model beside its logit lens (or a note why not)."""
+    import dataclasses
+
+    from core.experiments.common import token_labels
+    from core.features.library import bundled_lens_for
+
+    if result.tower != "decoder" or model.config.architecture != "decoder":
+        return dataclasses.replace(result, tuned_note="a tuned lens reads a decoder's stream")
+    path = bundled_lens_for(model.config.name)
+    if path is None:
+        return dataclasses.replace(result, tuned_note=f"no tuned lens is bundled for {model.config.name}")
+    try:
+        lens = load_lens(path, model)
+    except LensFileError:
+        return dataclasses.replace(result, tuned_note=f"the bundled tuned lens was trained on {model.config.name}'s "
+                                   "bundled weights, not these")
+    rows = follow_lenses(model, lens, tokens, result.position, result.stage_hooks, k)
+    labels = tuple(tuple(token_labels([int(i) for i in row if i >= 0], tokenizer_or_labels)) for row in rows["ids"])
+    return dataclasses.replace(result, tuned_top_labels=labels, tuned_top_probs=rows["probs"],
+                               logit_kl=rows["logit_kl"], tuned_kl=rows["tuned_kl"])
+
+
 __all__ = ["FORMAT", "LensFileError", "LensTrainResult", "TunedLens", "kl_from_final", "lens_kl", "lens_log_probs",
-           "load_lens", "read_lens_header", "read_out", "residual_hooks", "save_lens", "train_lens"]
+           "load_lens", "read_lens_header", "read_out", "residual_hooks", "save_lens", "train_lens", "follow_lenses",
+           "translator_of_stage", "with_tuned_lens"]
