@@ -660,7 +660,8 @@ class ArchitecturePanel(Panel):
             self.follow.choose_tower(tower)
 
     def settings(self) -> dict[str, Any]:
-        return {"follow_position": self.chosen_position, "follow_tower": self.follow.tower}
+        return {"follow_position": self.chosen_position, "follow_tower": self.follow.tower,
+                "tuned_lens": self.tuned_box.isChecked()}
 
     def restore_settings(self, data: dict[str, Any]) -> None:
         if not isinstance(data, dict):
@@ -671,6 +672,8 @@ class ArchitecturePanel(Panel):
         tower = data.get("follow_tower")
         if tower in dict(TOWER_CHOICES):
             self.set_followed_tower(tower)
+        if isinstance(data.get("tuned_lens"), bool):
+            self.tuned_box.setChecked(data["tuned_lens"])
 
 
 __all__ = ["ArchitecturePanel", "FollowTokenView", "FollowInputs", "compute_follow", "describe_config"]
