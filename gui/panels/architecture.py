@@ -462,9 +462,6 @@ class ArchitecturePanel(Panel):
             self.tower_combo.addItem(text, tower)
         self.tower_combo.setToolTip("An encoder-decoder's encoder reads the text as its source and its decoder reads it "
                                     "as the target: follow the token through either tower")
-        self.tuned_box = QCheckBox("tuned lens")
-        self.tuned_box.setObjectName("architecture-tuned-lens")
-        self.tuned_box.setToolTip(TUNED_TIP)
         self.config_label = QLabel("")
         self.config_label.setWordWrap(True)
         self.config_label.setTextFormat(Qt.TextFormat.RichText)  # describe_config escapes the name
@@ -474,7 +471,6 @@ class ArchitecturePanel(Panel):
         controls.addWidget(token_caption)
         controls.addWidget(self.token_combo)
         controls.addWidget(self.tower_combo)
-        controls.addWidget(self.tuned_box)
         controls.addSpacing(16)
         controls.addWidget(self.config_label, 1)
         layout.addLayout(controls)
@@ -491,6 +487,10 @@ class ArchitecturePanel(Panel):
         self.hover_label.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
         left_layout.addWidget(self.view, 1)
         left_layout.addWidget(self.hover_label)
+        self.tuned_box = QCheckBox("tuned lens")
+        self.tuned_box.setObjectName("architecture-tuned-lens")
+        self.tuned_box.setToolTip(TUNED_TIP)
+        left_layout.addWidget(self.tuned_box)
         splitter.addWidget(left)
 
         self.follow = self.add_view(FollowTokenView(state, compute, self.view, f"{self.channel}/"))

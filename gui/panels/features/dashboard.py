@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import QScrollArea, QSpinBox, QSplitter, QVBoxLayout, QWidget
 
 from gui import theme
@@ -14,6 +15,7 @@ from gui.panels.common import (caption, fit_table, labelled, make_plot, plain_la
 from gui.panels.features.compute import DASHBOARD_TOKENS, DASHBOARD_WINDOW, FeatureInputs, compute_dashboard
 from gui.panels.features.contexts import ShadedContexts
 from gui.widgets.flow_layout import FlowLayout
+from gui.widgets.turning_splitter import TurningSplitter
 
 MAX_POSITION = 100_000
 
@@ -41,11 +43,19 @@ class DashboardView(View):
         state.tokens_changed.connect(self._bound_selection)
         self._bound_selection()
 
-        column = QVBoxLayout(self.content)
-        column.setContentsMargins(0, 4, 0, 0)
+        outer = QVBoxLayout(self.content)
+        outer.setContentsMargins(0, 4, 0, 0)
+        page = QWidget()
+        page_scroll = QScrollArea()  # at a projector's text size the dashboard is taller than the window: it scrolls
+        page_scroll.setWidgetResizable(True)
+        page_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        page_scroll.setWidget(page)
+        outer.addWidget(page_scroll)
+        column = QVBoxLayout(page)
+        column.setContentsMargins(0, 0, 0, 0)
         self.summary_label = plain_label(name="features-summary")
         column.addWidget(self.summary_label)
-        splitter = QSplitter(Qt.Orientation.Horizontal)
+        splitter = TurningSplitter()
         left = QWidget()
         left_column = QVBoxLayout(left)
         left_column.setContentsMargins(0, 0, 0, 0)
@@ -55,30 +65,48 @@ class DashboardView(View):
         scroll.setWidgetResizable(True)
         scroll.setWidget(self.contexts)
         left_column.addWidget(scroll, 2)
-        self.histogram = make_plot("Activation where it fires", "activation", "tokens")
+        self.histogram = make_plot("Histogram", "activation", "tokens")
         self.histogram_bars = pg.BarGraphItem(x=[0], height=[0], width=1)
         self.histogram.addItem(self.histogram_bars)
         left_column.addWidget(self.histogram, 1)
         splitter.addWidget(left)
-        right = QWidget()
-        right_column = QVBoxLayout(right)
-        right_column.setContentsMargins(0, 0, 0, 0)
+        right = QSplitter(Qt.Orientation.Vertical)
+        upper = QWidget()
+        upper_column = QVBoxLayout(upper)
+        upper_column.setContentsMargins(0, 0, 0, 0)
         self.logits_label = plain_label(name="features-logits")
-        right_column.addWidget(self.logits_label)
+        upper_column.addWidget(self.logits_label)
         self.search_label = plain_label(name="features-search")
-        right_column.addWidget(self.search_label)
+        upper_column.addWidget(self.search_label)
         self.search_table = table(("feature", "summed activation"))
         self.search_table.setObjectName("features-search-table")
         self.search_table.cellClicked.connect(self._pick_searched)
-        right_column.addWidget(self.search_table, 1)
-        right_column.addWidget(caption("The text's tokens and their most active features"))
+        upper_column.addWidget(self.search_table, 1)
+        right.addWidget(upper)
+        lower = QWidget()
+        lower_column = QVBoxLayout(lower)
+        lower_column.setContentsMargins(0, 0, 0, 0)
+        lower_column.addWidget(caption("The text's tokens and their most active features"))
         self.token_table = table(("position", "token", "active features (activation)"))
         self.token_table.setObjectName("features-token-table")
-        right_column.addWidget(self.token_table, 2)
+        lower_column.addWidget(self.token_table, 1)
+        right.addWidget(lower)
         splitter.addWidget(right)
         splitter.setSizes([640, 420])
         column.addWidget(splitter, 1)
         self.stale_labels += [self.summary_label, self.logits_label, self.search_label]
+        self._size_for_rows()
+
+    def _size_for_rows(self) -> None:
+        """Each table shows at least four rows and the plots their axes, however small the window."""
+        line = QFontMetrics(theme.font()).height()
+        for widget in (self.search_table, self.token_table):
+            widget.setMinimumHeight(round(line * 1.6 * 5))
+        self.histogram.setMinimumHeight(line * 10)
+
+    def apply_theme(self) -> None:
+        super().apply_theme()
+        self._size_for_rows()
 
     def _bound_selection(self) -> None:
         last = max(0, min(MAX_POSITION, len(self.state.tokens) - 1))

@@ -77,14 +77,14 @@ class SteeringView(View):
         self.steered_bars.setOpts(x=xs + 0.2, height=result.steered_probs[ids], width=0.4,
                                   brush=theme.brush("secondary"))
         self.plot.getAxis("bottom").setTicks([[(float(x), token_label(tokenizer, int(i))) for x, i in zip(xs, ids)]])
-        edit = (f"feature {inputs.feature} removed" if inputs.ablate
-                else f"{inputs.alpha:+.1f} x feature {inputs.feature}'s direction added")
+        edit = (f"Feature {inputs.feature} removed" if inputs.ablate
+                else f"{inputs.alpha:+.1f} × feature {inputs.feature}")
         if result.identical:
-            change = "no change: the logits are bit-identical to the model without the SAE (its error term is kept)"
+            change = "the logits are bit-identical to the model without the SAE (its error term is kept)"
         else:
             shift = 0.5 * float(np.abs(result.steered_probs - result.clean_probs).sum())
             change = f"the next-token distribution moved by {shift:.3f} (total variation)"
-        self.summary_label.setText(f"{edit} at {self.controls.sae_config().hook_name}: {change}.")
+        self.summary_label.setText(f"{edit}: {change}.")
         self.clean_text.setText("Without: " + "".join(token_labels(tokenizer, result.clean_ids)))
         self.steered_text.setText("With:    " + "".join(token_labels(tokenizer, result.steered_ids)))
 
