@@ -58,7 +58,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "sae": ("core.cli.features", "sparse autoencoders: train one on a hook's activations, list, measure, and read a feature"),
     "lens": (
-        "core.cli.features",
+        "core.cli.lens",
         "tuned lens: train one, list the bundled ones, or compare its KL per block with the logit lens's",
     ),
     "models": ("core.cli.download", "list the bundled models, the Hugging Face cache and the downloadable catalogue"),

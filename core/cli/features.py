@@ -94,10 +94,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     top.add_argument("--json", action="store_true", help="print them as JSON")
     top.set_defaults(run=run_sae_top)
 
-    from core.cli.lens import register_lens
-
-    register_lens(subparsers)
-
 
 def _model_options_optional(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--checkpoint", metavar="NAME_OR_DIR",

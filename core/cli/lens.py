@@ -22,7 +22,7 @@ MAX_WINDOW = 4096
 MAX_TOKENS = 4_000_000
 
 
-def register_lens(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction) -> None:
     lens = subparsers.add_parser(
         "lens", help="tuned lens: train one, list the bundled ones, or compare its KL per block with the logit lens's",
         description="With no action: KL(final || lens) per block of the logit lens and the tuned lens on a text read "

@@ -269,29 +269,6 @@ def follow_lenses(model, lens: TunedLens, tokens: list[int], position: int, stag
 
 
 
-def with_tuned_lens(result, model, tokens: list[int], tokenizer_or_labels, k: int):
-    """A follow-a-token result with the bundled tuned lens of the model beside its logit lens (or a note why not)."""
-    import dataclasses
-
-    from core.experiments.common import token_labels
-    from core.features.library import bundled_lens_for
-
-    if result.tower != "decoder" or model.config.architecture != "decoder":
-        return dataclasses.replace(result, tuned_note="a tuned lens reads a decoder's stream")
-    path = bundled_lens_for(model.config.name)
-    if path is None:
-        return dataclasses.replace(result, tuned_note=f"no tuned lens is bundled for {model.config.name}")
-    try:
-        lens = load_lens(path, model)
-    except LensFileError:
-        return dataclasses.replace(result, tuned_note=f"the bundled tuned lens was trained on {model.config.name}'s "
-                                   "bundled weights, not these")
-    rows = follow_lenses(model, lens, tokens, result.position, result.stage_hooks, k)
-    labels = tuple(tuple(token_labels([int(i) for i in row if i >= 0], tokenizer_or_labels)) for row in rows["ids"])
-    return dataclasses.replace(result, tuned_top_labels=labels, tuned_top_probs=rows["probs"],
-                               logit_kl=rows["logit_kl"], tuned_kl=rows["tuned_kl"])
-
-
 __all__ = ["FORMAT", "LensFileError", "LensTrainResult", "TunedLens", "kl_from_final", "lens_kl", "lens_log_probs",
            "load_lens", "read_lens_header", "read_out", "residual_hooks", "save_lens", "train_lens", "follow_lenses",
-           "translator_of_stage", "with_tuned_lens"]
+           "translator_of_stage"]

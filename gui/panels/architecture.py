@@ -114,7 +114,7 @@ def compute_follow(inputs: FollowInputs, token) -> Any:
                           tower=inputs.tower)
     if not inputs.tuned:
         return result
-    from core.features.tuned_lens import with_tuned_lens
+    from core.features.library import with_tuned_lens
 
     return with_tuned_lens(result, inputs.model, list(inputs.tokens), inputs.tokenizer, TOP_K)
 
