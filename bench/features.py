@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 import time
 import warnings
@@ -81,6 +82,8 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=800, help="training steps of 4,096 tokens (default 800)")
     parser.add_argument("--cache-tokens", type=int, default=262_144, help="activations cached (default 262,144)")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's own)")
+    parser.add_argument("--rounds", type=int, default=3, help="alternated rounds of each trainer (default 3)")
+    parser.add_argument("--compare-steps", type=int, default=150, help="steps of each round (default 150)")
     parser.add_argument("--no-sae-lens", action="store_true", help="skip SAELens's trainer")
     args = parser.parse_args()
     if args.threads:
@@ -103,12 +106,22 @@ def main() -> int:
           f"= {cache_s + result.wall_time_s:.1f} s (target < 600 s); the app's trainer {result.tokens_per_s:,.0f} "
           "tokens/s")
     if not args.no_sae_lens:
-        theirs = sae_lens_tokens_per_s(rows, args.steps, 4096, settings.lr)
-        if theirs is None:
+        # Side by side: short runs of each, alternated, so that a change in the machine's load falls on both.
+        ours, theirs = [], []
+        for _round in range(args.rounds):
+            short = SAETrainSettings(steps=args.compare_steps, batch_tokens=4096)
+            ours.append(train_sae(config, rows, settings=short).tokens_per_s)
+            rate = sae_lens_tokens_per_s(rows, args.compare_steps, 4096, settings.lr)
+            if rate is None:
+                break
+            theirs.append(rate)
+        if not theirs:
             print("SAELens's trainer: not installed (pip install sae-lens, or the test extra)")
         else:
-            print(f"SAELens's SAETrainer, same rows, width, k, batch and steps: {theirs:,.0f} tokens/s; "
-                  f"the app's / SAELens's = {result.tokens_per_s / theirs:.2f} (target >= 1)")
+            mine, other = statistics.median(ours), statistics.median(theirs)
+            print(f"side by side, {args.rounds} alternated rounds of {args.compare_steps} steps on the same rows (width "
+                  f"512, k 16, batch 4,096): the app's trainer {mine:,.0f} tokens/s, SAELens's SAETrainer "
+                  f"{other:,.0f} tokens/s (medians); the app's / SAELens's = {mine / other:.2f} (target >= 1)")
 
     sae = open_sae(BUNDLED_SAE)
     held_out = consecutive_windows(split_ids(ids, "held-out"), 128, 4096)

@@ -98,7 +98,7 @@ class SparseAutoencoder(nn.Module):
     def activate(self, pre: torch.Tensor) -> torch.Tensor:
         if self.config.architecture == "standard":
             return torch.relu(pre)  # (..., F)
-        top = pre.topk(self.config.k, dim=-1)  # (..., k) each
+        top = pre.topk(self.config.k, dim=-1, sorted=False)  # (..., k) each; their order does not matter
         return torch.zeros_like(pre).scatter(-1, top.indices, torch.relu(top.values))  # (..., F)
 
     def encode(self, x: torch.Tensor) -> torch.Tensor:

@@ -152,7 +152,7 @@ def _aux_loss(sae: SparseAutoencoder, pre: torch.Tensor, dead: torch.Tensor, err
     """The dead features' top-k_aux reconstruction of the live ones' error, normalised by its variance."""
     dead_pre = pre.masked_fill(~dead, float("-inf"))  # (B, F): only dead features compete
     count = min(k_aux, int(dead.sum()))
-    top = dead_pre.topk(count, dim=-1)  # (B, count) each
+    top = dead_pre.topk(count, dim=-1, sorted=False)  # (B, count) each
     aux_features = torch.zeros_like(pre).scatter(-1, top.indices, torch.relu(top.values))  # (B, F)
     aux_reconstruction = aux_features @ sae.W_dec  # (B, d_out): no bias, it reconstructs an error
     target = error.detach()  # (B, d_out)

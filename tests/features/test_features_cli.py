@@ -74,3 +74,21 @@ def test_a_damaged_sae_folder_is_refused_in_one_line(capsys, tmp_path, name):
     save_sae(small_sae(), tmp_path / "sae")
     (tmp_path / "sae" / name).write_bytes(b"\x00garbage")
     _refused(capsys, "sae", "stats", "--sae", str(tmp_path / "sae"), "--checkpoint", "tiny-gpt")
+
+
+def test_the_app_never_imports_sae_lens():
+    """SAELens is a test dependency: no module of core/ or gui/ imports it (the AST of each file, lazy imports too)."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    found = []
+    for path in [*root.joinpath("core").rglob("*.py"), *root.joinpath("gui").rglob("*.py")]:
+        text = path.read_text(encoding="utf-8")
+        if "sae_lens" not in text:  # most files: no need to parse
+            continue
+        for node in ast.walk(ast.parse(text)):
+            names = ([alias.name for alias in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            found += [f"{path.relative_to(root)}: {name}" for name in names if name.split(".")[0] == "sae_lens"]
+    assert found == []
