@@ -301,6 +301,8 @@ class FollowTokenView(View):
             if self.shown_inputs.tuned:
                 self.table.setHorizontalHeaderItem(len(COLUMNS), QTableWidgetItem(TUNED_HEADER))
                 self.table.horizontalHeaderItem(len(COLUMNS)).setToolTip(TUNED_TIP)
+                header = self.table.horizontalHeader()  # shown beside the logit lens, whatever its place in the model
+                header.moveSection(header.visualIndex(len(COLUMNS)), LENS_COLUMN + 1)
             self.table.setRowCount(result.n_stages)
             plain, bold = theme.font(), theme.font(bold=True)
             ids_only = self.shown_inputs.tokenizer is None

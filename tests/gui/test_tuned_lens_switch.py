@@ -11,7 +11,7 @@ from core.checkpoints import load_bundled
 from core.features.library import bundled_lens_for
 from core.features.tuned_lens import follow_lenses, load_lens
 from gui.compute import ComputeController
-from gui.panels.architecture import COLUMNS, TUNED_HEADER, ArchitecturePanel
+from gui.panels.architecture import COLUMNS, LENS_COLUMN, TUNED_HEADER, ArchitecturePanel
 from gui.state import LabState
 from tests.gui.panel_labs import RESULT_TIMEOUT_MS, close_panel_lab
 
@@ -43,6 +43,7 @@ def test_the_switch_adds_the_tuned_lens_and_both_kls_per_block(qtbot, lab):
         panel.tuned_box.setChecked(True)
     table, result = panel.table, panel.result
     assert table.columnCount() == len(COLUMNS) + 1 and table.horizontalHeaderItem(len(COLUMNS)).text() == TUNED_HEADER
+    assert table.horizontalHeader().visualIndex(len(COLUMNS)) == LENS_COLUMN + 1  # read beside the logit lens
     lens = load_lens(bundled_lens_for("tiny-llama"), loaded.model)
     expected = follow_lenses(loaded.model, lens, loaded.tokenizer.encode(TEXT), result.position, result.stage_hooks, 5)
     entrances = [row for row in range(result.n_stages) if not math.isnan(expected["tuned_kl"][row])]
