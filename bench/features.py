@@ -69,7 +69,8 @@ def sae_lens_tokens_per_s(rows: torch.Tensor, steps: int, batch: int, lr: float)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         sae = TopKTrainingSAE(TopKTrainingSAEConfig(d_in=rows.shape[1], d_sae=512, k=16))
-        trainer_cfg = SAETrainerConfig(total_training_samples=steps * batch, train_batch_size_samples=batch, lr=lr, lr_end=lr,
+        trainer_cfg = SAETrainerConfig(total_training_samples=steps * batch, train_batch_size_samples=batch, lr=lr,
+                                       lr_end=lr,
                                        logger=LoggingConfig(log_to_wandb=False))
         trainer = SAETrainer(cfg=trainer_cfg, sae=sae, data_provider=provider())
         start = time.perf_counter()
@@ -119,8 +120,8 @@ def main() -> int:
             print("SAELens's trainer: not installed (pip install sae-lens, or the test extra)")
         else:
             mine, other = statistics.median(ours), statistics.median(theirs)
-            print(f"side by side, {args.rounds} alternated rounds of {args.compare_steps} steps on the same rows (width "
-                  f"512, k 16, batch 4,096): the app's trainer {mine:,.0f} tokens/s, SAELens's SAETrainer "
+            print(f"side by side, {args.rounds} alternated rounds of {args.compare_steps} steps on the same rows "
+                  f"(width 512, k 16, batch 4,096): the app's trainer {mine:,.0f} tokens/s, SAELens's SAETrainer "
                   f"{other:,.0f} tokens/s (medians); the app's / SAELens's = {mine / other:.2f} (target >= 1)")
 
     sae = open_sae(BUNDLED_SAE)

@@ -56,7 +56,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "core.cli.families",
         "a mixture of experts' routing: chosen experts, router probabilities, load, active parameters",
     ),
-    "sae": ("core.cli.features", "sparse autoencoders: train one on a hook's activations, list, measure, and read a feature"),
+    "sae": (
+        "core.cli.features",
+        "sparse autoencoders: train one on a hook's activations, list, measure, and read a feature",
+    ),
     "lens": (
         "core.cli.lens",
         "tuned lens: train one, list the bundled ones, or compare its KL per block with the logit lens's",

@@ -53,10 +53,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _model_options(train)
     train.add_argument("--hook", required=True, metavar="NAME",
                        help="the TransformerLens hook read, e.g. blocks.2.hook_resid_post")
-    train.add_argument("--hook-out", metavar="NAME", help="a transcoder: the hook it predicts (e.g. blocks.2.hook_mlp_out)")
+    train.add_argument("--hook-out", metavar="NAME",
+                       help="a transcoder: the hook it predicts (e.g. blocks.2.hook_mlp_out)")
     train.add_argument("--d-sae", type=whole_number(1, MAX_FEATURES), default=512, metavar="F",
                        help="features (default 512)")
-    train.add_argument("--k", type=whole_number(1, MAX_FEATURES), default=16, help="TopK's active features a token (default 16)")
+    train.add_argument("--k", type=whole_number(1, MAX_FEATURES), default=16,
+                       help="TopK's active features a token (default 16)")
     train.add_argument("--l1", type=real_number(0.0, 1000.0), metavar="C",
                        help="train a ReLU SAE with this L1 coefficient instead of TopK (a transcoder always is one)")
     train.add_argument("--steps", type=whole_number(1, MAX_STEPS), default=800, metavar="N", help="steps (default 800)")
@@ -194,7 +196,8 @@ def run_sae_train(args: argparse.Namespace) -> int:
     folder = save_sae(result.sae, args.out)
     final = result.losses[-1][1] if result.losses else float("nan")
     print(f"wrote {folder}: {config.architecture} SAE of {config.d_sae} features on {loaded.config.name} "
-          f"{args.hook}; {result.steps_done} steps in {result.wall_time_s:.1f} s ({result.tokens_per_s:,.0f} tokens/s), "
+          f"{args.hook}; {result.steps_done} steps in {result.wall_time_s:.1f} s "
+          f"({result.tokens_per_s:,.0f} tokens/s), "
           f"final loss {final:.4f} of the variance, {result.dead_fraction:.1%} features dead")
     return 0
 

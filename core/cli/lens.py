@@ -9,7 +9,6 @@ every position of the text's consecutive windows.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from core.cli import CliError
@@ -127,7 +126,7 @@ def run_lens_report(args: argparse.Namespace) -> int:
         return 0
     rows = [[str(i), f"{a:.4f}", f"{b:.4f}"] for i, (a, b) in
             enumerate(zip(report["logit_lens_kl"], report["tuned_lens_kl"]))]
-    print(f"KL(final || lens) in nats, mean over {windows.numel():,} tokens of {loaded.source}, read entering each block:",
-          file=sys.stdout)
+    print(f"KL(final || lens) in nats, mean over {windows.numel():,} tokens of {loaded.source}, "
+          "read entering each block:")
     print_table(rows, ["block", "logit lens", "tuned lens"], right_align={0, 1, 2})
     return 0

@@ -136,8 +136,8 @@ class DashboardView(View):
             return refusal
         last = min(self.last_spin.value(), len(self.state.tokens) - 1)
         first = min(self.first_spin.value(), last)
-        return FeatureInputs(model, self.state.tokenizer, self.controls.sae_path, tuple(self.state.tokens), self.controls.feature,
-                             (first, last))
+        return FeatureInputs(model, self.state.tokenizer, self.controls.sae_path, tuple(self.state.tokens),
+                             self.controls.feature, (first, last))
 
     def _pick_searched(self, row: int, _column: int) -> None:
         if self.result is not None and row < len(self.result.search):
@@ -147,8 +147,9 @@ class DashboardView(View):
         tokenizer = self.state.tokenizer
         summary = result.summary
         self.summary_label.setText(
-            f"Feature {result.feature} of {result.d_sae}: active on {summary.density:.2%} of the {result.tokens_read:,} "
-            f"held-out tokens (windows of {DASHBOARD_WINDOW}), largest activation {summary.max_activation:.3f}.")
+            f"Feature {result.feature} of {result.d_sae}: active on {summary.density:.2%} of the "
+            f"{result.tokens_read:,} held-out tokens (windows of {DASHBOARD_WINDOW}), largest activation "
+            f"{summary.max_activation:.3f}.")
         rows = [(c.activation, token_labels(tokenizer, c.ids), list(c.activations), c.marked) for c in result.contexts]
         self.contexts.set_rows(rows)
         counts, edges = summary.histogram_counts, summary.histogram_edges
