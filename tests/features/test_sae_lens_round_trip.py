@@ -63,3 +63,28 @@ def test_the_app_opens_what_sae_lens_saves(tmp_path, architecture):
         assert (features > 0).any()
         assert torch.allclose(ours.encode(x), features, atol=ATOL)
         assert torch.allclose(ours.decode(features), theirs.decode(features), atol=ATOL)
+
+
+def test_a_transcoder_trained_here_opens_in_sae_lens_and_splices_at_its_output(tmp_path):
+    from core.features.activations import collect
+    from core.features.sae import SAEConfig
+    from core.features.sae_stats import sae_stats
+    from core.features.sae_training import SAETrainSettings, train_sae
+    from tests.features.small import small_model, small_windows
+
+    model, windows = small_model(), small_windows()
+    cache = collect(model, windows, ["blocks.1.hook_resid_mid", "blocks.1.hook_ffn_out"])
+    config = SAEConfig("standard", 16, 24, "blocks.1.hook_resid_mid", "small", hook_name_out="blocks.1.hook_mlp_out",
+                       d_out=16)
+    ours = train_sae(config, cache["blocks.1.hook_resid_mid"], cache["blocks.1.hook_ffn_out"],
+                     SAETrainSettings(steps=5, batch_tokens=32, l1_coefficient=0.1)).sae
+    save_sae(ours, tmp_path / "transcoder")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = sae_lens.SAE.load_from_disk(str(tmp_path / "transcoder"))
+    assert type(theirs).__name__ == "Transcoder" and theirs.cfg.d_out == 16
+    x = cache["blocks.1.hook_resid_mid"][:32]
+    with torch.no_grad():
+        assert torch.allclose(theirs.decode(theirs.encode(x)), ours.decode(ours.encode(x)), atol=ATOL)
+    stats = sae_stats(model, load_sae(tmp_path / "transcoder"), windows)  # spliced in at blocks.1.hook_ffn_out
+    assert stats.ce_zero != stats.ce_clean and 0 <= stats.dead_fraction <= 1
