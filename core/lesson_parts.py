@@ -126,7 +126,7 @@ PARAMETERS_SUB_TABS = ("Breakdown", "Compare two", "Width sweep", "Budgets")
 GENERATE_SUB_TABS = ("Sampling", "KV cache")
 CAUSAL_LAB_SUB_TABS = ("Attribution", "Patching", "Ablation", "Induction")
 FAMILIES_SUB_TABS = ("Fill in the blank", "Cross-attention", "Router")
-FEATURES_SUB_TABS = ("Feature", "Steer")
+FEATURES_SUB_TABS = ("Feature", "Steer", "Train")
 
 PANEL_PARTS: dict[str, PanelParts] = {
     "Architecture": PanelParts(

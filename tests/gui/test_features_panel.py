@@ -85,3 +85,27 @@ def test_a_model_the_sae_was_not_trained_on_is_refused_with_the_offer_of_its_own
     state.set_model(Transformer.from_seed(state.model.config, seed=5))  # tiny-gpt's name and shape, other weights
     qtbot.waitUntil(lambda: view.refused, timeout=RESULT_TIMEOUT_MS)
     assert "not tiny-gpt's" in view.message.text() and view.refusal.offer == "tiny-gpt"
+
+
+def test_an_sae_trained_in_the_window_draws_its_loss_reports_its_figures_and_saves(qtbot, lab, tmp_path):
+    from core.features.sae import load_sae
+
+    state, panel = lab
+    view = panel.training
+    view.steps_spin.setValue(20)
+    view.d_sae_spin.setValue(64)
+    view.k_spin.setValue(8)
+    partials = []
+    view.show_partial = lambda losses, original=view.show_partial: (partials.append(losses), original(losses))
+    with qtbot.waitSignal(view.result_shown, timeout=120_000):
+        panel.tabs.setCurrentIndex(SUB_TABS.index("Train"))
+    assert partials and partials[-1][-1][0] == 20  # drawn while it trained, to the last step
+    assert "64 features, k = 8, at blocks.2.hook_resid_post: 20 steps" in view.summary_label.text()
+    assert f"variance explained {view.result.stats.variance_explained:.3f}" in view.summary_label.text()
+    view.save_to(str(tmp_path / "mine"))
+    assert load_sae(tmp_path / "mine").config.d_sae == 64
+    assert panel.controls.sae_path == str(tmp_path / "mine") and panel.feature_spin.maximum() == 63
+    (tmp_path / "theirs").mkdir()
+    (tmp_path / "theirs" / "notes.txt").write_text("mine")
+    view.save_to(str(tmp_path / "theirs"))  # a folder the app did not write is left untouched
+    assert view.saved_label.text().startswith("Not saved:") and (tmp_path / "theirs" / "notes.txt").read_text() == "mine"

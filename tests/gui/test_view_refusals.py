@@ -161,6 +161,8 @@ RECIPES: dict[str, Recipe | None] = {
     **dict.fromkeys(("DashboardView", "SteeringView"), Recipe(
         lambda lab, view: lab.use(lab.base, text=TEXT), lambda lab, view: _bundled_tiny_gpt(lab),
         lambda lab, view: _bundled_tiny_gpt(lab), phrase="small-decoder")),
+    "TrainView": Recipe(_induction_encoder, lambda lab, view: lab.use(lab.base, text=TEXT),
+                        lambda lab, view: view.steps_spin.setValue(10), phrase="decoder"),
     "InductionView": Recipe(_induction_encoder, lambda lab, view: lab.use(lab.base, text=TEXT), phrase="decoder"),
     # A width that does not split into the heads.
     "NormsView": Recipe(_norms_heads(5), lambda lab, view: _norms_heads(4)(lab, view), phrase="5 heads"),

@@ -33,6 +33,20 @@ class FeatureControls(QObject):
         self.feature_spin.valueChanged.connect(self.changed)
         self._sae_chosen()
 
+    def add_sae(self, folder: str) -> None:
+        """Offer an SAE folder written in the window, and choose it."""
+        from pathlib import Path
+
+        self._configs.pop(folder, None)  # a folder written again holds another SAE
+        index = self.sae_combo.findData(folder)
+        if index < 0:
+            self.sae_combo.addItem(Path(folder).name, folder)
+            index = self.sae_combo.count() - 1
+        if index == self.sae_combo.currentIndex():
+            self._sae_chosen()
+        else:
+            self.sae_combo.setCurrentIndex(index)
+
     @property
     def sae_path(self) -> str:
         return self.sae_combo.currentData() or ""

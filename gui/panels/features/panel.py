@@ -16,10 +16,11 @@ from gui.panels.common import labelled
 from gui.panels.features.controls import FeatureControls
 from gui.panels.features.dashboard import DashboardView
 from gui.panels.features.steering import SteeringView
+from gui.panels.features.training import TrainView
 from gui.widgets.flow_layout import FlowLayout
 from gui.widgets.page_tabs import PageTabs
 
-SUB_TABS = ("Feature", "Steer")
+SUB_TABS = ("Feature", "Steer", "Train")
 
 
 class FeaturesPanel(Panel):
@@ -38,6 +39,7 @@ class FeaturesPanel(Panel):
         prefix = f"{self.channel}/"
         self.dashboard = self.add_view(DashboardView(state, compute, self.controls, prefix))
         self.steering = self.add_view(SteeringView(state, compute, self.controls, prefix))
+        self.training = self.add_view(TrainView(state, compute, self.controls.add_sae, prefix))
         self.tabs = PageTabs()
         self.tabs.setObjectName("features-tabs")
         self.tabs.setDocumentMode(True)
