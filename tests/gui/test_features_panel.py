@@ -108,4 +108,5 @@ def test_an_sae_trained_in_the_window_draws_its_loss_reports_its_figures_and_sav
     (tmp_path / "theirs").mkdir()
     (tmp_path / "theirs" / "notes.txt").write_text("mine")
     view.save_to(str(tmp_path / "theirs"))  # a folder the app did not write is left untouched
-    assert view.saved_label.text().startswith("Not saved:") and (tmp_path / "theirs" / "notes.txt").read_text() == "mine"
+    assert view.saved_label.text().startswith("Not saved:")
+    assert (tmp_path / "theirs" / "notes.txt").read_text() == "mine"

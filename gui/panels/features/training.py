@@ -175,7 +175,7 @@ class TrainView(View):
             self.save_to(folder)
 
     def save_to(self, folder: str) -> None:
-        """Write the SAE on screen to `folder` (a new folder, or one this app wrote); the line below says how it went."""
+        """Write the SAE on screen to `folder` (a new folder, or one this app wrote); a line says how it went."""
         from core.checkpoint_files import CheckpointError
         from core.features.sae import save_sae
 
