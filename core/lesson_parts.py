@@ -126,12 +126,14 @@ PARAMETERS_SUB_TABS = ("Breakdown", "Compare two", "Width sweep", "Budgets")
 GENERATE_SUB_TABS = ("Sampling", "KV cache")
 CAUSAL_LAB_SUB_TABS = ("Attribution", "Patching", "Ablation", "Induction")
 FAMILIES_SUB_TABS = ("Fill in the blank", "Cross-attention", "Router")
+FEATURES_SUB_TABS = ("Feature", "Steer", "Train")
 
 PANEL_PARTS: dict[str, PanelParts] = {
     "Architecture": PanelParts(
         {"": {**_results("config_label", "table", "norm_plot", "follow_caption", "hover_label"),
-              **_controls("layers_spin", "token_combo", "tower_combo", "view")}},
-        {"follow_position": _int(0, MAX_TEXT_CHARS, none_ok=True), "follow_tower": _choice("decoder", "encoder")},
+              **_controls("layers_spin", "token_combo", "tower_combo", "view", "tuned_box")}},
+        {"follow_position": _int(0, MAX_TEXT_CHARS, none_ok=True), "follow_tower": _choice("decoder", "encoder"),
+         "tuned_lens": BOOL},
     ),
     "Tokens & masks": PanelParts(
         {"": _controls("strip", "mode_combo", "depth_spin"),
@@ -212,6 +214,23 @@ PANEL_PARTS: dict[str, PanelParts] = {
         {"tab": _choice(*FAMILIES_SUB_TABS), "blank": _int(1, MAX_TEXT_CHARS), "top_k": _int(1, 20),
          "source": Setting("text"), "steps": _int(0, 64), "cross_layer": _int(0, 1023), "cross_head": _int(-1, 1023),
          "router_layer": _int(0, 1023)},
+    ),
+    "Features": PanelParts(
+        {"": _controls("feature_spin", "sae_combo"),
+         "Feature": {**_results("feature_summary", "feature_contexts", "feature_histogram", "feature_logits",
+                                "feature_search", "feature_search_table", "feature_tokens"),
+                     **_controls("search_from", "search_to")},
+         "Steer": {**_results("steer_summary", "steer_plot", "steer_clean", "steer_steered"),
+                   **_controls("alpha_spin", "ablate_box")}},
+        {"tab": _choice(*FEATURES_SUB_TABS), "feature": _int(0, 1 << 17), "alpha": _float(-100.0, 100.0),
+         "ablate": BOOL, "search": Setting("int_list", high=2), "sae": Setting("text")},
+        paths={"sae_combo": "controls.sae_combo", "feature_summary": "dashboard.summary_label",
+               "feature_contexts": "dashboard.contexts", "feature_histogram": "dashboard.histogram",
+               "feature_logits": "dashboard.logits_label", "feature_search": "dashboard.search_label",
+               "feature_search_table": "dashboard.search_table", "feature_tokens": "dashboard.token_table",
+               "search_from": "dashboard.first_spin", "search_to": "dashboard.last_spin",
+               "steer_summary": "steering.summary_label", "steer_plot": "steering.plot",
+               "steer_clean": "steering.clean_text", "steer_steered": "steering.steered_text"},
     ),
     "Parameters": PanelParts(
         {"": _controls("model_combo", "tied_check"),

@@ -58,6 +58,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "export-html": ("core.cli.handouts", "a lesson or a view as one self-contained web page that opens offline"),
     "lesson-answers": ("core.cli.handouts", "summarise a class's answers CSVs from exported lesson pages, per step"),
+    "sae": (
+        "core.cli.features",
+        "sparse autoencoders: train one on a hook's activations, list, measure, and read a feature",
+    ),
+    "lens": (
+        "core.cli.lens",
+        "tuned lens: train one, list the bundled ones, or compare its KL per block with the logit lens's",
+    ),
     "models": ("core.cli.download", "list the bundled models, the Hugging Face cache and the downloadable catalogue"),
     "download": (
         "core.cli.download",

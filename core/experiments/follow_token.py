@@ -74,6 +74,12 @@ class FollowTokenResult:
     expert_ids: np.ndarray | None = None  # (S, k) experts the router chose at a mixture's FFN stage, -1 elsewhere
     expert_weights: np.ndarray | None = None  # (S, k) their mixing weights (softmax over the chosen logits); NaN elsewhere
     source_labels: tuple[str, ...] = ()  # what an encoder-decoder's encoder read; () for one stack
+    # A tuned lens beside the logit lens (core.features.library.with_tuned_lens), at the stages a translator reads:
+    tuned_top_labels: tuple[tuple[str, ...], ...] = ()  # (S, k) its guesses; () rows elsewhere
+    tuned_top_probs: np.ndarray | None = None  # (S, k) their probabilities; NaN elsewhere
+    logit_kl: np.ndarray | None = None  # (S,) KL(final || logit lens) in nats at the followed position; NaN elsewhere
+    tuned_kl: np.ndarray | None = None  # (S,) KL(final || tuned lens); NaN elsewhere
+    tuned_note: str = ""  # why there is no tuned lens, when one was asked for
 
     @property
     def n_stages(self) -> int:

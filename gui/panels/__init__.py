@@ -4,6 +4,7 @@ from gui.panels.architecture import ArchitecturePanel
 from gui.panels.base import Panel
 from gui.panels.causal_lab import CausalLabPanel
 from gui.panels.families import FamiliesPanel
+from gui.panels.features import FeaturesPanel
 from gui.panels.generate import GeneratePanel
 from gui.panels.norms import NormsPanel
 from gui.panels.parameters import ParametersPanel
@@ -23,6 +24,7 @@ PANEL_CLASSES: list[type[Panel]] = [
     GeneratePanel,
     CausalLabPanel,
     FamiliesPanel,
+    FeaturesPanel,
 ]
 
 __all__ = ["PANEL_CLASSES", "Panel"]

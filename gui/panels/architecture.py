@@ -26,6 +26,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QCheckBox,
     QComboBox,
     QHBoxLayout,
     QHeaderView,
@@ -45,7 +46,7 @@ from core.params import parameter_breakdown
 from gui import theme
 from gui.model_loader import MAX_INTERACTIVE_PARAMETERS
 from gui.panels.base import Panel, Refusal, View
-from gui.panels.common import sequence_refusal
+from gui.panels.common import sequence_refusal, set_cell
 from gui.widgets.block_diagram import BlockDiagramView, DiagramPicture
 from gui.widgets.plot_titles import wrap_title
 from gui.widgets.table_rows import keep_rows_in_view, never_cut_cells
@@ -103,12 +104,35 @@ class FollowInputs:
     tokens: tuple[int, ...]
     position: int
     tower: str = "decoder"  # an encoder-decoder's "encoder": the position is a source token followed through the encoder
+    tuned: bool = False  # the bundled tuned lens beside the logit lens, with both KLs from the output
 
 
 def compute_follow(inputs: FollowInputs, token) -> Any:
     from core.experiments.follow_token import follow_token
 
-    return follow_token(inputs.model, list(inputs.tokens), inputs.position, inputs.tokenizer, k=TOP_K, tower=inputs.tower)
+    result = follow_token(inputs.model, list(inputs.tokens), inputs.position, inputs.tokenizer, k=TOP_K,
+                          tower=inputs.tower)
+    if not inputs.tuned:
+        return result
+    from core.features.library import with_tuned_lens
+
+    return with_tuned_lens(result, inputs.model, list(inputs.tokens), inputs.tokenizer, TOP_K)
+
+
+TUNED_HEADER = "tuned lens (KL: logit → tuned)"
+TUNED_TIP = ("The bundled tuned lens: an affine translator per block, trained so that the stream entering block i "
+             "predicts the model's output; beside its guesses, KL(output || lens) in nats of the logit lens and of it")
+
+
+def tuned_cell(result, row: int) -> str:
+    """The tuned lens's guesses and both KLs at a stage a translator reads; why not, or a dash, elsewhere."""
+    if result.tuned_note:
+        return result.tuned_note if row == 0 else ""
+    labels = result.tuned_top_labels[row] if row < len(result.tuned_top_labels) else ()
+    if not labels:
+        return "—"
+    guesses = "  │  ".join(f"{label} {prob:.0%}" for label, prob in zip(labels, result.tuned_top_probs[row]))
+    return f"{guesses}   KL {result.logit_kl[row]:.2f} → {result.tuned_kl[row]:.2f}"
 
 
 READS_TIP = ("Attention: the keys this token's query weighted most (the mean over heads), as position:token weight; "
@@ -165,6 +189,7 @@ class FollowTokenView(View):
         self.diagram = diagram
         self.chosen_position: int | None = None  # None: follow the default (second to last) token
         self.tower = "decoder"  # an encoder-decoder's tower to follow in (the only stack otherwise)
+        self.tuned = False  # the tuned lens's column beside the logit lens
         layout = QVBoxLayout(self.content)
         layout.setContentsMargins(0, 0, 0, 0)
         right = QSplitter(Qt.Orientation.Vertical)
@@ -226,6 +251,10 @@ class FollowTokenView(View):
         self.chosen_position = None if position is None else max(0, int(position))
         self.inputs_changed()
 
+    def show_tuned(self, on: bool) -> None:
+        self.tuned = bool(on)
+        self.inputs_changed()
+
     def choose_tower(self, tower: str) -> None:
         self.tower = tower if tower in dict(TOWER_CHOICES) else "decoder"
         self.inputs_changed()
@@ -243,7 +272,8 @@ class FollowTokenView(View):
         if problem:
             return Refusal(problem)
         tower = self.tower if config.architecture == "encoder-decoder" else "decoder"
-        return FollowInputs(model, model_tokenizer(self.state), tuple(tokens), self.followed_position(), tower)
+        return FollowInputs(model, model_tokenizer(self.state), tuple(tokens), self.followed_position(), tower,
+                            self.tuned)
 
     # ---- showing -------------------------------------------------------------------------------
     def on_stale(self) -> None:
@@ -267,6 +297,12 @@ class FollowTokenView(View):
     def _fill_table(self, result) -> None:
         self.table.setUpdatesEnabled(False)
         try:
+            self.table.setColumnCount(len(COLUMNS) + (1 if self.shown_inputs.tuned else 0))
+            if self.shown_inputs.tuned:
+                self.table.setHorizontalHeaderItem(len(COLUMNS), QTableWidgetItem(TUNED_HEADER))
+                self.table.horizontalHeaderItem(len(COLUMNS)).setToolTip(TUNED_TIP)
+                header = self.table.horizontalHeader()  # shown beside the logit lens, whatever its place in the model
+                header.moveSection(header.visualIndex(len(COLUMNS)), LENS_COLUMN + 1)
             self.table.setRowCount(result.n_stages)
             plain, bold = theme.font(), theme.font(bold=True)
             ids_only = self.shown_inputs.tokenizer is None
@@ -289,9 +325,11 @@ class FollowTokenView(View):
                            and result.top_labels[row][0] == result.target_label)
                     item.setFont(bold if column == LENS_COLUMN and hit else plain)
                     item.setToolTip(READS_TIP if column == READS_COLUMN else f"captured at {result.stage_hooks[row]}")
+                if self.shown_inputs.tuned:
+                    set_cell(self.table, row, len(COLUMNS), tuned_cell(result, row))
         finally:
             self.table.setUpdatesEnabled(True)
-        for column in range(len(COLUMNS)):
+        for column in range(self.table.columnCount()):
             self.table.resizeColumnToContents(column)
         self.table.verticalHeader().setDefaultSectionSize(round(QFontMetrics(theme.font()).height() * 1.5))
         keep_rows_in_view(self.table)  # the logit lens reads down the stages: a few always in view
@@ -451,6 +489,10 @@ class ArchitecturePanel(Panel):
         self.hover_label.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
         left_layout.addWidget(self.view, 1)
         left_layout.addWidget(self.hover_label)
+        self.tuned_box = QCheckBox("tuned lens")
+        self.tuned_box.setObjectName("architecture-tuned-lens")
+        self.tuned_box.setToolTip(TUNED_TIP)
+        left_layout.addWidget(self.tuned_box)
         splitter.addWidget(left)
 
         self.follow = self.add_view(FollowTokenView(state, compute, self.view, f"{self.channel}/"))
@@ -470,6 +512,7 @@ class ArchitecturePanel(Panel):
         self.layers_spin.valueChanged.connect(self._on_layers_changed)
         self.token_combo.activated.connect(self._on_token_chosen)
         self.tower_combo.activated.connect(lambda index: self.follow.choose_tower(self.tower_combo.itemData(index)))
+        self.tuned_box.toggled.connect(self.follow.show_tuned)
         self.view.part_hovered.connect(self._on_part_hovered)
         self.view.part_clicked.connect(self._on_part_clicked)
         state.config_changed.connect(self._on_config_changed)
@@ -619,7 +662,8 @@ class ArchitecturePanel(Panel):
             self.follow.choose_tower(tower)
 
     def settings(self) -> dict[str, Any]:
-        return {"follow_position": self.chosen_position, "follow_tower": self.follow.tower}
+        return {"follow_position": self.chosen_position, "follow_tower": self.follow.tower,
+                "tuned_lens": self.tuned_box.isChecked()}
 
     def restore_settings(self, data: dict[str, Any]) -> None:
         if not isinstance(data, dict):
@@ -630,6 +674,8 @@ class ArchitecturePanel(Panel):
         tower = data.get("follow_tower")
         if tower in dict(TOWER_CHOICES):
             self.set_followed_tower(tower)
+        if isinstance(data.get("tuned_lens"), bool):
+            self.tuned_box.setChecked(data["tuned_lens"])
 
 
 __all__ = ["ArchitecturePanel", "FollowTokenView", "FollowInputs", "compute_follow", "describe_config"]

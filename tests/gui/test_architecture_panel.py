@@ -261,7 +261,8 @@ def test_the_follow_table_matches_core(qtbot, panel, tmp_path):
     with qtbot.waitSignal(panel.result_shown, timeout=30_000):
         panel.token_combo.setCurrentIndex(1)
         panel.token_combo.activated.emit(1)
-    assert panel.result.position == 1 and panel.settings() == {"follow_position": 1, "follow_tower": "decoder"}
+    assert panel.result.position == 1
+    assert panel.settings() == {"follow_position": 1, "follow_tower": "decoder", "tuned_lens": False}
 
     table.selectRow(2)  # a stage row lights up its ⊕ in the drawing
     assert panel.view.hovered is not None and panel.view.hovered.key == "decoder.block0.add_ffn"

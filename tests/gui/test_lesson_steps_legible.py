@@ -15,7 +15,7 @@ from gui.legibility import legibility_problems, overlap_problems
 from gui.panels.base import COMPUTING, View
 
 SCREENS = {"laptop": ((1366, 768), "light", 1.0), "projector": ((1920, 1080), "projector", 1.6)}
-PANELS = ("Causal lab", "Families")  # the second half of the app
+PANELS = ("Causal lab", "Families", "Features")  # the second half of the app
 
 
 def lessons_on_the_panels() -> list:

@@ -137,6 +137,13 @@ def _shapes_heads(value):
     return edit
 
 
+def _bundled_tiny_gpt(lab):
+    from core.checkpoints import load_bundled
+
+    loaded = load_bundled("tiny-gpt")
+    lab.use(loaded.model, loaded.tokenizer, TEXT)
+
+
 def _induction_encoder(lab, view):
     lab.use(family_models.encoder(), family_models.encoder_tokenizer(), TEXT)
 
@@ -150,6 +157,12 @@ RECIPES: dict[str, Recipe | None] = {
     "FillBlankView": _family(family_models.encoder, family_models.encoder_tokenizer, f"to be or {MASK_CHAR}ot"),
     "CrossAttentionView": _family(family_models.encoder_decoder, family_models.date_tokenizer),
     "RouterView": _family(family_models.moe, family_models.shakespeare_tokenizer),
+    # An SAE reads the weights it was trained on: another model is refused, with the offer of its own.
+    **dict.fromkeys(("DashboardView", "SteeringView"), Recipe(
+        lambda lab, view: lab.use(lab.base, text=TEXT), lambda lab, view: _bundled_tiny_gpt(lab),
+        lambda lab, view: _bundled_tiny_gpt(lab), phrase="small-decoder")),
+    "TrainView": Recipe(_induction_encoder, lambda lab, view: lab.use(lab.base, text=TEXT),
+                        lambda lab, view: view.steps_spin.setValue(10), phrase="decoder"),
     "InductionView": Recipe(_induction_encoder, lambda lab, view: lab.use(lab.base, text=TEXT), phrase="decoder"),
     # A width that does not split into the heads.
     "NormsView": Recipe(_norms_heads(5), lambda lab, view: _norms_heads(4)(lab, view), phrase="5 heads"),
