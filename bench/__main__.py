@@ -563,7 +563,7 @@ def main(argv: list[str] | None = None) -> int:
         load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
         print(json.dumps({"quick": args.quick, "runs": runs, "seconds": elapsed, "load_average": [load_before, load],
                           "date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime(time.time() - elapsed)),
-                          "cpus": os.cpu_count(), "machine": _machine(),
+                          "cpus": os.cpu_count(), "machine": _machine(), "only": args.only,
                           "figures": [f.to_json() for f in figures]}, indent=2))
     else:
         print(format_table(figures))

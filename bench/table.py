@@ -37,7 +37,8 @@ def table(run: dict) -> str:
     machine = run.get("machine", "an unrecorded machine")
     cpus = run.get("cpus", "?")
     loads = " and ".join("-" if value is None else f"{value:.2f}" for value in load)
-    lines = [f"`python -m bench --runs {run.get('runs')}`{' --quick' if run.get('quick') else ''}, {when} UTC, "
+    options = (" --quick" if run.get("quick") else "") + (f" --only {run['only']}" if run.get("only") else "")
+    lines = [f"`python -m bench --runs {run.get('runs')}{options}`, {when} UTC, "
              f"{machine}, {cpus} CPUs, load average {loads} (1-minute, at the start and at the end), "
              f"{run.get('seconds', 0):.0f} s.", "",
              "| figure | median (min - max, n) | target | result | measured beside it |",
