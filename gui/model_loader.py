@@ -46,7 +46,6 @@ def load_torch(requested_device: str | None, threads: int | None = None) -> Torc
 
     if threads is not None:
         torch.set_num_threads(threads)
-    warm_meta_device()
     choice = choose_device(requested_device)
     corpus = resource_path("tinyshakespeare.txt").read_text(encoding="utf-8")
     return TorchRuntime(
@@ -56,20 +55,6 @@ def load_torch(requested_device: str | None, threads: int | None = None) -> Torc
         device_message=choice.message or "",
         tokenizer=CharTokenizer.from_text(corpus),
     )
-
-
-def warm_meta_device() -> None:
-    """Run one operation on a meta tensor that goes through PyTorch's Python references.
-
-    The first such operation (a parameter's init while a model is built on the meta device, as every
-    checkpoint load, parameter count and shape trace does) imports torch._dynamo and sympy with it: about
-    800 modules and 120,000 objects, seconds of the worker holding the interpreter in imports. Done with
-    torch, they exist before the window freezes start-up's objects out of the collector's walks
-    (gui.gui_thread_gc), and no later model build or shape trace waits for them.
-    """
-    import torch
-
-    torch.empty(1, device="meta").normal_()
 
 
 def _load_bundled(name: str) -> Any | None:

@@ -137,24 +137,3 @@ def test_a_full_collection_waits_its_interval(compute, monkeypatch):
         gc.callbacks.remove(record)
     assert held
 
-
-def test_torch_loading_imports_what_a_meta_build_needs_so_a_model_build_imports_nothing_more():
-    """The first parameter init on the meta device imports torch._dynamo and sympy (about 800 modules): done
-    while torch loads, before start-up's objects are frozen, not during the first model build."""
-    import subprocess
-    import sys
-
-    script = (
-        "import sys\n"
-        "from gui.model_loader import load_torch\n"
-        "load_torch(None, 1)\n"
-        "before = set(sys.modules)\n"
-        "from core.model import Transformer\n"
-        "from core.presets import get_preset\n"
-        "Transformer.from_seed(get_preset('tiny-gpt'), seed=0)\n"
-        "new = sorted(set(sys.modules) - before)\n"
-        "print(len(new), [name for name in new if name.startswith(('torch._dynamo', 'sympy'))][:3])\n"
-    )
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=True)
-    count, heavy = out.stdout.split(" ", 1)
-    assert heavy.strip() == "[]" and int(count) < 50
