@@ -8,7 +8,7 @@ thresholds every COLLECT_INTERVAL_S. Objects freed by their reference count alon
 A collection's cost is the objects it walks: the second generation holds what survived the last ten
 collections of the first, so with the worker making objects fast (a model build) the interval sets
 that size. At 0.1 s a second-generation collection walked a second of the worker's objects, 75-128 ms
-of the GUI thread on this project's 2-core machine; at 0.01 s it walks a tenth of that (about 5 ms).
+of the GUI thread on a 2-core machine; at 0.01 s it walks a tenth of that (5-35 ms in the same runs).
 
 A full collection walks every object the process holds: about 300 ms once torch and every panel are
 loaded, a visible stall on the GUI thread. Python itself runs one only when the objects that
