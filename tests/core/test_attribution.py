@@ -95,7 +95,8 @@ def test_only_the_split_position_is_unembedded_and_kept():
     # norm with this run's scale, dotted with the answer's unembedding.
     config, layer, head = model.config, 1, 2
     z = seen[f"blocks.{layer}.attn.hook_z"][0, head, 3].double()  # (d_head,)
-    w_out = model.blocks[layer].attn.out_proj.weight.detach().double()[:, head * config.d_head:(head + 1) * config.d_head]
+    w_out = model.blocks[layer].attn.out_proj.weight.detach().double()  # (D, H * d_head)
+    w_out = w_out[:, head * config.d_head:(head + 1) * config.d_head]  # (D, d_head)
     with torch.no_grad(), capture(model, [f"blocks.{config.n_layers - 1}.hook_resid_post"]) as post:
         model(torch.tensor([IDS]))
         stream = post[f"blocks.{config.n_layers - 1}.hook_resid_post"][0, 3].double()  # (D,)
