@@ -340,13 +340,17 @@ def measure_paused_training(runs: int, changes: int) -> list[Figure]:
 def measure_stall(runs: int) -> list[Figure]:
     stall = Figure("longest GUI-thread stall while computing", "ms", target="< 50 ms", meets=lambda v: v < 50.0,
                    beside="bench/stall.py: torch import, gpt2-small build, mixtral trace, T=256 forwards")
+    cpu: list[float] = []
     try:
         for index in range(runs):
             _log(f"  stall run {index + 1}/{runs}")
             out = _run([str(BENCH / "stall.py")], timeout=600)
             stall.values.append(_find(r"longest stall while computing: ([\d.]+) ms", out))
+            cpu.append(_find(r"the GUI thread's own CPU in it: ([\d.]+) ms", out))
     except Exception as error:
         stall.error = str(error)[:120]
+    if cpu:
+        stall.beside += f"; the GUI thread's own CPU in the longest: {', '.join(f'{value:.1f}' for value in cpu)} ms"
     return [stall]
 
 
@@ -491,6 +495,20 @@ def measure_recipes(runs: int) -> list[Figure]:
     return list(figures.values())
 
 
+def _machine() -> str:
+    """The CPU's model name (Linux) or the platform's processor, for the table's heading (bench/table.py)."""
+    import platform
+
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            for line in info:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 GROUPS = ("startup", "tokens", "edit", "real", "peak", "paused", "stall", "drag", "rss", "patch", "recipes")
 
 
@@ -544,6 +562,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
         print(json.dumps({"quick": args.quick, "runs": runs, "seconds": elapsed, "load_average": [load_before, load],
+                          "date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime(time.time() - elapsed)),
+                          "cpus": os.cpu_count(), "machine": _machine(), "only": args.only,
                           "figures": [f.to_json() for f in figures]}, indent=2))
     else:
         print(format_table(figures))

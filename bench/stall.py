@@ -34,21 +34,29 @@ class StallMeter:
         self.timer.setInterval(TICK_MS)
         self.timer.timeout.connect(self._tick)
         self.last = time.perf_counter()
+        self.last_cpu = time.thread_time()
         self.lates: list[float] = []
+        self.cpu: list[float] = []  # the GUI thread's own CPU time in each gap (ms): on a busy machine the rest
+        # of a gap is the wait for a CPU or for the interpreter's lock
 
     def start(self) -> None:
         self.lates.clear()
-        self.last = time.perf_counter()
+        self.cpu.clear()
+        self.last, self.last_cpu = time.perf_counter(), time.thread_time()
         self.timer.start()
 
     def stop(self) -> list[float]:
         self.timer.stop()
         return list(self.lates)
 
+    def cpu_in_longest(self) -> float:
+        return self.cpu[max(range(len(self.lates)), key=self.lates.__getitem__)] if self.lates else 0.0
+
     def _tick(self) -> None:
-        now = time.perf_counter()
+        now, cpu = time.perf_counter(), time.thread_time()
         self.lates.append(max(0.0, (now - self.last) * 1000 - TICK_MS))
-        self.last = now
+        self.cpu.append((cpu - self.last_cpu) * 1000)
+        self.last, self.last_cpu = now, cpu
 
 
 def main() -> int:
@@ -87,7 +95,8 @@ def main() -> int:
         start()
         run_until(done)
         run_until(lambda: not window.compute.busy)
-        return label, meter.stop(), time.perf_counter() - began
+        lates = meter.stop()
+        return label, lates, time.perf_counter() - began, meter.cpu_in_longest()
 
     results = []
     results.append(phase("import torch + first model", window.start_loading, lambda: window.loaded is not None))
@@ -132,15 +141,19 @@ def main() -> int:
     results.append(phase("20 forward passes, tiny-gpt, B=8, T=256", forward_passes, lambda: bool(finished)))
 
     print(f"GUI-thread lateness of a {TICK_MS} ms timer while the worker computes:")
-    worst_compute = 0.0
-    for label, lates, seconds in results:
+    worst_compute, worst_cpu = 0.0, 0.0
+    for label, lates, seconds, cpu in results:
         worst = max(lates) if lates else 0.0
         p99 = statistics.quantiles(lates, n=100)[98] if len(lates) >= 100 else worst
-        print(f"  {label:<40} {seconds:6.2f} s  longest stall {worst:6.1f} ms  p99 {p99:5.1f} ms  ({len(lates)} ticks)")
-        if not label.startswith("import torch"):
-            worst_compute = max(worst_compute, worst)
+        print(f"  {label:<40} {seconds:6.2f} s  longest stall {worst:6.1f} ms (GUI thread's CPU in it {cpu:5.1f} ms)"
+              f"  p99 {p99:5.1f} ms  ({len(lates)} ticks)")
+        if not label.startswith("import torch") and worst >= worst_compute:
+            worst_compute, worst_cpu = worst, cpu
     verdict = "meets" if worst_compute <= TARGET_MS else "MISSES"
     print(f"longest stall while computing: {worst_compute:.1f} ms, {verdict} the {TARGET_MS:.0f} ms target")
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"  the GUI thread's own CPU in it: {worst_cpu:.1f} ms (load average {load:.2f} on {os.cpu_count()} CPUs: "
+          "the rest of the stall waited for a CPU or for the interpreter's lock)")
     window.close()
     return 0 if worst_compute <= TARGET_MS else 1
 

@@ -20,6 +20,9 @@ from core.model import Transformer
 
 ABLATION_MODES = ("zero", "mean")
 TOP_PREDICTIONS = 5
+# Positions unembedded at a time for the losses: a whole sequence's logits at GPT-2's vocabulary and 1,024
+# tokens are 206 MB, and the two runs' would sit side by side with their log-softmax.
+LOSS_CHUNK = 128
 
 
 class AblationError(ValueError):
@@ -96,6 +99,19 @@ def position_losses(logits: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(logits[0, :-1].float(), tokens[0, 1:], reduction="none")  # (T - 1,)
 
 
+def _losses_and_top(model: Transformer, hidden: torch.Tensor, tokens: torch.Tensor, position: int):
+    """(T - 1,) next-token losses and the top predictions at `position`, from the final norm's output (1, T, D).
+
+    The head runs on LOSS_CHUNK positions at a time, so a whole sequence's logits never exist at once."""
+    targets = tokens[0, 1:]  # (T - 1,)
+    losses = []
+    for start in range(0, targets.shape[0], LOSS_CHUNK):
+        stop = min(start + LOSS_CHUNK, targets.shape[0])
+        logits = model.unembed(hidden[0, start:stop])  # (C, V)
+        losses.append(F.cross_entropy(logits.float(), targets[start:stop], reduction="none"))  # (C,)
+    return torch.cat(losses), _top(model.unembed(hidden[0, position]), TOP_PREDICTIONS)  # (T - 1,)
+
+
 def _top(logits: torch.Tensor, k: int) -> tuple[tuple[int, float], ...]:
     probs = torch.softmax(logits.double(), dim=-1)  # (V,)
     values, ids = probs.topk(min(k, probs.numel()))
@@ -116,14 +132,14 @@ def ablate(model: Transformer, ids: Sequence[int], heads: Sequence[tuple[int, in
     if not 0 <= position < tokens.shape[1]:
         raise AblationError(f"position {position} is outside the sequence (0..{tokens.shape[1] - 1})")
     with torch.no_grad():
-        before = model(tokens)  # (1, T, V)
+        # One run at a time, to the final norm: its losses are read before the ablated run starts.
+        loss_before, top_before = _losses_and_top(model, model(tokens, head=False), tokens, position)
         with intervene(model, hooks):
-            after = model(tokens)  # (1, T, V)
-        loss_before, loss_after = position_losses(before, tokens), position_losses(after, tokens)
+            hidden = model(tokens, head=False)  # (1, T, D)
+        loss_after, top_after = _losses_and_top(model, hidden, tokens, position)
     return Ablation(
         mode=mode, heads=tuple((int(l), int(h)) for l, h in heads), ffns=tuple(int(l) for l in ffns),
         loss_before=float(loss_before.mean()), loss_after=float(loss_after.mean()),
         position_loss_before=loss_before.double().cpu().numpy(), position_loss_after=loss_after.double().cpu().numpy(),
-        position=position, top_before=_top(before[0, position], TOP_PREDICTIONS),
-        top_after=_top(after[0, position], TOP_PREDICTIONS),
+        position=position, top_before=top_before, top_after=top_after,
     )

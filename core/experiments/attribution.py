@@ -130,20 +130,29 @@ def direct_logit_attribution(
             names.append(f"blocks.{layer}.hook_ffn_out")
         if config.is_moe:
             names.append(f"blocks.{layer}.ffn.hook_routing")
-    with torch.no_grad(), capture(model, names) as seen:
-        logits = model(tokens)  # (1, T, V)
+    seen: dict[str, torch.Tensor] = {}  # each hook's output at `position` alone; the rest of the run is not read
+
+    def keep_position(name: str, output: torch.Tensor) -> None:
+        dim = 2 if name.endswith("hook_z") else 1  # hook_z is (B, H, T, d_head); the others (B, T, ...)
+        seen[name] = output.narrow(dim, position, 1).clone()  # (1, 1, D), (1, H, 1, d_head) or (1, 1, E)
+
+    with torch.no_grad(), capture(model, names, on_output=keep_position):
+        hidden = model(tokens, head=False)  # (1, T, D)
+    with torch.no_grad():
+        logits = model.unembed(hidden[0, position])  # (V,): no other position's logits are read
+    del hidden
     if answer is None:
-        answer = int(logits[0, position].argmax())
-    total = float(logits[0, position, answer])
+        answer = int(logits.argmax())
+    total = float(logits[answer])
     if foil is not None:
-        total = float(logits[0, position, answer] - logits[0, position, foil])  # the float32 difference
+        total = float(logits[answer] - logits[foil])  # the float32 difference
 
     with torch.no_grad():
         direction64 = model.head.weight[answer].double()  # (D,)
         if foil is not None:
             direction64 = direction64 - model.head.weight[foil].double()  # (D,)
         parts = _stream_parts(model, tokens, seen, position)  # list of (Component-without-value, (D,) float64)
-        stream = _final_residual(model, seen, position)  # (D,) float64: the stream the final norm reads
+        stream = _final_residual(model, seen)  # (D,) float64: the stream the final norm reads
         norm = model.final_norm
         through = _final_norm_map(model, stream)  # maps a stream part to its share of the normed vector
         components = [Component(name, kind, layer, head, float(through(vector) @ direction64))
@@ -154,7 +163,7 @@ def direct_logit_attribution(
         head_bias = _head_bias_share(model, answer, foil)
         if config.head_bias:
             components.append(Component("logit bias", "head_bias", None, None, head_bias))
-        streams = [seen[f"blocks.{layer}.hook_resid_pre"][0, position].double() for layer in range(n_layers)]
+        streams = [seen[f"blocks.{layer}.hook_resid_pre"][0, 0].double() for layer in range(n_layers)]
         streams.append(stream)
         lens = np.array([float(_normed(model, s) @ direction64) + head_bias for s in streams])  # (L + 1,)
         lens_final = np.array([float(through(s) @ direction64) + _bias_share(model, direction64) + head_bias
@@ -170,15 +179,16 @@ def direct_logit_attribution(
     )
 
 
-def _final_residual(model: Transformer, seen, position: int) -> torch.Tensor:
-    """The stream after the last block at `position`, rebuilt as the last block's resid_mid + its FFN write."""
+def _final_residual(model: Transformer, seen) -> torch.Tensor:
+    """The stream after the last block at the position `seen` holds, rebuilt as the last block's resid_mid + its
+    FFN write."""
     last = model.config.n_layers - 1
     if last < 0:
-        return seen["hook_embed"][0, position].double()
+        return seen["hook_embed"][0, 0].double()
     if model.config.attention_only:  # the block's output is its stream after attention
-        return seen[f"blocks.{last}.hook_resid_mid"][0, position].double()
+        return seen[f"blocks.{last}.hook_resid_mid"][0, 0].double()
     # hook_resid_post is not captured: resid_mid + ffn_out is the same float32 sum the block made.
-    return (seen[f"blocks.{last}.hook_resid_mid"][0, position] + seen[f"blocks.{last}.hook_ffn_out"][0, position]).double()
+    return (seen[f"blocks.{last}.hook_resid_mid"][0, 0] + seen[f"blocks.{last}.hook_ffn_out"][0, 0]).double()
 
 
 def _scale(model: Transformer, stream: torch.Tensor) -> torch.Tensor:
@@ -231,13 +241,14 @@ def _normed(model: Transformer, stream: torch.Tensor) -> torch.Tensor:
 
 
 def _stream_parts(model: Transformer, tokens: torch.Tensor, seen, position: int):
-    """(name, kind, layer, head, (D,) float64 vector) for everything written into the stream at `position`."""
+    """(name, kind, layer, head, (D,) float64 vector) for everything written into the stream at `position`
+    (the one position `seen` holds)."""
     config = model.config
     token = tokens[0, position]
     if config.embed_norm or config.embed_scale:
         # A normed (or scaled) sum is no longer the table rows themselves: the embedding enters as one part.
-        embedded = [("embed (+ positions)", "embed", None, None, seen["hook_embed"][0, position].double())]
-        return embedded + _block_parts(model, seen, position)
+        embedded = [("embed (+ positions)", "embed", None, None, seen["hook_embed"][0, 0].double())]
+        return embedded + _block_parts(model, seen)
     parts = [("embed", "embed", None, None, model.tok_emb.weight[token].double())]
     if config.positional == "learned":
         parts.append(("pos_embed", "pos_embed", None, None, model.pos_emb.weight[position].double()))
@@ -245,16 +256,17 @@ def _stream_parts(model: Transformer, tokens: torch.Tensor, seen, position: int)
         table = sinusoidal_table(tokens.shape[1], config.d_model, dtype=torch.float32,
                                  halves=config.sinusoidal_halves)  # (T, D)
         parts.append(("pos_embed", "pos_embed", None, None, table[position].double()))
-    return parts + _block_parts(model, seen, position)
+    return parts + _block_parts(model, seen)
 
 
-def _block_parts(model: Transformer, seen, position: int):
-    """(name, kind, layer, head, (D,) float64 vector) for every head, bias and FFN write at `position`."""
+def _block_parts(model: Transformer, seen):
+    """(name, kind, layer, head, (D,) float64 vector) for every head, bias and FFN write at the position `seen`
+    holds."""
     config = model.config
     parts = []
     d_head = config.d_head
     for layer, block in enumerate(model.blocks):
-        z = seen[f"blocks.{layer}.attn.hook_z"][0, :, position].double()  # (H, d_head)
+        z = seen[f"blocks.{layer}.attn.hook_z"][0, :, 0].double()  # (H, d_head)
         w_out = block.attn.out_proj.weight.double()  # (D, H*d_head)
         for head in range(config.n_heads):
             slice_ = w_out[:, head * d_head:(head + 1) * d_head]  # (D, d_head)
@@ -264,13 +276,13 @@ def _block_parts(model: Transformer, seen, position: int):
         if not block.has_ffn:
             continue
         if isinstance(block.ffn, MixtureOfExperts):
-            routing = seen[f"blocks.{layer}.ffn.hook_routing"][0, position]  # (E,)
-            normed = block.norm2(seen[f"blocks.{layer}.hook_resid_mid"][:, position:position + 1])  # (1, 1, D)
+            routing = seen[f"blocks.{layer}.ffn.hook_routing"][0, 0]  # (E,)
+            normed = block.norm2(seen[f"blocks.{layer}.hook_resid_mid"])  # (1, 1, D)
             for index, expert in enumerate(block.ffn.experts):
                 write = (routing[index] * expert(normed)[0, 0]).double()  # (D,)
                 parts.append((f"L{layer} expert {index}", "expert", layer, index, write))
         else:
-            parts.append((f"L{layer} ffn", "ffn", layer, None, seen[f"blocks.{layer}.hook_ffn_out"][0, position].double()))
+            parts.append((f"L{layer} ffn", "ffn", layer, None, seen[f"blocks.{layer}.hook_ffn_out"][0, 0].double()))
     return parts
 
 

@@ -86,6 +86,7 @@ from shiboken6 import isValid
 
 from gui import theme
 from gui.compute import CANCELLED, ComputeController
+from gui.hidden_results import drop_if_hidden, release_if_large
 from gui.state import LabState
 
 STALE_GRACE_MS = 150  # a result faster than this replaces the old one without dimming it first
@@ -460,6 +461,8 @@ class View(QWidget):
             self.requested_inputs = self._request_id = None
         if inputs != self._current_inputs():
             return  # the inputs moved on while it computed: the newer request (or a later show) follows
+        if drop_if_hidden(self, result):
+            return
         self.last_error = ""
         self.refusal = None
         self.shown_inputs, self.result = inputs, result
@@ -507,6 +510,13 @@ class View(QWidget):
         super().showEvent(event)
         if self._pending_update or (self.shown_inputs is None and not self.showing_message) or self.cancelled:
             self.schedule_update()
+
+    def hideEvent(self, event) -> None:
+        super().hideEvent(event)
+        release_if_large(self, event)
+
+    def on_release(self) -> None:
+        """A hidden view's large result is being dropped (gui.hidden_results): let go of what widgets hold of it."""
 
     def changeEvent(self, event) -> None:
         super().changeEvent(event)

@@ -298,7 +298,10 @@ class ShapesView(View):
         self.table.setRowCount(len(trace.rows))
         # Fonts come from the theme, not the table: the application font change reaches the table later.
         bold, plain = theme.font(bold=True), theme.font()
-        warning = QBrush(theme.color("warning"))
+        warning, no_brush = QBrush(theme.color("warning")), QBrush()
+        # Built once: combining Qt's flags is a Python enum call, and each setter below repaints and re-measures
+        # its cell, so a cell is only told what changed (a new model's trace replaces a table of the same rows).
+        right = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
         for index, row in enumerate(trace.rows):
             cells = (
                 row.name,
@@ -314,11 +317,16 @@ class ShapesView(View):
                     self.table.setItem(index, column, item)
                 if item.text() != text:
                     item.setText(text)
-                item.setToolTip(f"{row.note}\ncaptured at {row.hook} ({row.dtype})")
-                if column in (2, 3):
-                    item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-                item.setFont(bold if row.is_attention_matrix else plain)
-                item.setForeground(warning if row.is_attention_matrix else QBrush())
+                tip = f"{row.note}\ncaptured at {row.hook} ({row.dtype})"
+                if item.toolTip() != tip:
+                    item.setToolTip(tip)
+                if column in (2, 3) and item.textAlignment() != right:
+                    item.setTextAlignment(right)
+                font, brush = (bold, warning) if row.is_attention_matrix else (plain, no_brush)
+                if item.font() != font:
+                    item.setFont(font)
+                if item.foreground() != brush:
+                    item.setForeground(brush)
 
     def _update_plots(self, trace, growth) -> None:
         rows = trace.rows

@@ -31,8 +31,13 @@ def test_parts_sum_to_the_models_logit(name):
         result = direct_logit_attribution(model, IDS, answer=7, foil=foil, position=5)
         with torch.no_grad():
             logits = model(torch.tensor([IDS]))[0, 5]  # (V,)
+            hidden = model(torch.tensor([IDS]), head=False)[0, 5]  # (D,)
         expected = float(logits[7] - (logits[9] if foil is not None else 0))
-        assert result.total == expected
+        # The split unembeds its one position: the same dot products as the whole sequence's head, summed in
+        # another order, so they agree within float32 rounding of a d_model-long dot product.
+        weight = model.head.weight.detach()
+        terms = hidden.abs() @ (weight[7].abs() + (weight[9].abs() if foil is not None else 0))  # ()
+        assert abs(result.total - expected) <= model.config.d_model * np.finfo(np.float32).eps * float(terms)
         # float32 rounding: the logit is a d_model-long dot product of sums of these parts.
         scale = sum(abs(part.value) for part in result.components)
         assert abs(result.parts_sum - result.total) <= 64 * np.finfo(np.float32).eps * scale
@@ -68,3 +73,37 @@ def test_head_direct_effects_match_plain_forward_hooks_on_transformers(kind, tmp
     scale = 1 + float(np.abs(expected.numpy()).max())
     assert np.allclose(lab, expected.numpy(), atol=1e-4 * scale), np.abs(lab - expected.numpy()).max()
     assert result.total == pytest.approx(hf_total, abs=1e-4 * scale)
+
+
+def test_only_the_split_position_is_unembedded_and_kept():
+    """At GPT-2's vocabulary a whole sequence's logits are the largest tensor of the run: the head reads the one
+    position the split is of, and the captured activations keep that position alone."""
+    from core.hooks import capture
+
+    model = load_bundled("tiny-gpt").model
+    rows = []
+    handle = model.head.register_forward_hook(lambda _m, args, _out: rows.append(args[0].shape[:-1].numel()))
+    try:
+        result = direct_logit_attribution(model, IDS, answer=None, position=3)
+    finally:
+        handle.remove()
+    assert rows == [1]
+    with torch.no_grad(), capture(model, ["blocks.*.attn.hook_z", "blocks.*.hook_resid_pre"]) as seen:
+        logits = model(torch.tensor([IDS]))[0, 3]  # (V,)
+    assert result.answer == int(logits.argmax())
+    # A head's direct effect, written here from the captured z at position 3: z @ W_O slice, through the final
+    # norm with this run's scale, dotted with the answer's unembedding.
+    config, layer, head = model.config, 1, 2
+    z = seen[f"blocks.{layer}.attn.hook_z"][0, head, 3].double()  # (d_head,)
+    w_out = model.blocks[layer].attn.out_proj.weight.detach().double()  # (D, H * d_head)
+    w_out = w_out[:, head * config.d_head:(head + 1) * config.d_head]  # (D, d_head)
+    with torch.no_grad(), capture(model, [f"blocks.{config.n_layers - 1}.hook_resid_post"]) as post:
+        model(torch.tensor([IDS]))
+        stream = post[f"blocks.{config.n_layers - 1}.hook_resid_post"][0, 3].double()  # (D,)
+    norm = model.final_norm
+    centred = stream - stream.mean()
+    scale = 1.0 / torch.sqrt((centred * centred).mean() + norm.eps)
+    part = w_out @ z  # (D,)
+    weight = norm.weight.detach().double()  # (D,)
+    expected = float(((part - part.mean()) * scale * weight) @ model.head.weight[result.answer].detach().double())
+    assert result.head_matrix(config.n_layers, config.n_heads)[layer, head] == pytest.approx(expected, abs=1e-5)

@@ -85,3 +85,27 @@ def test_mean_ablating_an_ffn_keeps_its_mean_write():
     assert zero.loss_after != mean.loss_after
     with pytest.raises(AblationError, match="no FFN in block 9"):
         ablate(model, ids, ffns=[9])
+
+
+def test_ablation_unembeds_a_chunk_of_positions_at_a_time(monkeypatch):
+    """Each run's losses come from LOSS_CHUNK positions of logits at a time (a whole sequence's logits at GPT-2's
+    vocabulary and 1,024 tokens are 206 MB); the losses are those of the whole sequence's logits."""
+    from core.experiments import ablation
+
+    monkeypatch.setattr(ablation, "LOSS_CHUNK", 16)
+    model = load_bundled("tiny-gpt").model
+    ids = [(7 * i + 3) % model.config.vocab_size for i in range(50)]
+    rows = []
+    handle = model.head.register_forward_hook(lambda _m, args, _out: rows.append(args[0].shape[:-1].numel()))
+    try:
+        result = ablate(model, ids, heads=[(1, 2)], mode="zero", position=20)
+    finally:
+        handle.remove()
+    assert max(rows) == 16 and sum(rows) == 2 * (len(ids) - 1 + 1)  # both runs: every loss row, and position 20
+    tokens = torch.tensor([ids])  # (1, T)
+    with torch.no_grad():
+        logits = model(tokens)[0]  # (T, V)
+    expected = F.cross_entropy(logits[:-1], tokens[0, 1:], reduction="none")  # (T - 1,)
+    assert np.allclose(result.position_loss_before, expected.double().numpy(), atol=1e-5)
+    top = torch.softmax(logits[20].double(), dim=-1).topk(3)
+    assert [token for token, _p in result.top_before[:3]] == top.indices.tolist()

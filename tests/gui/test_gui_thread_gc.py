@@ -136,3 +136,4 @@ def test_a_full_collection_waits_its_interval(compute, monkeypatch):
     finally:
         gc.callbacks.remove(record)
     assert held
+

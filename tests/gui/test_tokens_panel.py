@@ -421,3 +421,55 @@ def test_the_first_probe_says_nothing_was_edited_and_an_insert_says_the_length_c
     with qtbot.waitSignal(panel.result_shown, timeout=RESULT_TIMEOUT_MS):
         panel.insert_token(3, tokenizer.id_of("Z"))
     assert panel.propagation.note.text().startswith("The sequence changed length or was retyped")
+
+
+def test_a_hidden_view_drops_a_large_result_and_computes_it_again_when_shown(qtbot, lab, monkeypatch):
+    """A result past the bound is not held while its tab is hidden (every head's maps of GPT-2 small at 1,024
+    tokens are 604 MB); shown again, the view computes the same inputs once. A small result stays."""
+    import gc
+    import weakref
+
+    from gui import hidden_results
+
+    state, panel = lab
+    attention = show_tab(qtbot, panel, "Attention")
+    inputs, weights = attention.shown_inputs, weakref.ref(attention.result.maps.weights.base
+                                                         if attention.result.maps.weights.base is not None
+                                                         else attention.result.maps.weights)
+    size = hidden_results.result_bytes(attention.result)
+    assert size >= attention.result.maps.weights.nbytes > 0
+    before = attention.computations
+    show_tab(qtbot, panel, "Mask")  # under the bound: kept
+    assert attention.result is not None and attention.shown_inputs == inputs
+    view = show_tab(qtbot, panel, "Attention")
+    assert view.computations == before
+    monkeypatch.setattr(hidden_results, "HIDDEN_RESULT_BYTES", size)
+    show_tab(qtbot, panel, "Mask")
+    assert attention.result is None and attention.is_stale
+    gc.collect()
+    assert weights() is None  # nothing else (the heatmap, the overview's hover) keeps the maps alive
+    show_tab(qtbot, panel, "Attention")
+    assert attention.computations == before + 1
+    assert attention.shown_inputs == inputs and not attention.is_stale
+    assert np.array_equal(panel.attention.map.matrix,
+                          attention.result.maps.weights[state.selected_layer, state.selected_head])
+
+
+def test_a_large_result_that_arrives_after_its_view_was_hidden_is_not_kept(qtbot, lab, tokenizer, monkeypatch):
+    from gui import hidden_results
+
+    state, panel = lab
+    monkeypatch.setattr(hidden_results, "HIDDEN_RESULT_BYTES", 1)  # every result with an array is large
+    attention, compute = panel.attention, panel.attention.compute
+    before = attention.computations
+    panel.tabs.setCurrentWidget(attention)
+    attention.update_now()  # its computation starts ...
+    assert attention.computations == before + 1
+    panel.tabs.setCurrentWidget(panel.mask)  # ... and its view is hidden before the result can be delivered
+    delivered = []
+    compute.result_delivered.connect(delivered.append)
+    qtbot.waitUntil(lambda: "attention" in " ".join(delivered) and not compute.busy, timeout=RESULT_TIMEOUT_MS)
+    assert attention.result is None and attention.shown_inputs is None
+    with qtbot.waitSignal(attention.result_shown, timeout=RESULT_TIMEOUT_MS):
+        panel.tabs.setCurrentWidget(attention)
+    assert attention.computations == before + 2 and attention.shown_inputs.tokens == tuple(state.tokens)

@@ -177,6 +177,10 @@ class TileOverview(QWidget):
         if stale:
             self.readout.setText(" ")
 
+    def release_weights(self) -> None:
+        """Hover reads the weights no more (the view dropped them while hidden); the drawn image stays."""
+        self._weights = None
+
     def refresh_hover(self) -> None:
         if self._last_scene_pos is not None and self.plot.underMouse():
             self._moved(self._last_scene_pos)
@@ -334,7 +338,8 @@ class AttentionView(View):
         maps = self.result.maps
         layer = min(self.state.selected_layer, maps.weights.shape[0] - 1)
         head = min(self.state.selected_head, maps.weights.shape[1] - 1)
-        self.map.set_data(maps.weights[layer, head], row_labels=maps.query_labels, col_labels=maps.key_labels,
+        # A copy: a view into the maps would keep all of them alive in the heatmap after the view drops them.
+        self.map.set_data(maps.weights[layer, head].copy(), row_labels=maps.query_labels, col_labels=maps.key_labels,
                           levels=(0.0, 1.0))
         x_label, y_label = AXIS_LABELS[maps.attention]
         self.map.plot.setLabel("bottom", x_label)
@@ -347,6 +352,9 @@ class AttentionView(View):
     def refresh_hover(self) -> None:
         self.map.refresh_hover()
         self.overview.refresh_hover()
+
+    def on_release(self) -> None:
+        self.overview.release_weights()
 
     def export_targets(self) -> list[tuple[str, Any]]:
         return [("Attention: selected head", self.map.plot.getPlotItem()),
