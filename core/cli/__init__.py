@@ -56,6 +56,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "core.cli.families",
         "a mixture of experts' routing: chosen experts, router probabilities, load, active parameters",
     ),
+    "extrapolate": ("core.cli.going_deeper", "loss against input length past the length a model was trained at"),
+    "ladder": ("core.cli.going_deeper", "the 2017 block updated part by part: each rung's held-out loss over seeds"),
     "models": ("core.cli.download", "list the bundled models, the Hugging Face cache and the downloadable catalogue"),
     "download": (
         "core.cli.download",
