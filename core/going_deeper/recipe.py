@@ -97,6 +97,13 @@ def context_model_names() -> list[str]:
     return [context_model_name(p) for p in CONTEXT_POSITIONALS] + [INTERPOLATION]
 
 
+def bundled_configs() -> list[ModelConfig]:
+    """The configs of every bundled going-deeper model (each a preset, so that a lesson or a click loads it)."""
+    contexts = context_configs()
+    rope = next(config for config in contexts if config.positional == "rope")
+    return [config for _rung, config in rung_configs()] + contexts + [interpolation_config(rope)]
+
+
 def held_out_text(text: str) -> str:
     """The last tenth of the corpus (core.training's validation split, by characters): every figure here is on it."""
     from core.training import VALIDATION_FRACTION
@@ -104,6 +111,6 @@ def held_out_text(text: str) -> str:
     return text[int(len(text) * (1 - VALIDATION_FRACTION)):]
 
 
-__all__ = ["BUNDLED_SEED", "CONTEXT_POSITIONALS", "INTERPOLATION", "LADDER_SEEDS", "PI_FINE_TUNE", "PI_LENGTH",
+__all__ = ["BUNDLED_SEED", "bundled_configs", "CONTEXT_POSITIONALS", "INTERPOLATION", "LADDER_SEEDS", "PI_FINE_TUNE", "PI_LENGTH",
            "PI_SCALE", "RECIPE", "RUNGS", "Rung", "THREADS", "TRAINED_LENGTH", "context_configs", "context_model_names",
            "held_out_text", "interpolation_config", "rung_configs"]

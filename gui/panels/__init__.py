@@ -5,6 +5,7 @@ from gui.panels.base import Panel
 from gui.panels.causal_lab import CausalLabPanel
 from gui.panels.families import FamiliesPanel
 from gui.panels.generate import GeneratePanel
+from gui.panels.going_deeper import GoingDeeperPanel
 from gui.panels.norms import NormsPanel
 from gui.panels.parameters import ParametersPanel
 from gui.panels.positions import PositionsPanel
@@ -16,6 +17,7 @@ PANEL_CLASSES: list[type[Panel]] = [
     ArchitecturePanel,
     TokensPanel,
     PositionsPanel,
+    GoingDeeperPanel,
     NormsPanel,
     ParametersPanel,
     ShapesPanel,

@@ -1,0 +1,153 @@
+"""Ladder: the 2017 block updated one part at a time, each rung's held-out loss over its seeds.
+
+The chart puts every seed's figure as a point and the seeds' range as a bar about their mean, so a rung's change
+is read against the spread; the table names each change and says whether it is worth more than the spread.
+Clicking a rung (on the chart, or its row) makes its bundled model the lab's model. The figures are the bundled
+record that `ladder --train` wrote; `ladder --json` prints the same.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QSplitter, QVBoxLayout, QWidget
+
+from gui import theme
+from gui.panels.base import View
+from gui.panels.common import caption, fit_table, make_plot, set_cell, table
+
+SEED_OFFSET = 0.08  # seeds of one rung side by side, this far apart on the rung axis
+COLUMNS = ("rung", "change", "parameters", "mean nats/char", "spread", "vs the rung before")
+
+
+@dataclass(frozen=True)
+class LadderInputs:
+    record: str  # which record: the bundled one
+
+
+def compute_ladder(inputs: LadderInputs, token):
+    from core.going_deeper.ladder import read_record
+
+    token.check()
+    return read_record()
+
+
+class LadderView(View):
+    name = "Ladder"
+    reads = frozenset()
+    needs_torch = False  # a JSON record: no model runs
+    compute_fn = staticmethod(compute_ladder)
+
+    def __init__(self, state, compute, channel_prefix: str = "", parent: QWidget | None = None) -> None:
+        super().__init__(state, compute, channel_prefix, parent)
+        column = QVBoxLayout(self.content)
+        column.setContentsMargins(0, 4, 0, 0)
+        self.summary_label = caption("")
+        self.summary_label.setObjectName("ladder-summary")
+        self.opened_label = caption("")
+        self.opened_label.setObjectName("ladder-opened")
+        self.stale_labels += [self.summary_label]
+        column.addWidget(self.summary_label)
+        splitter = QSplitter(Qt.Orientation.Vertical)
+        self.plot = make_plot("Held-out loss of each rung (points: seeds; bar: their range)", "rung (click one to "
+                              "open its model)", "nats per character")
+        self.plot.setMouseEnabled(x=False, y=False)
+        self.seed_points = pg.ScatterPlotItem(size=9)
+        self.spread_bars = pg.ErrorBarItem(x=[], y=[], top=[], bottom=[], beam=0.25)
+        self.mean_marks = pg.ScatterPlotItem(symbol="_", size=28)
+        for item in (self.spread_bars, self.seed_points, self.mean_marks):
+            self.plot.addItem(item)
+        self.plot.scene().sigMouseClicked.connect(self._plot_clicked)
+        splitter.addWidget(self.plot)
+        self.table = table(COLUMNS)
+        self.table.setObjectName("ladder-table")
+        self.table.cellClicked.connect(lambda row, _column: self.open_rung(row))
+        splitter.addWidget(self.table)
+        splitter.setStretchFactor(0, 3)
+        splitter.setStretchFactor(1, 2)
+        column.addWidget(splitter, 1)
+        column.addWidget(self.opened_label)
+
+    def inputs(self) -> Any:
+        return LadderInputs("bundled")
+
+    def show_result(self, record) -> None:
+        rungs = record["rungs"]
+        spots, xs, means, tops, bottoms = [], [], [], [], []
+        for index, rung in enumerate(rungs):
+            losses = [seed["nats_per_char"] for seed in rung["seeds"]]
+            middle = (len(losses) - 1) / 2
+            spots += [{"pos": (index + (k - middle) * SEED_OFFSET, loss), "data": index} for k, loss in enumerate(losses)]
+            mean = rung["mean_nats_per_char"]
+            xs.append(index)
+            means.append(mean)
+            tops.append(max(losses) - mean)
+            bottoms.append(mean - min(losses))
+        palette = theme.current()
+        self.seed_points.setData(spots, brush=theme.brush("primary"), pen=theme.pen("primary"))
+        self.mean_marks.setData(xs, means, pen=theme.pen("text", width=2.5), brush=theme.brush("text"))
+        self.spread_bars.setData(x=xs, y=means, top=tops, bottom=bottoms, beam=0.25,
+                                 pen=theme.pen("secondary", width=max(2.0, palette.line_width)))
+        axis = self.plot.getAxis("bottom")
+        axis.setTicks([[(index, rung["name"]) for index, rung in enumerate(rungs)]])
+        self.plot.setXRange(-0.6, len(rungs) - 0.4, padding=0)
+        self._fill_table(rungs)
+        recipe = record.get("recipe", {})
+        seeds = len(rungs[0]["seeds"])
+        best = min(range(len(rungs)), key=lambda i: rungs[i]["mean_nats_per_char"])
+        helps = [rung["name"] for rung in rungs if rung.get("change_from_previous") is not None
+                 and rung["against_previous"].startswith("better")]
+        changes = [rung for rung in rungs if rung.get("change_from_previous") is not None]
+        biggest = min(changes, key=lambda rung: rung["change_from_previous"], default=None)
+        gain = ("" if biggest is None else f" Largest single gain: {biggest['name']} "
+                f"({biggest['change_from_previous']:+.3f} nats against the rung before).")
+        self.summary_label.setText(
+            f"{len(rungs)} rungs, {seeds} seeds each, every run {recipe.get('steps', '?')} steps of "
+            f"{recipe.get('batch_size', '?')} x {recipe.get('seq_len', '?')} characters, scored on the held-out tenth. "
+            f"Lowest mean: {rungs[best]['name']} ({rungs[best]['mean_nats_per_char']:.3f}).{gain} Changes worth more "
+            f"than the seeds' spread: {', '.join(helps) if helps else 'none'}.")
+
+    def _fill_table(self, rungs: list[dict]) -> None:
+        self.table.setRowCount(len(rungs))
+        for row, rung in enumerate(rungs):
+            change = rung.get("change_from_previous")
+            verdict = rung.get("against_previous") or "the first rung"
+            set_cell(self.table, row, 0, rung["name"], bold=True)
+            set_cell(self.table, row, 1, rung["change"]).setToolTip(rung["change"])
+            set_cell(self.table, row, 2, f"{int(rung['parameters']):,}", right=True)
+            set_cell(self.table, row, 3, f"{rung['mean_nats_per_char']:.3f}", right=True)
+            set_cell(self.table, row, 4, f"{rung['spread_nats_per_char']:.3f}", right=True)
+            text = verdict if change is None else f"{change:+.3f}: {verdict}"
+            set_cell(self.table, row, 5, text).setToolTip(text)
+        fit_table(self.table)
+
+    def _plot_clicked(self, event) -> None:
+        if self.result is None or self.is_stale:
+            return
+        point = self.plot.getViewBox().mapSceneToView(event.scenePos())
+        index = round(point.x())
+        if 0 <= index < len(self.result["rungs"]) and abs(point.x() - index) < 0.45:
+            self.open_rung(index)
+
+    def open_rung(self, index: int) -> None:
+        """Make rung `index`'s bundled model the lab's model (a preset of the same name carries its weights)."""
+        from core.presets import PRESETS
+
+        if self.result is None or not 0 <= index < len(self.result["rungs"]):
+            return
+        model = self.result["rungs"][index]["model"]
+        if model not in PRESETS:
+            self.opened_label.setText(f"{model} is not a model this app bundles.")
+            return
+        self.state.set_config(PRESETS[model])
+        self.opened_label.setText(f"Opened {model} as the lab's model: the other panels now show it.")
+
+    def on_stale(self) -> None:
+        self.seed_points.setData([])
+        self.mean_marks.setData([])
+
+    def export_targets(self):
+        return [("Ladder: loss by rung (plot)", self.plot.getPlotItem())]
