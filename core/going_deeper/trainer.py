@@ -39,7 +39,7 @@ def _machine_record(text: str) -> dict[str, Any]:
         "corpus": R.CORPUS,
         "corpus_characters": len(text),
         "corpus_sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
-        "threads": torch.get_num_threads(),
+        "threads": R.THREADS,  # every run here trains on one thread (train_one), whatever the process has
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
         "torch_version": torch.__version__,
     }
@@ -129,13 +129,16 @@ def train_context_models(out: Path, text: str | None = None, steps: int | None =
     for config in R.context_configs():
         if report:
             report(f"training {config.name}")
+        run_started = time.perf_counter()
         result = train_one(config, text, R.CONTEXT_SEED, settings, should_stop=should_stop)
+        seconds = round(time.perf_counter() - run_started, 1)
         if result.stopped:
             raise InterruptedError(f"stopped during {config.name}")
         folders.append(save_checkpoint(result.model, out / config.name, tokenizer=result.tokenizer,
-                                       metadata=_record(result, text, {"trained_length": R.TRAINED_LENGTH})))
+                                       metadata=_record(result, text, {"trained_length": R.TRAINED_LENGTH,
+                                                                       "seconds": seconds})))
         if report:
-            report(f"  {config.name}: {result.final_val_loss:.4f} nats/char in {result.wall_time_s:.0f} s")
+            report(f"  {config.name}: {result.final_val_loss:.4f} nats/char in {seconds:.0f} s")
         if config.positional == "rope":
             rope = result
     assert rope is not None
@@ -145,18 +148,20 @@ def train_context_models(out: Path, text: str | None = None, steps: int | None =
     fine = dict(R.PI_FINE_TUNE) if steps is None else {**R.PI_FINE_TUNE, "steps": max(1, steps // 4)}
     if report:
         report(f"fine-tuning {pi_config.name}: rope_scale {R.PI_SCALE:g}, {fine['steps']} steps at {fine['seq_len']}")
+    run_started = time.perf_counter()
     result = train_one(pi_config, text, R.CONTEXT_SEED, fine, start_from=(start, rope.tokenizer),
                        should_stop=should_stop)
+    seconds = round(time.perf_counter() - run_started, 1)
     if result.stopped:
         raise InterruptedError(f"stopped during {pi_config.name}")
     extra = {"trained_length": R.PI_LENGTH, "pretrained": {"model": rope.config.name, "steps": rope.steps_done,
                                                            "seq_len": R.TRAINED_LENGTH,
                                                            "val_loss_nats_per_char": rope.final_val_loss},
-             "fine_tune_steps": result.steps_done}
+             "fine_tune_steps": result.steps_done, "seconds": seconds}
     folders.append(save_checkpoint(result.model, out / pi_config.name, tokenizer=result.tokenizer,
                                    metadata=_record(result, text, extra)))
     if report:
-        report(f"  {pi_config.name}: {result.final_val_loss:.4f} nats/char in {result.wall_time_s:.0f} s")
+        report(f"  {pi_config.name}: {result.final_val_loss:.4f} nats/char in {seconds:.0f} s")
     return folders
 
 
