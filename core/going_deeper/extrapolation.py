@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from core.model import Transformer
 
 MIN_LENGTH = 2  # a window of one token predicts nothing
-BATCH_TOKENS = 16_384  # windows per forward: about this many tokens, whatever the length
+BATCH_TOKENS = 32_768  # windows per forward: about this many tokens, whatever the length (fewer, larger matmuls)
 
 
 class ExtrapolationError(ValueError):

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QSplitter, QVBoxLayout, QWidget
@@ -56,7 +57,8 @@ class LadderView(View):
                               "open its model)", "nats per character")
         self.plot.setMouseEnabled(x=False, y=False)
         self.seed_points = pg.ScatterPlotItem(size=9)
-        self.spread_bars = pg.ErrorBarItem(x=[], y=[], top=[], bottom=[], beam=0.25)
+        empty = np.zeros(0)
+        self.spread_bars = pg.ErrorBarItem(x=empty, y=empty, top=empty, bottom=empty, beam=0.25)
         self.mean_marks = pg.ScatterPlotItem(symbol="_", size=28)
         for item in (self.spread_bars, self.seed_points, self.mean_marks):
             self.plot.addItem(item)
@@ -89,7 +91,8 @@ class LadderView(View):
         palette = theme.current()
         self.seed_points.setData(spots, brush=theme.brush("primary"), pen=theme.pen("primary"))
         self.mean_marks.setData(xs, means, pen=theme.pen("text", width=2.5), brush=theme.brush("text"))
-        self.spread_bars.setData(x=xs, y=means, top=tops, bottom=bottoms, beam=0.25,
+        self.spread_bars.setData(x=np.array(xs), y=np.array(means), top=np.array(tops), bottom=np.array(bottoms),
+                                 beam=0.25,
                                  pen=theme.pen("secondary", width=max(2.0, palette.line_width)))
         axis = self.plot.getAxis("bottom")
         axis.setTicks([[(index, rung["name"]) for index, rung in enumerate(rungs)]])
@@ -148,6 +151,8 @@ class LadderView(View):
     def on_stale(self) -> None:
         self.seed_points.setData([])
         self.mean_marks.setData([])
+        empty = np.zeros(0)
+        self.spread_bars.setData(x=empty, y=empty, top=empty, bottom=empty)
 
     def export_targets(self):
         return [("Ladder: loss by rung (plot)", self.plot.getPlotItem())]

@@ -137,7 +137,7 @@ class StretchingView(View):
 
     def show_result(self, result) -> None:
         palette = theme.current()
-        width = max(2.0, palette.line_width * 0.75)
+        width = palette.line_width
         shown = list(result.curves) + ([result.rescaled] if result.rescaled is not None else [])
         for index, curve in enumerate(shown):
             rescaled = curve is result.rescaled

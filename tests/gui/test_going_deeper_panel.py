@@ -1,0 +1,59 @@
+"""The Going deeper panel: Stretching draws the context models' curves, the learned table stops where it refuses,
+the rope_scale slider adds ctx-rope rescaled; Ladder draws every seed and opens a rung's model on a click."""
+
+from __future__ import annotations
+
+import pytest
+
+from gui.compute import ComputeController
+from gui.panels.going_deeper import GoingDeeperPanel
+from gui.state import LabState
+from tests.gui.panel_labs import RESULT_TIMEOUT_MS, close_panel_lab
+
+
+@pytest.fixture
+def lab(qtbot):
+    state = LabState()
+    compute = ComputeController(torch_threads=1)
+    panel = GoingDeeperPanel(state, compute)
+    panel.resize(1366, 768)
+    panel.show()
+    state.set_torch_ready(True)
+    yield state, panel
+    close_panel_lab(qtbot, compute, panel)
+
+
+def _settled(view) -> bool:
+    return view.result is not None and not view.is_stale and not view.showing_message
+
+
+def test_stretching_stops_the_learned_curve_where_it_refuses_and_rescales_rope(qtbot, lab):
+    _state, panel = lab
+    view = panel.stretching_view
+    qtbot.waitUntil(lambda: _settled(view), timeout=RESULT_TIMEOUT_MS)
+    learned = next(curve for curve in view.result.curves if curve.model == "ctx-learned")
+    assert learned.refused_at.length == 128 and "64 rows" in learned.refused_at.refused
+    drawn_x, _drawn_y = view.curves["ctx-learned"].getData()
+    assert list(drawn_x) == [32, 64]  # the curve stops at the last length it accepts
+    assert "ctx-learned refuses 128 (a table of 64 rows)" in view.summary_label.text()
+    refused_cells = [view.table.item(row, column).text() for row in range(view.table.rowCount())
+                     for column in range(view.table.columnCount()) if view.table.item(row, column) is not None]
+    assert refused_cells.count("refused") == 3  # 128, 256 and 512 for the learned table alone
+    assert view.result.rescaled is None
+    with qtbot.waitSignal(view.result_shown, timeout=RESULT_TIMEOUT_MS):
+        panel.restore_settings({"rope_scale": 4.0})
+    assert view.result.rescaled.rope_scale == 4.0 and "ctx-rope at rope_scale 4" in view.summary_label.text()
+    assert panel.settings() == {"tab": "Stretching", "rope_scale": 4.0}
+
+
+def test_ladder_shows_every_seed_and_a_click_opens_the_rung_model(qtbot, lab):
+    state, panel = lab
+    view = panel.ladder_view
+    panel.restore_settings({"tab": "Ladder"})
+    qtbot.waitUntil(lambda: _settled(view), timeout=RESULT_TIMEOUT_MS)
+    rungs = view.result["rungs"]
+    assert view.table.rowCount() == len(rungs)
+    assert len(view.seed_points.data) == sum(len(rung["seeds"]) for rung in rungs)
+    assert view.table.item(0, 0).text() == "2017" and view.table.item(0, 1).text() == rungs[0]["change"]
+    view.open_rung(len(rungs) - 1)
+    assert state.config.name == rungs[-1]["model"] and "Opened" in view.opened_label.text()
