@@ -15,11 +15,12 @@ from core.going_deeper.extrapolation import LengthRow, extrapolate
 from core.going_deeper.recipe import context_model_names, held_out_text
 
 LENGTHS = (32, 64, 128, 256, 512)
-SAMPLE_CHARS = 4096  # 8 windows of the longest length: seconds for the six models
+SAMPLE_CHARS = 2048  # 4 windows of the longest length: a few seconds for the six models on one thread
 RESCALED = "ctx-rope"  # the model the rope_scale slider rescales
 
 _models: dict[str, Any] = {}
 _sample: list[int] = []
+_curves: dict[tuple[str, tuple[int, ...]], "Curve"] = {}  # a bundled model's curve does not change: made once
 
 
 @dataclass(frozen=True)
@@ -83,7 +84,9 @@ def stretching(rope_scale: float, lengths: tuple[int, ...] = LENGTHS,
             check()
         if report is not None:
             report(index / steps, f"scoring {name}")
-        curves.append(_curve(_model(name), lengths, None))
+        if (name, lengths) not in _curves:
+            _curves[name, lengths] = _curve(_model(name), lengths, None)
+        curves.append(_curves[name, lengths])
     rescaled = None
     base = _model(RESCALED)
     if rope_scale != base.config.rope_scale:
