@@ -16,6 +16,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QSplitter, QVBoxLayout, QWidget
 
+from core.going_deeper.ladder import HELPS, HURTS
 from gui import theme
 from gui.panels.base import View
 from gui.panels.common import caption, fit_table, make_plot, set_cell, table
@@ -101,8 +102,8 @@ class LadderView(View):
         recipe = record.get("recipe", {})
         seeds = len(rungs[0]["seeds"])
         best = min(range(len(rungs)), key=lambda i: rungs[i]["mean_nats_per_char"])
-        helps = [rung["name"] for rung in rungs if rung.get("change_from_previous") is not None
-                 and rung["against_previous"].startswith("better")]
+        helps = [rung["name"] for rung in rungs if rung.get("against_previous") == HELPS]
+        hurts = [rung["name"] for rung in rungs if rung.get("against_previous") == HURTS]
         changes = [rung for rung in rungs if rung.get("change_from_previous") is not None]
         biggest = min(changes, key=lambda rung: rung["change_from_previous"], default=None)
         gain = ("" if biggest is None else f" Largest single gain: {biggest['name']} "
@@ -111,7 +112,8 @@ class LadderView(View):
             f"{len(rungs)} rungs, {seeds} seeds each, every run {recipe.get('steps', '?')} steps of "
             f"{recipe.get('batch_size', '?')} x {recipe.get('seq_len', '?')} characters, scored on the held-out tenth. "
             f"Lowest mean: {rungs[best]['name']} ({rungs[best]['mean_nats_per_char']:.3f}).{gain} Changes worth more "
-            f"than the seeds' spread: {', '.join(helps) if helps else 'none'}.")
+            f"than the seeds' spread: {', '.join(helps) if helps else 'none'}; worse beyond it: "
+            f"{', '.join(hurts) if hurts else 'none'}; the others are within it.")
 
     def _fill_table(self, rungs: list[dict]) -> None:
         self.table.setRowCount(len(rungs))

@@ -13,6 +13,7 @@ from typing import Any
 
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QLabel, QSlider, QSplitter, QVBoxLayout, QWidget
 
 from core.going_deeper.recipe import TRAINED_LENGTH
@@ -24,8 +25,13 @@ from gui.widgets.legend import legend_below
 
 SCALE_STEPS_PER_UNIT = 4  # the slider moves rope_scale in quarters
 MIN_SCALE_STEP, MAX_SCALE_STEP = 1, 32  # rope_scale 0.25 to 8
-ROLES = {"ctx-learned": "highlight", "ctx-sinusoidal": "grid", "ctx-rope": "primary", "ctx-alibi": "tertiary",
-         "ctx-none": "text", "ctx-rope-pi": "secondary"}
+# Each model keeps its colour (theme.series_color's index; None: the text colour) whatever the theme.
+SERIES = {"ctx-learned": 3, "ctx-sinusoidal": 4, "ctx-rope": 0, "ctx-alibi": 2, "ctx-none": None, "ctx-rope-pi": 1}
+
+
+def _colour(model: str):
+    index = SERIES.get(model)
+    return QColor(theme.current().text) if index is None else theme.series_color(index)
 
 
 @dataclass(frozen=True)
@@ -59,8 +65,7 @@ def summary(result) -> str:
             continue
         short, long = _at(curve, TRAINED_LENGTH), _at(curve, longest)
         parts.append(f"{name} {_format(short)} at {TRAINED_LENGTH}, {_format(long)} at {longest}")
-    return (f"Mean next-character loss (nats) on windows of each length cut from the first {result.sample_chars:,} "
-            "characters of the held-out tenth of the Shakespeare, which no model trained on: " + "; ".join(parts) + ".")
+    return f"Nats per character on {result.sample_chars:,} held-out characters: " + "; ".join(parts) + "."
 
 
 class StretchingView(View):
@@ -92,11 +97,15 @@ class StretchingView(View):
         column.setContentsMargins(0, 4, 0, 0)
         self.summary_label = caption("")
         self.summary_label.setObjectName("stretching-summary")
+        self.summary_label.setToolTip("Each figure is the mean next-character loss over every prediction inside every "
+                                      "window of that length cut from the start of the held-out tenth of the "
+                                      "Shakespeare, which no model trained on (`extrapolate --held-out` scores the "
+                                      "whole tenth)")
         self.stale_labels.append(self.summary_label)
         column.addWidget(self.summary_label)
         splitter = QSplitter(Qt.Orientation.Vertical)
-        self.plot = make_plot("Held-out loss against input length (all trained at 64)", "input length (characters, "
-                              "log scale)", "nats per character")
+        self.plot = make_plot("Held-out loss against input length", "input length (characters, log scale)",
+                              "nats per character")
         self.plot.setLogMode(x=True, y=False)
         legend_below(self.plot)
         self.trained_line = pg.InfiniteLine(pos=math.log10(TRAINED_LENGTH), angle=90,
@@ -146,13 +155,15 @@ class StretchingView(View):
                 curve.model + (f" (fine-tuned at {curve.trained_length})" if curve.trained_length != TRAINED_LENGTH
                                else ""))
             accepted = [row for row in curve.rows if row.nats_per_char is not None]
-            role = "primary" if rescaled else ROLES.get(curve.model, "text")
+            colour = _colour("ctx-rope" if rescaled else curve.model)
             style = Qt.PenStyle.DotLine if rescaled else Qt.PenStyle.SolidLine
             item = self._curve(key, name)
             item.opts["name"] = name
             item.setData([row.length for row in accepted], [row.nats_per_char for row in accepted],
-                         pen=theme.pen(role, width=width, style=style), symbolBrush=theme.brush(role),
-                         symbolPen=theme.pen(role))
+                         pen=pg.mkPen(colour, width=width, style=style), symbolBrush=pg.mkBrush(colour),
+                         symbolPen=pg.mkPen(colour))
+        lengths = [row.length for row in result.curves[0].rows]
+        self.plot.getAxis("bottom").setTicks([[(math.log10(length), str(length)) for length in lengths]])
         if result.rescaled is None and "rescaled" in self.curves:
             self.curves["rescaled"].setData([], [])
         self._show_refusal(result)
@@ -170,7 +181,7 @@ class StretchingView(View):
         accepted = [row for row in learned.rows if row.nats_per_char is not None]
         refused = learned.refused_at
         y = accepted[-1].nats_per_char if accepted else 0.0
-        self.refusal_mark.setData([math.log10(refused.length)], [y], pen=theme.pen("highlight", width=2),
+        self.refusal_mark.setData([math.log10(refused.length)], [y], pen=pg.mkPen(_colour(learned.model), width=2),
                                   brush=None)
         self.refusal_text.setText(f"{learned.model} refuses {refused.length}: a table of "
                                   f"{learned.trained_length} rows", color=theme.current().warning)
@@ -189,7 +200,7 @@ class StretchingView(View):
             for column, row in enumerate(curve.rows, start=2):
                 text = "refused" if row.refused else _format(row.nats_per_char)
                 item = set_cell(self.table, row_index, column, text, right=True,
-                                color=theme.color("highlight") if row.refused else None)
+                                color=QColor(theme.current().warning) if row.refused else None)
                 item.setToolTip(row.refused)
         fit_table(self.table)
 
