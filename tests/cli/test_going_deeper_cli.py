@@ -10,6 +10,7 @@ from core.checkpoints import bundled_model_names, load_bundled
 from core.going_deeper import recipe as R
 from core.going_deeper.ladder import read_record
 from core.presets import PRESETS
+from core.training import CHECK_PREDICTIONS
 from tests.cli.helpers import run
 
 
@@ -99,15 +100,23 @@ def test_ladder_json_names_each_rung_its_change_its_model_and_its_seeds(capsys):
     assert code == 0 and all(rung.name in out for rung in R.RUNGS)
 
 
-def test_each_bundled_rung_model_evaluates_to_its_recorded_seed(capsys, held_out):
+def test_each_bundled_rung_model_evaluates_to_its_recorded_seed(capsys, held_out, tmp_path):
+    """`evaluate` on the held-out tenth gives the bundled seed's figure; the whole tenth for the first rung (seconds
+    a model), the first 16,384 predictions (the check_loss every run records) for every rung."""
     record = read_record()
-    for rung in record["rungs"]:
+    start = tmp_path / "start.txt"
+    start.write_text(held_out.read_text(encoding="utf-8")[: CHECK_PREDICTIONS + 1], encoding="utf-8")
+    for index, rung in enumerate(record["rungs"]):
         recorded = next(seed for seed in rung["seeds"] if seed["seed"] == record["bundled_seed"])
-        code, out, _ = run(capsys, "evaluate", "--checkpoint", rung["model"], "--text-file", str(held_out), "--json",
-                           "--quiet")
-        assert code == 0
-        # The same windows and sums as the run's own evaluation; a thread count may round float32 sums apart.
-        assert json.loads(out)["loss_nats_per_character"] == pytest.approx(recorded["nats_per_char"], rel=1e-4)
+        training = load_bundled(rung["model"]).metadata
+        assert training["val_loss_nats_per_char"] == recorded["nats_per_char"]
+        assert training["check_loss"]["predictions"] == CHECK_PREDICTIONS
+        for text, figure in ((start, training["check_loss"]["loss"]),
+                             *([(held_out, recorded["nats_per_char"])] if index == 0 else [])):
+            code, out, _ = run(capsys, "evaluate", "--checkpoint", rung["model"], "--text-file", str(text), "--json",
+                               "--quiet")
+            # The same windows and sums as the run's own evaluation; a thread count may round float32 sums apart.
+            assert code == 0 and json.loads(out)["loss_nats_per_character"] == pytest.approx(figure, rel=1e-4)
 
 
 def test_ladder_train_writes_the_record_and_the_models(capsys, tmp_path, monkeypatch):
@@ -117,7 +126,7 @@ def test_ladder_train_writes_the_record_and_the_models(capsys, tmp_path, monkeyp
     out = tmp_path / "ladder"
     code, stdout, err = run(capsys, "ladder", "--train", "--seeds", "2", "--rungs", "RoPE,GQA", "--steps", "1",
                             "--out", str(out), "--json")
-    assert code == 0 and "run 2/4" in err
+    assert code == 0 and "ladder: 4/4 run" in err
     data = json.loads(stdout)
     assert data == json.loads((out / "ladder.json").read_text())
     assert [rung["name"] for rung in data["rungs"]] == ["RoPE", "GQA"]

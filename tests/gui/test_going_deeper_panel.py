@@ -58,3 +58,21 @@ def test_ladder_shows_every_seed_and_a_click_opens_the_rung_model(qtbot, lab):
     assert view.table.item(0, 0).text() == "2017" and view.table.item(0, 1).text() == rungs[0]["change"]
     view.open_rung(len(rungs) - 1)
     assert state.config.name == rungs[-1]["model"] and "Opened" in view.opened_label.text()
+
+
+def test_the_token_strip_marks_positions_past_the_trained_length(qtbot):
+    from core.tokenizers import CharTokenizer
+    from gui.widgets.token_strip import TokenStrip
+
+    strip = TokenStrip()
+    qtbot.addWidget(strip)
+    strip.set_tokenizer(CharTokenizer.from_text("abcdefghij"))
+    strip.set_max_tokens(1024, 8)  # a RoPE model trained at 8
+    strip.set_tokens(list(range(6)))
+    assert strip.past_label.isHidden() and strip.chips._trained > 6
+    strip.set_tokens(list(range(10)))
+    assert not strip.past_label.isHidden() and strip.chips._trained == 8
+    assert strip.past_label.text().startswith("Positions 8 and beyond (dashed) lie past the length")
+    strip.set_max_tokens(8, 8)  # a learned table: it accepts no more than it trained at
+    strip.set_tokens(list(range(8)))
+    assert strip.past_label.isHidden()
