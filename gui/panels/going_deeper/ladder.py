@@ -16,13 +16,15 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QSplitter, QVBoxLayout, QWidget
 
-from core.going_deeper.ladder import HELPS, HURTS
+from core.going_deeper.ladder import HELPS, HURTS, WITHIN
 from gui import theme
 from gui.panels.base import View
 from gui.panels.common import caption, fit_table, make_plot, set_cell, table
+from gui.widgets.table_rows import fit_number_columns
 
 SEED_OFFSET = 0.08  # seeds of one rung side by side, this far apart on the rung axis
 COLUMNS = ("rung", "change", "parameters", "mean nats/char", "spread", "vs the rung before")
+SHORT_VERDICTS = {HELPS: "better beyond the spread", HURTS: "worse beyond the spread", WITHIN: "within the spread"}
 
 
 @dataclass(frozen=True)
@@ -119,15 +121,18 @@ class LadderView(View):
         self.table.setRowCount(len(rungs))
         for row, rung in enumerate(rungs):
             change = rung.get("change_from_previous")
-            verdict = rung.get("against_previous") or "the first rung"
+            verdict = SHORT_VERDICTS.get(rung.get("against_previous"), "the first rung")
             set_cell(self.table, row, 0, rung["name"], bold=True)
             set_cell(self.table, row, 1, rung["change"]).setToolTip(rung["change"])
             set_cell(self.table, row, 2, f"{int(rung['parameters']):,}", right=True)
             set_cell(self.table, row, 3, f"{rung['mean_nats_per_char']:.3f}", right=True)
             set_cell(self.table, row, 4, f"{rung['spread_nats_per_char']:.3f}", right=True)
-            text = verdict if change is None else f"{change:+.3f}: {verdict}"
-            set_cell(self.table, row, 5, text).setToolTip(text)
+            text = verdict if change is None else f"{change:+.3f}, {verdict}"
+            set_cell(self.table, row, 5, text).setToolTip(rung.get("against_previous") or text)
         fit_table(self.table)
+        fit_number_columns(self.table, elided_column=1)  # the change's words elide (whole in the tooltip), not the figures
+        rows = self.table.verticalHeader().defaultSectionSize() * self.table.rowCount()
+        self.table.setMinimumHeight(rows + self.table.horizontalHeader().sizeHint().height() + 2 * self.table.frameWidth())
 
     def _plot_clicked(self, event) -> None:
         if self.result is None or self.is_stale:

@@ -21,7 +21,6 @@ from gui import theme
 from gui.panels.base import View
 from gui.panels.common import caption, fit_table, make_plot, set_cell, table
 from gui.widgets.flow_layout import FlowLayout
-from gui.widgets.legend import legend_below
 
 SCALE_STEPS_PER_UNIT = 4  # the slider moves rope_scale in quarters
 MIN_SCALE_STEP, MAX_SCALE_STEP = 1, 32  # rope_scale 0.25 to 8
@@ -107,18 +106,17 @@ class StretchingView(View):
         self.plot = make_plot("Held-out loss against input length", "input length (characters, log scale)",
                               "nats per character")
         self.plot.setLogMode(x=True, y=False)
-        legend_below(self.plot)
         self.trained_line = pg.InfiniteLine(pos=math.log10(TRAINED_LENGTH), angle=90,
                                             label=f"trained length {TRAINED_LENGTH}",
                                             labelOpts={"position": 0.92, "anchors": [(0, 0), (0, 0)]})
         self.plot.addItem(self.trained_line)
         self.curves: dict[str, pg.PlotDataItem] = {}
-        self.refusal_text = pg.TextItem(anchor=(0, 1))
+        self.refusal_text = pg.TextItem(anchor=(1, 0))  # left of and below the cross: inside the plot
         self.refusal_mark = pg.ScatterPlotItem(symbol="x", size=14)
         self.plot.addItem(self.refusal_mark)
         self.plot.addItem(self.refusal_text)
         splitter.addWidget(self.plot)
-        self.table = table(("model", "trained at"))
+        self.table = table(("model", "trained at"))  # its swatches are the plot's legend
         self.table.setObjectName("stretching-table")
         splitter.addWidget(self.table)
         splitter.setStretchFactor(0, 3)
@@ -183,8 +181,8 @@ class StretchingView(View):
         y = accepted[-1].nats_per_char if accepted else 0.0
         self.refusal_mark.setData([math.log10(refused.length)], [y], pen=pg.mkPen(_colour(learned.model), width=2),
                                   brush=None)
-        self.refusal_text.setText(f"{learned.model} refuses {refused.length}: a table of "
-                                  f"{learned.trained_length} rows", color=theme.current().warning)
+        self.refusal_text.setText(f"{learned.model} refuses {refused.length}: {learned.trained_length} rows",
+                                  color=theme.current().warning)
         self.refusal_text.setPos(math.log10(refused.length), y)
 
     def _fill_table(self, shown, result) -> None:
@@ -194,8 +192,9 @@ class StretchingView(View):
         self.table.setHorizontalHeaderLabels(headers)
         self.table.setRowCount(len(shown))
         for row_index, curve in enumerate(shown):
-            label = f"ctx-rope ÷ {curve.rope_scale:g}" if curve is result.rescaled else curve.model
-            set_cell(self.table, row_index, 0, label)
+            rescaled = curve is result.rescaled
+            label = f"ctx-rope ÷ {curve.rope_scale:g} (dotted)" if rescaled else curve.model
+            set_cell(self.table, row_index, 0, label, swatch=_colour("ctx-rope" if rescaled else curve.model))
             set_cell(self.table, row_index, 1, str(curve.trained_length), right=True)
             for column, row in enumerate(curve.rows, start=2):
                 text = "refused" if row.refused else _format(row.nats_per_char)
@@ -203,6 +202,8 @@ class StretchingView(View):
                                 color=QColor(theme.current().warning) if row.refused else None)
                 item.setToolTip(row.refused)
         fit_table(self.table)
+        rows = self.table.verticalHeader().defaultSectionSize() * self.table.rowCount()
+        self.table.setMinimumHeight(rows + self.table.horizontalHeader().sizeHint().height() + 2 * self.table.frameWidth())
 
     def on_stale(self) -> None:
         for item in self.curves.values():
