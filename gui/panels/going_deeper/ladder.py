@@ -23,8 +23,8 @@ from gui.panels.common import caption, fit_table, make_plot, set_cell, table
 from gui.widgets.table_rows import fit_number_columns
 
 SEED_OFFSET = 0.08  # seeds of one rung side by side, this far apart on the rung axis
-COLUMNS = ("rung", "change", "parameters", "mean nats/char", "spread", "vs the rung before")
-SHORT_VERDICTS = {HELPS: "better beyond the spread", HURTS: "worse beyond the spread", WITHIN: "within the spread"}
+COLUMNS = ("rung", "change", "parameters", "mean", "spread", "vs before")  # nats per character
+SHORT_VERDICTS = {HELPS: "better", HURTS: "worse", WITHIN: "within spread"}  # the whole verdict in the tooltip
 
 
 @dataclass(frozen=True)
@@ -127,7 +127,7 @@ class LadderView(View):
             set_cell(self.table, row, 2, f"{int(rung['parameters']):,}", right=True)
             set_cell(self.table, row, 3, f"{rung['mean_nats_per_char']:.3f}", right=True)
             set_cell(self.table, row, 4, f"{rung['spread_nats_per_char']:.3f}", right=True)
-            text = verdict if change is None else f"{change:+.3f}, {verdict}"
+            text = verdict if change is None else f"{change:+.3f} {verdict}"
             set_cell(self.table, row, 5, text).setToolTip(rung.get("against_previous") or text)
         fit_table(self.table)
         fit_number_columns(self.table, elided_column=1)  # the change's words elide (whole in the tooltip), not the figures
