@@ -154,3 +154,14 @@ def test_the_trainer_writes_the_record_and_the_bundled_seed(tmp_path):
         assert saved["val_loss_nats_per_char"] == rung["seeds"][0]["nats_per_char"] and saved["rung"] == rung["name"]
     assert record["rungs"][0]["against_previous"] is None and record["rungs"][1]["against_previous"] in (
         HELPS, HURTS, WITHIN)
+
+
+def test_the_held_out_text_is_the_trainer_s_validation_split():
+    from core.corpus import bundled_corpus
+    from core.tokenizers import CharTokenizer
+    from core.training import VALIDATION_FRACTION, split_corpus
+
+    text = bundled_corpus().text
+    tokenizer = CharTokenizer.from_text(text)
+    assert R.HELD_OUT_FRACTION == VALIDATION_FRACTION
+    assert tokenizer.encode(R.held_out_text(text)) == split_corpus(torch.tensor(tokenizer.encode(text)))[1].tolist()
