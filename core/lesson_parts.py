@@ -171,8 +171,9 @@ PANEL_PARTS: dict[str, PanelParts] = {
     ),
     "Going deeper": PanelParts(
         {"Stretching": {**_results("stretching_plot", "stretching_table", "stretching_summary"),
-                        **_controls("scale_slider")},
-         "Ladder": _results("ladder_plot", "ladder_table", "ladder_summary")},
+                        **_controls("scale_slider", "stretching-scale-caption")},
+         "Ladder": {**_results("ladder_plot", "ladder_table", "ladder_summary"),
+                    **_controls("rung_combo", "open_button", "ladder-opened")}},
         {"tab": _choice(*GOING_DEEPER_SUB_TABS), "rope_scale": _float(0.25, 8.0)},
     ),
     "Norms": PanelParts(

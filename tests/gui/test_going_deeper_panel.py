@@ -58,6 +58,9 @@ def test_ladder_shows_every_seed_and_a_click_opens_the_rung_model(qtbot, lab):
     assert view.table.item(0, 0).text() == "2017" and view.table.item(0, 1).text() == rungs[0]["change"]
     view.open_rung(len(rungs) - 1)
     assert state.config.name == rungs[-1]["model"] and "Opened" in view.opened_label.text()
+    view.rung_combo.setCurrentIndex(0)
+    view.open_button.click()
+    assert state.config.name == "ladder-2017"
 
 
 def test_the_token_strip_marks_positions_past_the_trained_length(qtbot):

@@ -14,12 +14,14 @@ from typing import Any
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QSplitter, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QComboBox, QPushButton, QSplitter, QVBoxLayout, QWidget
 
 from core.going_deeper.ladder import HELPS, HURTS, WITHIN
+from core.going_deeper.recipe import RUNGS
 from gui import theme
 from gui.panels.base import View
-from gui.panels.common import caption, fit_table, make_plot, set_cell, table
+from gui.panels.common import caption, fit_table, labelled, make_plot, set_cell, table
+from gui.widgets.flow_layout import FlowLayout
 from gui.widgets.table_rows import fit_number_columns
 
 SEED_OFFSET = 0.08  # seeds of one rung side by side, this far apart on the rung axis
@@ -47,6 +49,20 @@ class LadderView(View):
 
     def __init__(self, state, compute, channel_prefix: str = "", parent: QWidget | None = None) -> None:
         super().__init__(state, compute, channel_prefix, parent)
+        row = FlowLayout()
+        self.rung_combo = QComboBox()
+        self.rung_combo.setObjectName("ladder-rung")
+        for rung in RUNGS:
+            self.rung_combo.addItem(f"{rung.name}: {rung.model}", rung.model)
+        self.rung_combo.setToolTip("A rung of the ladder, from the 2017 block to today's")
+        self.open_button = QPushButton("Open its model")
+        self.open_button.setObjectName("ladder-open")
+        self.open_button.setToolTip("Make the chosen rung's bundled model the lab's model (clicking a rung on the "
+                                    "chart or in the table does the same)")
+        self.open_button.clicked.connect(lambda: self.open_model(self.rung_combo.currentData()))
+        labelled(row, "rung", self.rung_combo)
+        row.addWidget(self.open_button)
+        self.add_controls(row)
         column = QVBoxLayout(self.content)
         column.setContentsMargins(0, 4, 0, 0)
         self.summary_label = caption("")
@@ -143,12 +159,14 @@ class LadderView(View):
             self.open_rung(index)
 
     def open_rung(self, index: int) -> None:
-        """Make rung `index`'s bundled model the lab's model (a preset of the same name carries its weights)."""
+        """Make the shown record's rung `index` the lab's model."""
+        if self.result is not None and 0 <= index < len(self.result["rungs"]):
+            self.open_model(self.result["rungs"][index]["model"])
+
+    def open_model(self, model: str) -> None:
+        """Make a rung's bundled model the lab's model (a preset of the same name carries its weights)."""
         from core.presets import PRESETS
 
-        if self.result is None or not 0 <= index < len(self.result["rungs"]):
-            return
-        model = self.result["rungs"][index]["model"]
         if model not in PRESETS:
             self.opened_label.setText(f"{model} is not a model this app bundles.")
             return

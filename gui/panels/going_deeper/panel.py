@@ -40,6 +40,7 @@ class GoingDeeperPanel(Panel):
         self.stretching_table, self.stretching_summary = self.stretching_view.table, self.stretching_view.summary_label
         self.ladder_plot, self.ladder_table = self.ladder_view.plot, self.ladder_view.table
         self.ladder_summary = self.ladder_view.summary_label
+        self.rung_combo, self.open_button = self.ladder_view.rung_combo, self.ladder_view.open_button
         self.apply_theme()
 
     def current_view(self):
