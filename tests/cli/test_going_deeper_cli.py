@@ -32,6 +32,23 @@ def test_every_going_deeper_model_is_bundled_as_its_preset():
         assert loaded.metadata["corpus"] == "tinyshakespeare.txt"
 
 
+def test_every_going_deeper_record_is_its_recipe_on_the_bundled_corpus():
+    import hashlib
+
+    from core.training import TrainSettings
+
+    text = _corpus()
+    for name in [rung.model for rung in R.RUNGS] + R.context_model_names():
+        record = load_bundled(name).metadata
+        fine_tune = name == R.INTERPOLATION
+        settings = R.PI_FINE_TUNE if fine_tune else R.RECIPE
+        seed = R.CONTEXT_SEED if name.startswith("ctx-") else R.BUNDLED_SEED
+        assert record["settings"] == TrainSettings(**settings, seed=seed).to_dict(), name
+        assert record["steps_done"] == settings["steps"] and record["start"] == ("fine-tune" if fine_tune else "fresh")
+        assert record["threads"] == R.THREADS and record["corpus_characters"] == len(text)
+        assert record["corpus_sha256"] == hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 def test_extrapolate_json_has_a_row_per_length_and_the_learned_table_refuses(capsys, tmp_path):
     text = tmp_path / "sample.txt"
     text.write_text(R.held_out_text(_corpus())[:3000], encoding="utf-8")
