@@ -156,3 +156,14 @@ def _corpus() -> str:
     from core.corpus import bundled_corpus
 
     return bundled_corpus().text
+
+
+def test_evaluate_takes_a_window_past_the_trained_length_where_positions_allow(capsys, tmp_path):
+    text = tmp_path / "sample.txt"
+    text.write_text(R.held_out_text(_corpus())[:1000], encoding="utf-8")
+    code, out, _ = run(capsys, "evaluate", "--checkpoint", "ctx-alibi", "--text-file", str(text), "--window", "128",
+                       "--json", "--quiet")
+    assert code == 0 and json.loads(out)["loss_nats_per_character"] > 0
+    code, _out, err = run(capsys, "evaluate", "--checkpoint", "ctx-learned", "--text-file", str(text), "--window", "128",
+                          "--quiet")
+    assert code == 2 and err.count("\n") == 1 and "its learned position table has 64 rows" in err
