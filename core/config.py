@@ -32,7 +32,7 @@ class ConfigError(ValueError):
 class ModelConfig:
     name: str = "custom"  # shown in the title bar and status bar; not part of the architecture
     vocab_size: int = 65  # number of distinct token ids the embedding table holds
-    context_length: int = 256  # longest sequence the model accepts (size of a learned position table)
+    context_length: int = 256  # the length it was trained at; a learned position table has this many rows
     d_model: int = 64  # width of the residual stream
     n_heads: int = 4  # query heads per attention layer; d_head = d_model / n_heads
     n_kv_heads: int | None = None  # key/value heads (grouped-query attention); None means n_heads
@@ -65,6 +65,24 @@ class ModelConfig:
     @property
     def kv_heads(self) -> int:
         return self.n_heads if self.n_kv_heads is None else self.n_kv_heads
+
+    @property
+    def accepted_length(self) -> int:
+        """Longest input accepted: a learned table has its rows only; the other schemes compute any position, and
+        the app accepts up to MAX_STRETCH_LENGTH of them (or the trained length, if longer)."""
+        if self.positional == "learned":
+            return self.context_length
+        return max(self.context_length, MAX_STRETCH_LENGTH)
+
+    def length_refusal(self, length: int) -> str:
+        """Why an input of `length` tokens is refused, or "" when it is accepted."""
+        if length <= self.accepted_length:
+            return ""
+        if self.positional == "learned":
+            return (f"{length} tokens exceed the model's context length of {self.context_length} "
+                    f"(its learned position table has {self.context_length} rows)")
+        return (f"{length} tokens exceed the {self.accepted_length:,} the app accepts for {self.positional} positions "
+                f"(trained at {self.context_length})")
 
     @property
     def d_head(self) -> int:
@@ -143,6 +161,9 @@ _FLOAT_FIELDS = {"norm_eps", "rope_base", "rope_scale"}
 BOOL_FIELDS = frozenset({"attention_only", "bias", "qkv_bias", "tie_embeddings", "final_norm", "embed_scale",
                          "embed_norm", "sinusoidal_halves", "head_transform", "head_bias"})
 
+# Sinusoidal, RoPE, ALiBi and no positions place any position; past the trained length this bound keeps an input's
+# attention (T x T per head) small enough for the lab's views and commands.
+MAX_STRETCH_LENGTH = 1024
 MAX_NAME_CHARS = 256  # one line in the title bar, status bar and captions; a folder name (255 bytes) fits
 # Beyond these sizes a single dimension is a typo, not a model (Llama-3 405B has d_model 16384).
 _MAX_DIM = 1 << 20
@@ -282,4 +303,4 @@ def config_field_docs() -> dict[str, str]:
     return docs
 
 
-__all__ = ["BOOL_FIELDS", "ConfigError", "ModelConfig", "config_field_docs", "validate"]
+__all__ = ["BOOL_FIELDS", "ConfigError", "MAX_STRETCH_LENGTH", "ModelConfig", "config_field_docs", "validate"]

@@ -127,6 +127,7 @@ GENERATE_SUB_TABS = ("Sampling", "KV cache")
 CAUSAL_LAB_SUB_TABS = ("Attribution", "Patching", "Ablation", "Induction")
 FAMILIES_SUB_TABS = ("Fill in the blank", "Cross-attention", "Router")
 FEATURES_SUB_TABS = ("Feature", "Steer", "Train")
+GOING_DEEPER_SUB_TABS = ("Stretching", "Ladder")
 
 PANEL_PARTS: dict[str, PanelParts] = {
     "Architecture": PanelParts(
@@ -169,6 +170,13 @@ PANEL_PARTS: dict[str, PanelParts] = {
          "permutation_seed": SEED, "source": _choice("random", "model"), "m": _int(0, 511), "n": _int(0, 511),
          "lock_offset": BOOL, "compare_sinusoidal": BOOL, "permutation": Setting("int_list", high=64, none_ok=True),
          "tab": _choice(*POSITIONS_SUB_TABS), "reading_script": BOOL, "reading_seed": SEED},
+    ),
+    "Going deeper": PanelParts(
+        {"Stretching": {**_results("stretching_plot", "stretching_table", "stretching_summary"),
+                        **_controls("scale_slider", "stretching-scale-caption")},
+         "Ladder": {**_results("ladder_plot", "ladder_table", "ladder_summary"),
+                    **_controls("rung_combo", "open_button", "ladder-opened")}},
+        {"tab": _choice(*GOING_DEEPER_SUB_TABS), "rope_scale": _float(0.25, 8.0)},
     ),
     "Norms": PanelParts(
         {"": {**_results("caption", "forward_plot", "gradient_plot", "parameter_caption", "parameter_plot"),
@@ -312,6 +320,7 @@ __all__ = [
     "CONTROL",
     "FAMILIES_SUB_TABS",
     "GENERATE_SUB_TABS",
+    "GOING_DEEPER_SUB_TABS",
     "PANEL_PARTS",
     "PARAMETERS_SUB_TABS",
     "POSITIONS_SUB_TABS",

@@ -410,10 +410,9 @@ class Transformer(nn.Module):
             raise SequenceError(f"token ids must be a (batch, sequence) array, got shape {tuple(tokens.shape)}")
         if tokens.shape[1] == 0:
             raise SequenceError("the sequence is empty; give at least one token")
-        if tokens.shape[1] > self.config.context_length:
-            raise SequenceError(
-                f"{tokens.shape[1]} tokens exceed the model's context length of {self.config.context_length}"
-            )
+        refusal = self.config.length_refusal(tokens.shape[1])  # past the trained length where positions allow
+        if refusal:
+            raise SequenceError(refusal)
         if tokens.is_floating_point():
             raise SequenceError("token ids must be whole numbers")
         low, high = int(tokens.min()), int(tokens.max())

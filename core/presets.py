@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from core.config import ModelConfig
 from core.date_corpus import CHARACTERS as DATE_CHARACTERS
+from core.going_deeper.recipe import bundled_configs as bundled_going_deeper_configs
 from core.repeated_corpus import LETTERS
 
 CHAR_VOCAB = 65  # distinct characters of the bundled Shakespeare corpus
@@ -214,6 +215,8 @@ PRESETS: dict[str, ModelConfig] = {
         # tiny-moe with one dense FFN as wide as its active experts together, its yardstick: the MoE's active size
         # less its routers (d_model x n_experts weights a layer, 512 in all), which a dense FFN has no use for
         _TINY_MOE.replace(name="tiny-moe-dense", d_ff=_TINY_MOE.top_k * _TINY_MOE.d_ff, n_experts=0),
+        # The going-deeper models: the ladder's rungs from 2017 to today and the context models (core.going_deeper)
+        *bundled_going_deeper_configs(),
     ]
 }
 

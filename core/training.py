@@ -518,7 +518,8 @@ def evaluate_loss(
     """Mean next-token loss in nats per token over every predictable token of `ids`.
 
     The ids are cut into non-overlapping windows of `window` (default: the model's context
-    length) and every token after the first is predicted exactly once, from the tokens before it in
+    length, the length it trained at; a longer one where its positions allow, ModelConfig.accepted_length)
+    and every token after the first is predicted exactly once, from the tokens before it in
     its own window. Windows are chained with a one-token overlap, so the first token of each window
     is the last target of the previous one and no prediction is skipped.
     on_progress(predicted, predictable) is called after each batch of windows.
@@ -526,7 +527,9 @@ def evaluate_loss(
     ids = torch.as_tensor(ids, dtype=torch.long).flatten()  # (N,)
     if len(ids) < 2:
         raise TrainingError("evaluating a loss needs at least two tokens")
-    window = min(window or model.config.context_length, model.config.context_length)
+    window = window or model.config.context_length
+    if window < 1 or model.config.length_refusal(window):
+        raise TrainingError(model.config.length_refusal(window) or f"a window of {window} tokens holds no prediction")
     device = next(model.parameters()).device
     was_training = model.training
     model.eval()

@@ -66,6 +66,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "core.cli.lens",
         "tuned lens: train one, list the bundled ones, or compare its KL per block with the logit lens's",
     ),
+    "extrapolate": ("core.cli.going_deeper", "loss against input length past the length a model was trained at"),
+    "ladder": ("core.cli.going_deeper", "the 2017 block updated part by part: each rung's held-out loss over seeds"),
     "models": ("core.cli.download", "list the bundled models, the Hugging Face cache and the downloadable catalogue"),
     "download": (
         "core.cli.download",

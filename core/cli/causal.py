@@ -165,7 +165,7 @@ def _build_model(args: argparse.Namespace, n_tokens_hint: int | None):
     if not args.preset and not args.config:
         args.preset = "tiny-gpt"
     config = config_from_args(args)
-    seq = min(n_tokens_hint or config.context_length, config.context_length)
+    seq = min(n_tokens_hint or config.context_length, config.accepted_length)
     estimate = estimate_memory(config, batch=2, seq=seq, captured_residual_layers=config.n_layers + 1, mask_mode=args.mask)
     check_fits(estimate, choice.device)
     model = Transformer.from_seed(config, seed=args.seed, device=choice.device)

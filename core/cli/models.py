@@ -153,6 +153,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "character (the characters of every predicted token).")
     _add_checkpoint_argument(evaluator)
     evaluator.add_argument("--text-file", metavar="FILE", required=True, help="a UTF-8 text file")
+    evaluator.add_argument("--window", type=whole_number(1, 1_048_576), metavar="N",
+                           help="tokens a window (default: the length the model trained at; longer where its "
+                           "positions allow, see `extrapolate`)")
     evaluator.add_argument("--json", action="store_true", help="print JSON")
     add_quiet_argument(evaluator)
     evaluator.set_defaults(run=run_evaluate)
@@ -573,7 +576,11 @@ def run_evaluate(args: argparse.Namespace) -> int:
     if len(ids) < 2:
         raise CliError("the text file needs at least two tokens to score a next-token prediction")
     with Progress("evaluate", len(ids) - 1, "tok", quiet=args.quiet) as progress:
-        loss = evaluate_loss(loaded.model, ids, on_progress=lambda done, total: progress.update(done))
+        try:
+            loss = evaluate_loss(loaded.model, ids, window=args.window,
+                                 on_progress=lambda done, total: progress.update(done))
+        except TrainingError as error:
+            raise CliError(str(error)) from None
     predictions = len(ids) - 1
     characters = predicted_characters(loaded, ids)
     per_char = loss * predictions / characters if characters else float("nan")

@@ -6,6 +6,7 @@ from gui.panels.causal_lab import CausalLabPanel
 from gui.panels.families import FamiliesPanel
 from gui.panels.features import FeaturesPanel
 from gui.panels.generate import GeneratePanel
+from gui.panels.going_deeper import GoingDeeperPanel
 from gui.panels.norms import NormsPanel
 from gui.panels.parameters import ParametersPanel
 from gui.panels.positions import PositionsPanel
@@ -17,6 +18,7 @@ PANEL_CLASSES: list[type[Panel]] = [
     ArchitecturePanel,
     TokensPanel,
     PositionsPanel,
+    GoingDeeperPanel,
     NormsPanel,
     ParametersPanel,
     ShapesPanel,

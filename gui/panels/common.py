@@ -47,9 +47,12 @@ def sequence_refusal(model, tokens: list[int]) -> str:
     config = model.config
     if not tokens:
         return "Type some text above: there are no tokens to edit."
-    if len(tokens) > config.context_length:
-        return (f"Text: {len(tokens)} tokens exceed {config.name}'s context length of {config.context_length}; "
-                f"delete at least {len(tokens) - config.context_length} tokens or shorten the text.")
+    if len(tokens) > config.accepted_length:  # past the trained length where the positions allow (accepted_length)
+        where = (f"context length of {config.context_length} (its learned position table's rows)"
+                 if config.positional == "learned" else
+                 f"{config.accepted_length:,} tokens the app accepts for {config.positional} positions")
+        return (f"Text: {len(tokens)} tokens exceed {config.name}'s {where}; "
+                f"delete at least {len(tokens) - config.accepted_length} tokens or shorten the text.")
     if max(tokens) >= config.vocab_size:
         return f"Token id {max(tokens)} is outside {config.name}'s vocabulary of {config.vocab_size}."
     return ""

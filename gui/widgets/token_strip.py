@@ -75,6 +75,7 @@ class ChipRow(QWidget):
         self._ids: list[int] = []
         self._selected = -1
         self._marked = -1  # the position of the last edit, drawn in the highlight colour
+        self._trained = 1 << 30  # positions from here on lie past the model's trained length: dashed, numbered in warning
         self._geometry = ChipGeometry(ChipRects(), 0)
         self._texts, self._index_texts = ChipTexts(), ChipTexts()  # of the chips painted so far
         self._widths: dict[str, int] = {}  # chip width by label, at the fonts of _fonts_key
@@ -126,6 +127,11 @@ class ChipRow(QWidget):
             previous, self._marked = self._marked, index
             self._update_chip(previous)
             self._update_chip(index)
+
+    def set_trained_length(self, length: int) -> None:
+        if length != self._trained:
+            self._trained = length
+            self.update()
 
     @property
     def selected(self) -> int:
@@ -259,13 +265,14 @@ class ChipRow(QWidget):
         # Grouped by font and pen: switching the painter's state per chip costs more than the drawing.
         painter.setFont(index_font)
         painter.setPen(muted)
+        warning = QColor(palette.warning)
         for index in visible:
             rect = self._geometry.rects[index]
-            if index == self._selected:
-                painter.setPen(accent)
+            if index == self._selected or index >= self._trained:
+                painter.setPen(accent if index == self._selected else warning)
             above = QRect(rect.x(), rect.y() - index_height, rect.width(), index_height)
             self._draw_centered(painter, self._index_text(index), above)
-            if index == self._selected:
+            if index == self._selected or index >= self._trained:
                 painter.setPen(muted)
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
         plain_pen, plain_brush = QPen(theme.color("grid"), 1.2), QColor(palette.alternate)
@@ -281,6 +288,10 @@ class ChipRow(QWidget):
                 painter.drawRoundedRect(rect, 4.0, 4.0)
                 painter.setPen(plain_pen)
                 painter.setBrush(plain_brush)
+            elif index >= self._trained:
+                painter.setPen(QPen(warning, 1.2, Qt.PenStyle.DashLine))
+                painter.drawRoundedRect(rect, 4.0, 4.0)
+                painter.setPen(plain_pen)
             else:
                 painter.drawRoundedRect(rect, 4.0, 4.0)
         painter.setFont(chip_font)
@@ -357,6 +368,7 @@ class TokenStrip(QWidget):
         self._tokenizer = None
         self._ids: list[int] = []
         self._max_tokens = 1 << 30
+        self._trained: int | None = None
         self._vocab_labels: list[str] = []
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -390,6 +402,11 @@ class TokenStrip(QWidget):
         self.scroll.setFrameShape(QScrollArea.Shape.NoFrame)
         self.scroll.setWidget(self.chips)
         layout.addWidget(self.scroll)
+        self.past_label = QLabel("")  # which positions lie past the trained length, when some do
+        self.past_label.setObjectName("token-past-trained")
+        self.past_label.setWordWrap(True)
+        self.past_label.hide()
+        layout.addWidget(self.past_label)
 
         # A flow, not a row: the controls wrap on a narrow window instead of widening it.
         self.edit_row = FlowLayout()
@@ -475,8 +492,11 @@ class TokenStrip(QWidget):
         if self.text_edit.text() != text:
             self.text_edit.setText(text)
 
-    def set_max_tokens(self, count: int) -> None:
+    def set_max_tokens(self, count: int, trained_length: int | None = None) -> None:
+        """The longest input the model accepts, and the length it was trained at (positions past it are marked)."""
         self._max_tokens = max(1, int(count))
+        self._trained = trained_length
+        self._show_chips()
 
     def set_marked(self, position: int) -> None:
         self.chips.set_marked(position)
@@ -573,8 +593,8 @@ class TokenStrip(QWidget):
             self.show_message(f"Not applied: {error}. The tokens below are the last valid ones.")
             return
         if len(ids) > self._max_tokens:
-            self.show_message(f"Not applied: {len(ids)} tokens exceed the model's context length of "
-                              f"{self._max_tokens}. The tokens below are the last valid ones.")
+            self.show_message(f"Not applied: {len(ids)} tokens exceed the {self._max_tokens} the model accepts. "
+                              "The tokens below are the last valid ones.")
             return
         self.clear_message()
         self.text_submitted.emit(text)
@@ -595,6 +615,11 @@ class TokenStrip(QWidget):
         else:
             labels = [known[i] if 0 <= i < len(known) else self._label(i) for i in ids]
         self.chips.set_chips(self._ids, labels)
+        past = self._trained is not None and len(self._ids) > self._trained
+        self.chips.set_trained_length(self._trained if past else 1 << 30)
+        self.past_label.setText(f"Positions {self._trained} and beyond (dashed) lie past the length the model was "
+                                f"trained at ({self._trained}); its positions still place them." if past else "")
+        self.past_label.setVisible(past)
         self._fit_scroll()
         self._update_controls()
 

@@ -116,7 +116,9 @@ def test_encoder_default_moves_the_past(capsys):
         (["--text", "To be", "--edit", "9=x"], "outside the sequence"),
         (["--text", "To be", "--edit", "2=€"], "not a token"),
         (["--text", "To be€", "--edit", "2=x"], "not in the model"),
-        (["--preset", "textbook-block", "--text", "To be or not", "--edit", "2=x"], "context length"),
+        # A learned table of 8 rows refuses 12 tokens (with no positions, textbook-block itself takes them)
+        (["--preset", "textbook-block", "--set", "positional=learned", "--text", "To be or not", "--edit", "2=x"],
+         r"context length of 8 \(its learned position table has 8 rows\)"),
         (["--preset", "tiny-gpt", "--set", "vocab_size=100", "--text", "abc", "--edit", "1=x"], "--ids"),
         (["--ids", "1,x,3", "--edit", "1=2"], "whole numbers"),
         (["--ids", "1,2,3", "--edit", "1=b"], "an id"),

@@ -305,9 +305,13 @@ def test_bad_edits_raise_sequence_error(kwargs, message):
 
 
 def test_too_long_sequence_raises_sequence_error():
-    model = Transformer.from_seed(get_preset("textbook-block"), 0)
-    with pytest.raises(SequenceError, match="context length"):
-        causal_edit_diff(model, list(range(9)), 3, 1)
+    learned = Transformer.from_seed(get_preset("tiny-gpt"), 0)  # a learned table: its 256 rows and no more
+    with pytest.raises(SequenceError, match="context length of 256 \\(its learned position table has 256 rows\\)"):
+        causal_edit_diff(learned, [1] * 257, 3, 1)
+    unplaced = Transformer.from_seed(get_preset("textbook-block"), 0)  # no positions: past its 8, up to the bound
+    assert causal_edit_diff(unplaced, [1] * 9, 3, 2) is not None
+    with pytest.raises(SequenceError, match="1,024 the app accepts for none positions"):
+        causal_edit_diff(unplaced, [1] * 1025, 3, 1)
 
 
 # ---- kept runs: only the edited sequence runs -------------------------------------------------------------

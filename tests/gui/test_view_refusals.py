@@ -29,10 +29,11 @@ LONG = "to be or not to be, that is the question"  # 40 characters: past it
 
 
 def decoder(**changes) -> Transformer:
-    """A small RoPE decoder over the Shakespeare characters, with a context of 32 tokens."""
+    """A small decoder over the Shakespeare characters with a learned position table of 32 rows: it refuses a longer
+    text (RoPE would take one past its trained length)."""
     config = get_preset("tiny-llama").replace(
         **{"vocab_size": family_models.shakespeare_tokenizer().vocab_size, "context_length": CONTEXT,
-           "name": "small-decoder", **changes})
+           "positional": "learned", "name": "small-decoder", **changes})
     return Transformer.from_seed(config, 0)
 
 
@@ -172,6 +173,8 @@ RECIPES: dict[str, Recipe | None] = {
     **dict.fromkeys(("ScrubberView", "GridsView", "HeadSplitView", "ReadingCausalView", "EncodingsView",
                      "PermutationView", "ReadingPositionsView",
                      "BreakdownView", "CompareView", "SweepView", "BudgetView"), None),
+    # The bundled context models and the bundled ladder record: a slider bounded to the scales it takes, no text.
+    **dict.fromkeys(("StretchingView", "LadderView"), None),
 }
 
 

@@ -176,7 +176,7 @@ def test_a_hidden_view_does_no_work_and_catches_up_when_shown(qtbot, lab, tokeni
 
 def test_a_text_past_the_context_is_refused_in_words(qtbot, lab):
     state, _panel, view = lab
-    state.set_tokens([1] * (state.model.config.context_length + 1))
+    state.set_tokens([1] * (state.model.config.accepted_length + 1))  # RoPE: past the app's bound, not 256
     assert_stale_now(view)
     qtbot.waitUntil(lambda: view.showing_message, timeout=RESULT_TIMEOUT_MS)
     assert "exceed" in view.message.text()

@@ -203,7 +203,7 @@ class TokensPanel(Panel):
         self.depth_spin.setSuffix(f" of {n_blocks}")
         self.controls.blockSignals(False)
         self.controls.changed.emit()
-        self.strip.set_max_tokens(config.context_length)
+        self.strip.set_max_tokens(config.accepted_length, config.context_length)
 
     @property
     def mask_mode(self) -> str:

@@ -155,6 +155,12 @@ class PropagationView(View):
         self.bar_row_outline = pg.QtWidgets.QGraphicsRectItem(0, 0, 1, 1)
         self.bar_row_outline.setZValue(9)
         self.map.plot.addItem(self.edit_column)
+        # Where the positions past the model's trained length begin (shown only when the input reaches them).
+        self.trained_line = pg.InfiniteLine(angle=90, pen=pg.mkPen(theme.current().warning, width=2,
+                                                                   style=Qt.PenStyle.DashLine))
+        self.trained_line.setZValue(10)
+        self.trained_line.hide()
+        self.map.plot.addItem(self.trained_line)
         self.map.plot.addItem(self.bar_row_outline)
         self.map.hovered.connect(self._map_hovered)
         self.map.clicked.connect(lambda row, _col: self.set_bar_row(row))
@@ -261,6 +267,9 @@ class PropagationView(View):
         self._overlay_generation += 1
         self._draw_overlay()
         self.edit_column.setRect(QRectF(diff.edit_position, 0, 1, rows))
+        trained = self.shown_inputs.model.config.context_length if self.shown_inputs is not None else cols
+        self.trained_line.setPos(trained)
+        self.trained_line.setVisible(cols > trained)
         if self.bar_row_combo.count() != rows or self.bar_row_combo.itemText(rows - 1) != diff.layer_labels[-1]:
             self.bar_row_combo.blockSignals(True)
             self.bar_row_combo.clear()
@@ -458,6 +467,7 @@ class PropagationView(View):
         self.edit_column.setPen(theme.pen("secondary", width=max(2.0, theme.current().line_width * 0.75)))
         self.edit_column.setBrush(pg.mkBrush(None))
         self.bar_row_outline.setPen(theme.pen("text", width=1.5, style=Qt.PenStyle.DashLine))
+        self.trained_line.setPen(pg.mkPen(theme.current().warning, width=2, style=Qt.PenStyle.DashLine))
         self.verdict.setFont(theme.font(1.05))
         # A plot squeezed under its own axis text shows nothing: below this the panel scrolls instead.
         line = QFontMetrics(theme.font()).lineSpacing()
