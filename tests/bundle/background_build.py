@@ -32,16 +32,27 @@ NICENESS = 5
 WORKER_INPUT = "bundle_build_folder"
 POLL_S = 0.5
 
-# Runs the build and writes its exit status whole (rename) when it ends, so that any process can wait for it.
+# Runs the build and writes its exit status whole (rename) when it ends, so that any process can wait for it. Where
+# it can, it forks and runs on in the child, so that the process that started it (perhaps a worker that ends first)
+# reaps it at once and holds no running child; the child leads its own process group, which stop() ends.
 _RUNNER = """
 import os, subprocess, sys
+nice, status, pid = sys.argv[1:4]
+if hasattr(os, "fork") and os.fork():
+    os._exit(0)
+if hasattr(os, "setsid"):
+    os.setsid()
+with open(pid + ".part", "w") as file:
+    file.write(str(os.getpid()))
+os.replace(pid + ".part", pid)
 if hasattr(os, "nice"):
-    os.nice(int(sys.argv[1]))
-status = subprocess.call(sys.argv[3:])
-with open(sys.argv[2] + ".part", "w") as file:
-    file.write(str(status))
-os.replace(sys.argv[2] + ".part", sys.argv[2])
+    os.nice(int(nice))
+code = subprocess.call(sys.argv[4:])
+with open(status + ".part", "w") as file:
+    file.write(str(code))
+os.replace(status + ".part", status)
 """
+_STARTED: list[subprocess.Popen] = []  # where the runner cannot fork, it stays this process's child until its end
 
 
 class BackgroundBuild:
@@ -64,14 +75,15 @@ class BackgroundBuild:
     def start(self) -> None:
         with self.log.open("wb") as log:
             process = subprocess.Popen(
-                [sys.executable, "-c", _RUNNER, str(NICENESS), str(self.status),
+                [sys.executable, "-c", _RUNNER, str(NICENESS), str(self.status), str(self.pid),
                  sys.executable, str(ROOT / "bundle" / "build.py"), "--dist", str(self.folder / "dist"),
                  "--work", str(self.folder / "work"), "--no-archive"],
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=ROOT,
-                start_new_session=True,
             )
-        self.pid.with_suffix(".part").write_text(str(process.pid))
-        os.replace(self.pid.with_suffix(".part"), self.pid)  # whole: another worker may read it
+        if hasattr(os, "fork"):
+            process.wait()  # the forked runner goes on
+        else:
+            _STARTED.append(process)
 
     def bundle(self) -> Path:
         """The built bundle's folder, waiting for the build; a failed build fails the test with its log."""
