@@ -24,7 +24,7 @@ from packaging.requirements import Requirement
 
 ROOT = Path(__file__).resolve().parent.parent
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
-TEST_TOOLS = ["pytest>=8", "pytest-qt>=4.4", "hypothesis>=6.100", "pytest-timeout>=2.3"]
+TEST_TOOLS = ["pytest>=8", "pytest-qt>=4.4", "hypothesis>=6.100", "pytest-timeout>=2.3", "pytest-xdist>=3.8"]
 
 
 def lowest_pins(pyproject: Path = ROOT / "pyproject.toml") -> list[str]:

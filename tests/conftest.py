@@ -65,6 +65,14 @@ def pytest_collection_modifyitems(config, items):
     background_build.start_for(config, items)
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    """pytest-xdist's controller: its workers share one bundle build."""
+    from tests.bundle import background_build
+
+    background_build.hand_to_worker(node.config, node.workerinput)
+
+
 def pytest_unconfigure(config):
     from tests.bundle import background_build
 

@@ -17,6 +17,9 @@ from tools.fuzz_run import GROWTH_BOUND_BYTES, NEW_KINDS, OLD_KINDS, STALL_BOUND
 
 SEED = int(os.environ.get("FUZZ_SEED", "20261201"))  # another seed: FUZZ_SEED=N pytest ...
 CASES = 36
+# The blocking case blocks at least this long, and twice as long as the allocating case took before it: on a loaded
+# machine touching 300 MiB took 3.7 s (1 s of CPU, load 6 on 2 CPUs).
+BLOCK_S = 1.2
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RSS and its peak are read from /proc")
 
@@ -62,14 +65,26 @@ def test_the_measures_see_what_they_bound(full_window, tmp_path):
 
     run = FuzzRun(SEED, ("session",), workdir=tmp_path, window=full_window)
     held = []
+    took = [0.0]
+    blocked = [0.0]
+
+    def allocate():
+        started = time.perf_counter()
+        held.append(np.ones(300 * 2**20 // 8))  # 300 MiB, touched
+        took[0] = time.perf_counter() - started
+
+    def block():
+        blocked[0] = max(BLOCK_S, 2 * took[0] + 0.5)
+        time.sleep(blocked[0])
+
     cases = iter([
-        ("session blocks", lambda: time.sleep(1.2)),
-        ("session allocates", lambda: held.append(np.ones(300 * 2**20 // 8))),  # 300 MiB, touched
+        ("session allocates", allocate),
+        ("session blocks", block),
         ("session raises", lambda: full_window.compute.submit("fuzz-probe", lambda: 1 / 0, lambda _: None, "probe")),
     ])
     run._session = lambda: run._gui_case(*next(cases))
     report: Report = run.run(cases=3)
-    assert report.longest_stall_s >= 1.2 and report.stall_case == "session blocks", report.table()
+    assert report.longest_stall_s >= blocked[0] and report.stall_case == "session blocks", report.table()
     assert report.peak_growth_bytes >= 250 * 2**20 and report.growth_case == "session allocates", report.table()
     assert [f.case for f in report.tracebacks] == ["session raises"], report.table()
     assert "ZeroDivisionError" in report.tracebacks[0].what

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from PySide6.QtCore import QRect
+from PySide6.QtCore import QRect, QSettings
 from PySide6.QtWidgets import QPushButton, QWidget
 
 from gui.widgets.flow_layout import FlowLayout, control_group
@@ -12,17 +12,32 @@ from tests.gui.file_opening import open_lesson
 TITLE_BAR_AND_TASKBAR_PX = 60  # what the desktop takes from the screen's height
 
 
-@pytest.fixture
-def full_window(qtbot, settings, compute):
-    """Every panel built (no model needed: sizes come from the widgets alone)."""
+@pytest.fixture(scope="module")
+def built_window(qapp, tmp_path_factory):
+    """Every panel built (no model needed: sizes come from the widgets alone), once for the module."""
+    from gui.compute import ComputeController
     from gui.main_window import MainWindow
 
+    compute = ComputeController(torch_threads=1)
+    settings = QSettings(str(tmp_path_factory.mktemp("fits") / "prefs.ini"), QSettings.Format.IniFormat)
     win = MainWindow(settings=settings, compute=compute)
     win.remember_preferences = False
-    qtbot.addWidget(win)
     win.build_panels()
     yield win
     win.close()
+    win.deleteLater()
+    compute.shutdown()
+
+
+@pytest.fixture
+def full_window(built_window):
+    """The module's window, put back after each test as it was built: no lesson, light at 100 %, the first tab."""
+    yield built_window
+    if built_window.lessons.lesson is not None:
+        built_window.lessons.close_lesson()
+    built_window.state.set_theme("light")
+    built_window.state.set_font_scale(1.0)
+    built_window.tabs.setCurrentIndex(0)
 
 
 @pytest.mark.parametrize(("theme_name", "scale", "screen"), [
