@@ -4,7 +4,7 @@
     python bench/table.py run.json                          # print the Markdown table
     python bench/table.py run.json --update docs/performance.md
 
---update replaces what lies between the `<!-- bench-table:start -->` and `<!-- bench-table:end -->`
+--update replaces what lies between the `[//]: # (bench-table:start)` and `[//]: # (bench-table:end)` lines (Markdown comments)
 lines of the page (the file is written whole or not at all), so the page shows the run's own figures,
 with its date, machine and load average, and nothing typed in by hand.
 """
@@ -18,7 +18,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-START, END = "<!-- bench-table:start -->", "<!-- bench-table:end -->"
+START, END = "[//]: # (bench-table:start)", "[//]: # (bench-table:end)"
 
 
 def _number(value: float | None, unit: str) -> str:
@@ -62,7 +62,7 @@ def update(page: Path, text: str) -> None:
         raise SystemExit(f"bench/table.py: {page} needs one '{START}' line before one '{END}' line")
     head, rest = content.split(START, 1)
     tail = rest.split(END, 1)[1]
-    new = f"{head}{START}\n{text}\n{END}{tail}"
+    new = f"{head}{START}\n\n{text}\n\n{END}{tail}"  # blank lines: the markers stay out of the table
     handle, temporary = tempfile.mkstemp(dir=page.parent, prefix=f".{page.name}.")
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as out:

@@ -57,7 +57,12 @@ def test_the_command_table_is_what_the_modules_register():
     registered = {choice.dest: choice.help for choice in subparsers._choices_actions}
     assert registered == {name: line for name, (_module, line) in cli.COMMANDS.items()}
     for name, (module, _line) in cli.COMMANDS.items():
-        assert subparsers.choices[name].get_default("run").__module__ == module, name
+        command = subparsers.choices[name]
+        # A command with actions of its own (`sae train`, `sae stats`, ...) runs what each action names.
+        actions = [action for action in command._actions if isinstance(action, argparse._SubParsersAction)]
+        runners = ([parser.get_default("run") for parser in actions[0].choices.values()] if actions
+                   else [command.get_default("run")])
+        assert [runner.__module__ for runner in runners] == [module] * len(runners), name
 
 
 def test_a_mistyped_command_is_one_line_and_exit_2(capsys):

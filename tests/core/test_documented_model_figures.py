@@ -52,7 +52,7 @@ def _rows_of_tables_with(column: str) -> list[dict[str, str]]:
 
 
 def _model_names(cell: str) -> list[str]:
-    return re.findall(r"`(tiny-[\w-]+)`", cell)
+    return re.findall(r"`((?:tiny|ctx|ladder)-[\w-]+)`", cell)
 
 
 def _megabytes_agree(written: str, size_bytes: int) -> bool:
