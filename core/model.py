@@ -48,6 +48,18 @@ class Linear(nn.Linear):
         return kernels.linear(x, self.weight, self.bias)  # (..., out_features)
 
 
+class Embedding(nn.Embedding):
+    """An nn.Embedding that skips its default init on the meta device.
+
+    torch's meta kernel for `normal_` imports torch._dynamo and sympy (over 800 modules, seconds of
+    the interpreter's lock); a meta table holds no values, and `Transformer.from_seed` sets every weight.
+    """
+
+    def reset_parameters(self) -> None:
+        if not self.weight.is_meta:
+            super().reset_parameters()
+
+
 class Attention(nn.Module):
     """Multi-head attention with grouped-query key/value heads; self- or cross-attention."""
 
@@ -298,9 +310,9 @@ class Transformer(nn.Module):
         # The mask its training forward used, as training.json records it (core.training.training_mask_mode);
         # it always runs with its config's own mask, so a leaky-trained model is told apart by this alone.
         self.trained_mask_mode = "causal"
-        self.tok_emb = nn.Embedding(config.vocab_size, config.d_model)
+        self.tok_emb = Embedding(config.vocab_size, config.d_model)
         if config.positional == "learned":
-            self.pos_emb = nn.Embedding(config.context_length, config.d_model)
+            self.pos_emb = Embedding(config.context_length, config.d_model)
         if config.embed_norm:
             self.embed_norm = make_norm(config)
         self.hook_embed = HookPoint()
@@ -331,7 +343,9 @@ class Transformer(nn.Module):
         """Same config and seed give bit-identical weights, whatever the device or global RNG state."""
         with torch.device("meta"):
             model = cls(config)
-        model.to_empty(device="cpu")
+        # Not to_empty: its empty_like runs on the meta device through torch's Python references, which import
+        # sympy (486 modules); init_weights fills every parameter and buffer below.
+        model._apply(lambda meta: torch.empty(meta.shape, dtype=meta.dtype, device="cpu"))
         model.tie_weights()
         model.init_weights(seed, residual_scaling=residual_scaling)
         return model.to(device=device, dtype=dtype).eval()

@@ -496,7 +496,8 @@ class LessonController(QObject):
                 problems.append(f"step {self.index + 1}: 'edit': {problem}")
         if panel is not None:
             try:
-                panel.restore_settings(self._panel_settings(panel, step))
+                with panel.views_held():
+                    panel.restore_settings(self._panel_settings(panel, step))
                 problems += [f"step {self.index + 1}: 'panel_settings': {line}" for line in _not_taken(panel, step)]
             except Exception:  # a panel's own defect must not stop the lesson
                 log.warning("panel %r could not take the lesson's settings", panel.title, exc_info=True)

@@ -105,7 +105,8 @@ class SessionFiles:
             settings = session.panels.get(panel.title)
             if isinstance(settings, dict):
                 try:
-                    panel.restore_settings(settings)
+                    with panel.views_held():
+                        panel.restore_settings(settings)
                 except Exception:  # one panel's stale settings must not block the session
                     log.warning("panel %r could not restore its settings", panel.title, exc_info=True)
 

@@ -75,22 +75,21 @@ Rules for both:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, Qt, QTimer, Signal
-from PySide6.QtWidgets import (QGraphicsOpacityEffect, QLabel, QLayout, QPushButton, QStackedLayout, QVBoxLayout,
-                               QWidget)
+from PySide6.QtWidgets import QLabel, QLayout, QPushButton, QStackedLayout, QVBoxLayout, QWidget
 from shiboken6 import isValid
 
 from gui import theme
 from gui.compute import CANCELLED, ComputeController
 from gui.hidden_results import drop_if_hidden, release_if_large
 from gui.state import LabState
+from gui.widgets.stale_mark import StaleMark
 
-STALE_GRACE_MS = 150  # a result faster than this replaces the old one without dimming it first
-STALE_OPACITY = 0.35
 STALE_TITLE_OPACITY = 0.3  # a plot's title, faded the moment its inputs change: it names data about to go
 WAITING_FOR_MODEL = "Waiting for the model..."
 OWN_MINIMUM_HEIGHT = "view_own_minimum_height"  # a cleared label's minimum while it is held at its old height
@@ -129,56 +128,6 @@ def _restyle_plots(root: QWidget, skip: Sequence[QWidget] = ()) -> None:
         child.apply_theme()
 
 
-class StaleMark:
-    """Dims a widget under an "updating" badge; shown only after a grace period, removed at once."""
-
-    def __init__(self, target: QWidget, badge_parent: QWidget) -> None:
-        self._target = target
-        self._badge = QLabel("updating...", badge_parent)
-        self._badge.setObjectName("stale-badge")
-        self._badge.setTextFormat(Qt.TextFormat.PlainText)
-        self._badge.hide()
-        self._timer = QTimer(badge_parent)
-        self._timer.setSingleShot(True)
-        self._timer.setInterval(STALE_GRACE_MS)
-        self._timer.timeout.connect(self._dim)
-        self.stale = False
-
-    def set(self, stale: bool) -> None:
-        if stale == self.stale:
-            return
-        self.stale = stale
-        if stale:
-            self._timer.start()
-            return
-        self._timer.stop()
-        self._target.setGraphicsEffect(None)
-        self._badge.hide()
-
-    @property
-    def dimmed(self) -> bool:
-        return self._target.graphicsEffect() is not None
-
-    def titles_faded(self) -> bool:
-        return any(plot.getPlotItem().titleLabel.opacity() < 1 for plot in self._target.findChildren(pg.PlotWidget))
-
-    def _dim(self) -> None:
-        if not self.stale:
-            return
-        effect = QGraphicsOpacityEffect(self._target)
-        effect.setOpacity(STALE_OPACITY)
-        self._target.setGraphicsEffect(effect)
-        palette = theme.current()
-        self._badge.setStyleSheet(f"background: {palette.base}; color: {palette.text}; border: 1px solid "
-                                  f"{palette.muted}; padding: 2px 8px;")
-        self._badge.setFont(theme.font(0.95))
-        self._badge.adjustSize()
-        # Top left: a view wider than its window scrolls, and a right-hand corner may be off screen.
-        self._badge.move(8, 8)
-        self._badge.raise_()
-        self._badge.show()
-
-
 class View(QWidget):
     """One result on screen, computed from frozen inputs on the worker; see the module docstring."""
 
@@ -206,6 +155,8 @@ class View(QWidget):
         self.readouts: list[QLabel] = []  # hover readouts: cleared the moment the view goes stale
         self.stale_labels: list[QLabel] = []  # verdicts and captions: cleared the same way
         self.computations = 0  # requests this view submitted (tests: hidden views do no work)
+        self.input_checks = 0  # times inputs_changed read and compared the inputs (tests: a restore reads them once)
+        self._held_change: bool | None = None  # while held (see Panel.views_held): whether inputs changed
         self._pending_update = False
         outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 0)
@@ -315,8 +266,17 @@ class View(QWidget):
     def is_on_screen(self) -> bool:
         return self.isVisible()
 
+    @property
+    def inputs_held(self) -> bool:
+        """Within its panel's views_held(): a change of inputs is answered when the hold ends."""
+        return self._held_change is not None
+
     def inputs_changed(self, *_args: Any) -> None:
         """A read field or a control changed: mark stale now if the inputs differ, update soon."""
+        if self._held_change is not None:
+            self._held_change = True
+            return
+        self.input_checks += 1
         inputs = self._current_inputs()
         if self.shown_inputs is not None and inputs != self.shown_inputs:
             self._mark_stale()
@@ -596,6 +556,22 @@ class Panel(QWidget):
     def channel(self) -> str:
         """The compute channel of this panel: its requests supersede only each other."""
         return self.title.lower().replace(" ", "-")
+
+    @contextmanager
+    def views_held(self):
+        """Hold the views' reactions to changed inputs until the block ends, then react once: restoring settings
+        sets many controls, and each view's inputs (a text of 10,000 tokens among them) would be read and
+        compared on each."""
+        held = [view for view in self.views if view._held_change is None]
+        for view in held:
+            view._held_change = False
+        try:
+            yield
+        finally:
+            for view in held:
+                changed, view._held_change = view._held_change, None
+                if changed:
+                    view.inputs_changed()
 
     def add_view(self, view: View) -> View:
         """Register a view of this panel: its results count as the panel's for `result_shown`."""

@@ -32,8 +32,9 @@ def min_view_height(lines: int = MIN_VIEW_LINES) -> int:
 
 
 class WrappingTitle(QObject):
-    """Keeps plot's title within the plot's width, and the plot min_lines text lines high: re-fitted on every
-    resize and every new title (a theme change sets the title again)."""
+    """Keeps plot's title within the plot's width, and the plot min_lines text lines high: re-fitted after
+    resizes and new titles (a theme change sets the title again), once per pass of the event loop however
+    many came in it (a model switch sets a plot's title, axes and size several times; a fit lays the plot out)."""
 
     def __init__(self, plot: pg.PlotWidget, min_lines: int = MIN_PLOT_LINES) -> None:
         super().__init__(plot)
@@ -43,6 +44,7 @@ class WrappingTitle(QObject):
         self._line_height: float | None = None  # the title row's height before it first wrapped
         self._fitting = False
         self._refit_pending = False
+        self.fits = 0  # how many times the title was fitted (tests count them)
         self.readable_width = 0  # see _keep_width
         option = QTextOption(Qt.AlignmentFlag.AlignHCenter)
         # Between words where it can; inside a word only where one word is wider than the plot.
@@ -52,7 +54,7 @@ class WrappingTitle(QObject):
 
         def set_and_fit(text, **style):
             set_text(text, **style)
-            self.fit()
+            self.request_fit()
 
         self.label.setText = set_and_fit  # every setTitle goes through here
         plot.viewport().installEventFilter(self)  # the viewport: it has its new size when told
@@ -78,13 +80,22 @@ class WrappingTitle(QObject):
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt's name)
         if event.type() == QEvent.Type.Resize:
-            self.fit()
+            self.request_fit()
         return False
 
+    def request_fit(self) -> None:
+        """Fit once the calls that change the plot in this pass of the event loop are done."""
+        if not self._refit_pending:
+            self._refit_pending = True
+            QTimer.singleShot(0, self, self._refit)
+
     def fit(self) -> None:
+        """Fit now (a pending request is then answered by this fit)."""
+        self._refit_pending = False
         if self._fitting or self.plot.getPlotItem() is None:  # torn down before a deferred refit ran
             return
         self._fitting = True
+        self.fits += 1
         try:
             self._fit()
         finally:
@@ -101,13 +112,12 @@ class WrappingTitle(QObject):
         box, least = item.vb.geometry().height(), self._least_view_height()
         squeezed = 0 < item.geometry().height() and box < least - 1 and (
             self.plot.minimumHeight() < self.plot.height() - box + least)
-        if (needed > room + 1 or squeezed) and not self._refit_pending:
-            self._refit_pending = True
-            QTimer.singleShot(0, self, self._refit)  # once the layout or the paint that widened it is done
+        if needed > room + 1 or squeezed:
+            self.request_fit()  # once the layout or the paint that widened it is done
 
     def _refit(self) -> None:
-        self._refit_pending = False
-        self.fit()
+        if self._refit_pending:  # not answered by a fit since
+            self.fit()
 
     def _fit(self) -> None:
         item = self.plot.getPlotItem()

@@ -31,6 +31,7 @@ def test_a_short_colour_bar_keeps_its_labels_apart(qtbot, projector_look):
     qtbot.waitExposed(heatmap)
     heatmap.set_data(np.linspace(0, 1, 8, dtype=np.float32).reshape(2, 4), ["L0", "L1"], [f"H{h}" for h in range(4)],
                      levels=(0.0, 1.0))
+    qtbot.waitUntil(lambda: not heatmap.plot._wrapping_title._refit_pending)  # fitted once this pass is done
     heatmap.plot.grab()
     axis = heatmap.colorbar.axis
     line = pg.QtGui.QFontMetrics(axis.style["tickFont"]).height() * 0.8

@@ -123,3 +123,20 @@ def test_settings_round_trip_and_ignore_junk(qtbot, panel):
     assert view.computations == computations
     labels = [label for label, _ in panel.export_targets()]
     assert labels == ["Tensor shapes", "Memory per tensor (plot)", "Growth with T (plot)", "Shape table"]
+
+
+def test_a_new_config_fits_each_plot_title_at_most_once_per_event_loop_pass(qtbot, panel):
+    """A new trace sets each plot's title, axes and size several times; each plot fits its title once for them."""
+    import pyqtgraph as pg
+
+    titles = [plot._wrapping_title for plot in panel.findChildren(pg.PlotWidget) if hasattr(plot, "_wrapping_title")]
+    assert titles
+    qtbot.waitUntil(lambda: not any(title._refit_pending for title in titles))
+    fits = [title.fits for title in titles]
+    deliveries = []
+    panel.shapes.result_shown.connect(lambda: deliveries.append([title.fits for title in titles]))
+    with qtbot.waitSignal(panel.shapes.result_shown, timeout=RESULT_TIMEOUT_MS):
+        panel.state.set_config(get_preset("tiny-llama"))
+    assert [after - was for after, was in zip(deliveries[0], fits)] == [0] * len(titles)  # all of it still pending
+    qtbot.waitUntil(lambda: not any(title._refit_pending for title in titles))
+    assert all(title.fits - was <= 1 for title, was in zip(titles, fits))

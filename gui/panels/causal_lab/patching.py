@@ -239,7 +239,7 @@ class PatchingView(View):
 
     def inputs_changed(self, *args) -> None:
         # Partial rows of a first computation have no shown inputs to compare with: they go stale here.
-        if self.partial_inputs is not None and self._current_inputs() != self.partial_inputs:
+        if self.partial_inputs is not None and not self.inputs_held and self._current_inputs() != self.partial_inputs:
             self._mark_stale()
         super().inputs_changed(*args)
 
