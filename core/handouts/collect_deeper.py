@@ -10,6 +10,7 @@ from typing import Any
 
 from core.handouts.figures import FIGURE_HEIGHT, FIGURE_WIDTH, Figure, StepFigures, _number, table
 
+SEED_OFFSET = 0.08  # seeds of one rung side by side, this far apart on the rung axis (gui.panels.going_deeper.ladder)
 STRETCHING_DEFAULTS: dict[str, Any] = {"tab": "Stretching", "rope_scale": 1.0}  # gui.panels.going_deeper
 
 
@@ -41,8 +42,10 @@ def stretching_figures(rope_scale: float) -> StepFigures:
             last = accepted[-1].nats_per_char if accepted else 0.0
             refusals.append({"x": curve.refused_at.length, "y": _number(last),
                              "text": f"{curve.model} refuses {curve.refused_at.length}: {curve.trained_length} rows"})
+    lengths = [row.length for row in shown[0].rows]
     x = {"field": "x", "type": "quantitative", "title": "input length (characters, log scale)",
-         "scale": {"type": "log"}}
+         "scale": {"type": "log", "domain": [lengths[0] * 0.9, lengths[-1] * 1.1], "nice": False},
+         "axis": {"values": lengths}}
     y = {"field": "y", "type": "quantitative", "title": "nats per character", "scale": {"zero": False}}
     spec = {
         "title": "Held-out loss against input length", "width": FIGURE_WIDTH, "height": FIGURE_HEIGHT,
@@ -61,12 +64,11 @@ def stretching_figures(rope_scale: float) -> StepFigures:
             {"data": {"values": refusals}, "mark": {"type": "point", "shape": "cross", "size": 160, "color": "#c0392b",
                                                     "tooltip": True},
              "encoding": {"x": x, "y": y, "tooltip": [{"field": "text", "title": "refused"}]}},
-            {"data": {"values": refusals}, "mark": {"type": "text", "align": "right", "dx": -8, "dy": 12,
+            {"data": {"values": refusals}, "mark": {"type": "text", "align": "left", "dx": 8, "dy": -10,
                                                     "color": "#c0392b"},
              "encoding": {"x": x, "y": y, "text": {"field": "text"}}},
         ],
     }
-    lengths = [row.length for row in shown[0].rows]
     rows = [(_curve_name(curve, curve is result.rescaled, TRAINED_LENGTH), str(curve.trained_length),
              *("refused" if row.refused else format_loss(row.nats_per_char) for row in curve.rows)) for curve in shown]
     figures = (Figure("stretching_plot", "Held-out loss against input length", spec),
@@ -86,15 +88,18 @@ def ladder_figures() -> StepFigures:
     record = read_record()
     rungs = record["rungs"]
     names = [rung["name"] for rung in rungs]
-    seeds = [{"rung": index, "name": rung["name"], "seed": seed.get("seed", k), "y": _number(seed["nats_per_char"])}
+    seeds = [{"rung": index + (k - (len(rung["seeds"]) - 1) / 2) * SEED_OFFSET, "name": rung["name"],
+              "seed": seed.get("seed", k), "y": _number(seed["nats_per_char"])}
              for index, rung in enumerate(rungs) for k, seed in enumerate(rung["seeds"])]
     means = [{"rung": index, "name": rung["name"], "y": _number(rung["mean_nats_per_char"]),
               "low": _number(min(seed["nats_per_char"] for seed in rung["seeds"])),
               "high": _number(max(seed["nats_per_char"] for seed in rung["seeds"]))}
              for index, rung in enumerate(rungs)]
     literal = json.dumps(names, ensure_ascii=False)
-    x = {"field": "rung", "type": "ordinal", "title": "rung",
-         "axis": {"labelExpr": f"{literal}[datum.value]", "labelAngle": -30}}
+    x = {"field": "rung", "type": "quantitative", "title": "rung",
+         "scale": {"domain": [-0.6, len(rungs) - 0.4], "nice": False, "zero": False},
+         "axis": {"values": list(range(len(rungs))), "labelExpr": f"{literal}[round(datum.value)]", "labelAngle": -30,
+                  "grid": False}}
     y = {"field": "y", "type": "quantitative", "title": "nats per character", "scale": {"zero": False}}
     spec = {
         "title": "Held-out loss of each rung (points: seeds; bar: their range)", "width": FIGURE_WIDTH,
@@ -102,12 +107,12 @@ def ladder_figures() -> StepFigures:
         "layer": [
             {"data": {"values": means}, "mark": {"type": "rule", "strokeWidth": 2, "color": "#e67e22"},
              "encoding": {"x": x, "y": {**y, "field": "low"}, "y2": {"field": "high"}}},
-            {"data": {"values": means}, "mark": {"type": "tick", "thickness": 2.5, "color": "#333333",
-                                                 "tooltip": True},
+            {"data": {"values": means}, "mark": {"type": "tick", "orient": "horizontal", "size": 28, "thickness": 2.5,
+                                                 "color": "#333333", "tooltip": True},
              "encoding": {"x": x, "y": y, "tooltip": [{"field": "name", "title": "rung"},
                                                       {"field": "y", "title": "mean", "format": ".4~g"}]}},
             {"data": {"values": seeds}, "mark": {"type": "point", "filled": True, "size": 60, "tooltip": True},
-             "encoding": {"x": x, "y": y, "xOffset": {"field": "seed", "type": "nominal"},
+             "encoding": {"x": x, "y": y,
                           "tooltip": [{"field": "name", "title": "rung"}, {"field": "seed", "title": "seed"},
                                       {"field": "y", "title": "nats per character", "format": ".4~g"}]}},
         ],
