@@ -131,7 +131,7 @@ def main() -> int:
     stats = sae_stats(model, sae, held_out)
     print(f"sae stats on {stats.tokens:,} held-out tokens: {time.perf_counter() - start:.2f} s (target < 5 s)")
 
-    from gui.panels.features.compute import FeatureInputs, SteerInputs, compute_dashboard, compute_steering
+    from core.features.views import FeatureInputs, SteerInputs, compute_dashboard, compute_steering
 
     text = tuple(tokenizer.encode("ROMEO: I will go to the"))
     path = str(sae_path(BUNDLED_SAE))

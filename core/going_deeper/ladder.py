@@ -59,6 +59,25 @@ def summarise(record: dict[str, Any]) -> dict[str, Any]:
     return record
 
 
+def record_summary(record: dict[str, Any]) -> str:
+    """A ladder record in words: its size and recipe, the lowest mean, the largest gain, and which changes beat the
+    seeds' spread (the Ladder view's caption and an exported page's quote)."""
+    rungs = record["rungs"]
+    recipe = record.get("recipe", {})
+    seeds = len(rungs[0]["seeds"])
+    best = min(range(len(rungs)), key=lambda i: rungs[i]["mean_nats_per_char"])
+    helps = [rung["name"] for rung in rungs if rung.get("against_previous") == HELPS]
+    hurts = [rung["name"] for rung in rungs if rung.get("against_previous") == HURTS]
+    changes = [rung for rung in rungs if rung.get("change_from_previous") is not None]
+    biggest = min(changes, key=lambda rung: rung["change_from_previous"], default=None)
+    gain = ("" if biggest is None else f" Largest single gain: {biggest['name']} "
+            f"({biggest['change_from_previous']:+.3f} nats against the rung before).")
+    return (f"{len(rungs)} rungs, {seeds} seeds each, every run {recipe.get('steps', '?')} steps of "
+            f"{recipe.get('batch_size', '?')} x {recipe.get('seq_len', '?')} characters, scored on the held-out tenth. "
+            f"Lowest mean: {rungs[best]['name']} ({rungs[best]['mean_nats_per_char']:.3f}).{gain} Changes worth more "
+            f"than the seeds' spread: {', '.join(helps) if helps else 'none'}; worse beyond it: "
+            f"{', '.join(hurts) if hurts else 'none'}; the others are within it.")
+
 def write_record(path: Path, record: dict[str, Any]) -> None:
     """Write the record whole or not at all (a temporary file beside it, then renamed over it)."""
     text = json.dumps(record, indent=2) + "\n"
@@ -117,4 +136,4 @@ def read_record(path: Path | None = None) -> dict[str, Any]:
 
 
 __all__ = ["HELPS", "HURTS", "LADDER_FILE", "LadderError", "WITHIN", "bundled_record_path", "read_record",
-           "summarise", "verdict", "write_record"]
+           "record_summary", "summarise", "verdict", "write_record"]

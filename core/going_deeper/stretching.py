@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.going_deeper.extrapolation import LengthRow, extrapolate
-from core.going_deeper.recipe import context_model_names, held_out_text
+from core.going_deeper.recipe import TRAINED_LENGTH, context_model_names, held_out_text
 
 LENGTHS = (32, 64, 128, 256, 512)
 SAMPLE_CHARS = 2048  # 4 windows of the longest length: a few seconds for the six models on one thread
@@ -100,4 +100,27 @@ def stretching(rope_scale: float, lengths: tuple[int, ...] = LENGTHS,
     return Stretching(tuple(curves), rescaled, len(_sample_ids()))
 
 
-__all__ = ["Curve", "LENGTHS", "RESCALED", "SAMPLE_CHARS", "Stretching", "stretching"]
+def format_loss(value: float | None) -> str:
+    return "" if value is None else f"{value:.3f}"
+
+
+def _at(curve, length: int) -> float | None:
+    return next((row.nats_per_char for row in curve.rows if row.length == length), None)
+
+
+def summary(result) -> str:
+    """The figures in words: what the learned table refuses, and each model at the trained length and the longest."""
+    longest = max(row.length for row in result.curves[0].rows)
+    parts = []
+    for curve in (*result.curves, *([result.rescaled] if result.rescaled is not None else [])):
+        name = f"ctx-rope at rope_scale {curve.rope_scale:g}" if curve is result.rescaled else curve.model
+        refused = curve.refused_at
+        if refused is not None:
+            parts.append(f"{name} refuses {refused.length} (a table of {curve.trained_length} rows)")
+            continue
+        short, long = _at(curve, TRAINED_LENGTH), _at(curve, longest)
+        parts.append(f"{name} {format_loss(short)} at {TRAINED_LENGTH}, {format_loss(long)} at {longest}")
+    return f"Nats per character on {result.sample_chars:,} held-out characters: " + "; ".join(parts) + "."
+
+
+__all__ = ["Curve", "LENGTHS", "RESCALED", "SAMPLE_CHARS", "Stretching", "format_loss", "stretching", "summary"]

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.config import ModelConfig
-from core.handouts import collect_architecture, collect_lab, collect_norms, collect_views
+from core.handouts import (collect_architecture, collect_deeper, collect_features, collect_lab, collect_norms,
+                           collect_views)
 from core.handouts.figures import StepFigures
 from core.lesson_runs import (
     COMPUTED_PANELS,
@@ -28,8 +29,8 @@ from core.lessons import Lesson, LessonStep
 from core.presets import DEFAULT_PRESET, PRESETS
 
 # The panels a page draws, and the sub-tabs of each it draws (the others are named in the step's note).
-EXPORTABLE_PANELS = ("Architecture", "Tokens & masks", "Positions", "Norms", "Parameters", "Tensor shapes", "Train",
-                     "Generate", "Causal lab", "Families")
+EXPORTABLE_PANELS = ("Architecture", "Tokens & masks", "Positions", "Going deeper", "Norms", "Parameters",
+                     "Tensor shapes", "Train", "Generate", "Causal lab", "Families", "Features")
 BEFORE = "_before"  # a step's values: the lab state before the text's last change (what the Families view compares)
 COMPUTE_ERRORS = (StepProblem, ValueError, RuntimeError)  # the experiments' own errors subclass ValueError
 
@@ -69,6 +70,8 @@ def _figures(step: LessonStep, settings: Mapping[str, Any], values: Mapping[str,
         return collect_views.positions_figures(settings)
     if panel == "Norms":
         return collect_norms.norms_figures(settings, int(values.get("seed", 0)))
+    if panel == "Going deeper":  # its own models, not the lab's
+        return collect_deeper.going_deeper_figures(settings)
     default = PRESETS[DEFAULT_PRESET]
     lab = _lab_state(values, models, default, DEFAULT_TEXT)
     if panel == "Parameters":
@@ -92,6 +95,8 @@ def _figures(step: LessonStep, settings: Mapping[str, Any], values: Mapping[str,
     lab.model = models.model(lab.config, lab.seed)
     if panel == "Generate":
         return collect_views.generate_figures(settings, lab, lab.model)
+    if panel == "Features":
+        return collect_features.features_figures(settings, lab, lab.model)
     if panel == "Tokens & masks":
         edit = values.get("edit")
         if edit is not None:

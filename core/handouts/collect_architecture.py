@@ -4,6 +4,7 @@ with its caption, table and lengths."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,6 +20,7 @@ LENS_HEADERS = {"next": f"top-{TOP_K} next-token guesses (logit lens)",
                 "here": f"top-{TOP_K} guesses for this position (logit lens)",
                 "": "no lens: the encoder never meets the head"}
 PIXELS_PER_LINE = 14  # the diagram's unit is a line of text
+TUNED_HEADER = "tuned lens (KL: logit → tuned)"  # gui.panels.architecture
 
 
 def describe_config(config: Any) -> str:
@@ -91,6 +93,11 @@ def architecture_figures(settings: Mapping[str, Any], lab: Any, model: Any) -> S
     tower = settings.get("follow_tower", "decoder") if config.architecture == "encoder-decoder" else "decoder"
     tokenizer = lab.tokenizer if getattr(lab.tokenizer, "vocab_size", config.vocab_size) == config.vocab_size else None
     result = follow_token(model, tokens, position, tokenizer, k=TOP_K, tower=tower)
+    tuned = bool(settings.get("tuned_lens", False))
+    if tuned:
+        from core.features.library import with_tuned_lens
+
+        result = with_tuned_lens(result, model, tokens, tokenizer, TOP_K)
     ids_only = tokenizer is None
     prefix = "id " if ids_only else ""
     rows = []
@@ -98,16 +105,50 @@ def architecture_figures(settings: Mapping[str, Any], lab: Any, model: Any) -> S
         guesses = "  │  ".join(f"{prefix}{label} {prob:.0%}" if prob >= 0.01 else f"{prefix}{label} <1%"
                                for label, prob in zip(result.top_labels[row], result.top_probs[row]))
         rows.append((result.stage_labels[row], f"{result.norms[row]:.2f}", f"{result.update_norms[row]:.2f}",
-                     guesses if result.has_lens else "—", _reads(result, row, ids_only)))
+                     guesses if result.has_lens else "—", _reads(result, row, ids_only),
+                     *((_tuned_cell(result, row),) if tuned else ())))
     figures.append(table("table", f"Token {position} through the model, stage by stage",
-                         ("stage", "‖x‖", "‖update‖", LENS_HEADERS[result.predicts], "reads / routes to"), rows))
+                         ("stage", "‖x‖", "‖update‖", LENS_HEADERS[result.predicts], "reads / routes to",
+                          *((TUNED_HEADER,) if tuned else ())), rows))
     stages = list(result.stage_labels)
     figures.append(bars("norm_plot", "‖x‖ after each stage", stages, result.norms, "stage", "length"))
     figures.append(bars("norm_plot", "‖update‖ each stage added", stages, result.update_norms, "stage", "length"))
     quotes["follow_caption"] = _caption(result, ids_only)
     values = {"last_stage_top_guess": result.top_labels[-1][0] if result.has_lens else "",
               "final_norm": float(result.norms[-1])}
+    if tuned and not result.tuned_note:
+        import numpy as np
+
+        read = [row for row in range(result.n_stages) if row < len(result.tuned_top_labels)
+                and result.tuned_top_labels[row]]
+        figures.append(_lens_kl_figure(result, read))
+        values.update({"tuned_kl_mean": float(np.mean([result.tuned_kl[row] for row in read])),
+                       "logit_kl_mean": float(np.mean([result.logit_kl[row] for row in read]))})
     return StepFigures(tuple(figures), quotes, values)
+
+
+def _tuned_cell(result: Any, row: int) -> str:
+    """The tuned lens's guesses and both KLs (gui.panels.architecture.tuned_cell)."""
+    if result.tuned_note:
+        return result.tuned_note if row == 0 else ""
+    labels = result.tuned_top_labels[row] if row < len(result.tuned_top_labels) else ()
+    if not labels:
+        return "—"
+    guesses = "  │  ".join(f"{label} {prob:.0%}" for label, prob in zip(labels, result.tuned_top_probs[row]))
+    return f"{guesses}   KL {result.logit_kl[row]:.2f} → {result.tuned_kl[row]:.2f}"
+
+
+def _lens_kl_figure(result: Any, read: list[int]) -> Figure:
+    """KL(output || lens) of the logit lens and of the tuned lens at each stage a translator reads."""
+    from core.handouts.figures import lines
+
+    stages = [result.stage_labels[row] for row in read]
+    figure = lines("table", "KL(output ‖ lens) in nats at each stage a translator reads", list(range(len(read))),
+                   {"logit lens": [result.logit_kl[row] for row in read],
+                    "tuned lens": [result.tuned_kl[row] for row in read]}, "stage", "KL (nats)")
+    figure.spec["encoding"]["x"]["axis"] = {"labelExpr": f"{json.dumps(stages, ensure_ascii=False)}[datum.value]",
+                                            "tickMinStep": 1}
+    return figure
 
 
 def _reads(result: Any, stage: int, ids_only: bool) -> str:

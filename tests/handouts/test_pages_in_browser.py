@@ -151,3 +151,14 @@ def test_the_architecture_page_draws_its_diagram_and_tables(browser, tmp_path, c
     assert len(rows) >= 4 and all(row.is_displayed() for row in rows)
     assert "‖x‖" in browser.find_element(By.CSS_SELECTOR, "#figure-1-1 thead").text
     assert_no_console_errors_nor_network(browser)
+
+
+@pytest.mark.parametrize(("panel", "figures"), [("Going deeper", 1), ("Features", 3)])
+def test_the_going_deeper_and_features_pages_draw_their_figures(browser, tmp_path, capsys, panel, figures):
+    out = tmp_path / "page.html"
+    assert main(["export-html", "--panel", panel, "--out", str(out)]) == 0
+    capsys.readouterr()
+    open_page(browser, out)
+    for index in range(figures):  # Stretching's plot; the Feature dashboard's contexts, histogram and logit bars
+        assert wait_drawn(browser, f"figure-1-{index}") > 0, index
+    assert_no_console_errors_nor_network(browser)

@@ -27,7 +27,9 @@ SUB_TABS = [("Tokens & masks", {"sub_tab": tab}) for tab in
     [("Parameters", {"tab": tab}) for tab in range(4)] + \
     [("Generate", {"sub_tab": tab}) for tab in ("Sampling", "KV cache")] + \
     [("Causal lab", {"tab": tab}) for tab in ("Attribution", "Patching", "Ablation", "Induction")] + \
-    [("Norms", {"depth": 3}), ("Tensor shapes", {}), ("Architecture", {})]
+    [("Going deeper", {"tab": tab}) for tab in ("Stretching", "Ladder")] + \
+    [("Features", {"tab": tab, "feature": 100, "alpha": 4.0}) for tab in ("Feature", "Steer")] + \
+    [("Norms", {"depth": 3}), ("Tensor shapes", {}), ("Architecture", {}), ("Architecture", {"tuned_lens": True})]
 FAMILIES = [("Fill in the blank", "tiny-encoder", FILL_TEXT), ("Cross-attention", "tiny-encoder-decoder", "To be"),
             ("Router", "tiny-moe", "To be, or not to be")]
 

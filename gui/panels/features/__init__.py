@@ -1,4 +1,4 @@
-"""Features: the panel (panel.py), the dashboard and steering views, and what they compute on the worker."""
+"""Features: the panel (panel.py), the dashboard and steering views (what they compute is core.features.views)."""
 
 from gui.panels.features.panel import SUB_TABS, FeaturesPanel
 

@@ -8,11 +8,11 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import QScrollArea, QSpinBox, QSplitter, QVBoxLayout, QWidget
 
+from core.features.views import DASHBOARD_TOKENS, FeatureInputs, compute_dashboard, dashboard_summary, logit_effects
 from gui import theme
 from gui.panels.base import View
 from gui.panels.common import (caption, fit_table, labelled, make_plot, plain_label, set_cell, table, token_label,
                                token_labels)
-from gui.panels.features.compute import DASHBOARD_TOKENS, DASHBOARD_WINDOW, FeatureInputs, compute_dashboard
 from gui.panels.features.contexts import ShadedContexts
 from gui.widgets.flow_layout import FlowLayout
 from gui.widgets.turning_splitter import TurningSplitter
@@ -145,22 +145,14 @@ class DashboardView(View):
 
     def show_result(self, result) -> None:
         tokenizer = self.state.tokenizer
-        summary = result.summary
-        self.summary_label.setText(
-            f"Feature {result.feature} of {result.d_sae}: active on {summary.density:.2%} of the "
-            f"{result.tokens_read:,} held-out tokens (windows of {DASHBOARD_WINDOW}), largest activation "
-            f"{summary.max_activation:.3f}.")
+        self.summary_label.setText(dashboard_summary(result))
         rows = [(c.activation, token_labels(tokenizer, c.ids), list(c.activations), c.marked) for c in result.contexts]
         self.contexts.set_rows(rows)
-        counts, edges = summary.histogram_counts, summary.histogram_edges
+        counts, edges = result.summary.histogram_counts, result.summary.histogram_edges
         centres, width = (edges[:-1] + edges[1:]) / 2, float(edges[1] - edges[0]) if len(edges) > 1 else 1.0
         self.histogram_bars.setOpts(x=centres, height=counts, width=width * 0.9, brush=theme.brush("primary"),
                                     pen=pg.mkPen(None))
-        up = ", ".join(f"{token_label(tokenizer, int(i))} {v:+.2f}" for i, v in zip(summary.up_ids, summary.up_values))
-        down = ", ".join(f"{token_label(tokenizer, int(i))} {v:+.2f}"
-                         for i, v in zip(summary.down_ids, summary.down_values))
-        self.logits_label.setText(f"Its decoder direction through the unembedding pushes up: {up}\n"
-                                  f"and down: {down}")
+        self.logits_label.setText(logit_effects(result, lambda token_id: token_label(tokenizer, token_id)))
         first, last = result.selection
         labels = token_labels(tokenizer, self.shown_inputs.tokens[first:last + 1])
         self.search_label.setText(f"Features that fire most on positions {first}..{last} ({''.join(labels)[:60]}); "

@@ -7,10 +7,10 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QCheckBox, QDoubleSpinBox, QVBoxLayout, QWidget
 
+from core.features.views import SteerInputs, compute_steering, steer_summary, top_next
 from gui import theme
 from gui.panels.base import View
 from gui.panels.common import labelled, make_plot, plain_label, token_label, token_labels
-from gui.panels.features.compute import SteerInputs, compute_steering, top_next
 from gui.widgets.flow_layout import FlowLayout
 from gui.widgets.legend import legend_below
 
@@ -77,14 +77,7 @@ class SteeringView(View):
         self.steered_bars.setOpts(x=xs + 0.2, height=result.steered_probs[ids], width=0.4,
                                   brush=theme.brush("secondary"))
         self.plot.getAxis("bottom").setTicks([[(float(x), token_label(tokenizer, int(i))) for x, i in zip(xs, ids)]])
-        edit = (f"Feature {inputs.feature} removed" if inputs.ablate
-                else f"{inputs.alpha:+.1f} × feature {inputs.feature}")
-        if result.identical:
-            change = "the logits are bit-identical to the model without the SAE (its error term is kept)"
-        else:
-            shift = 0.5 * float(np.abs(result.steered_probs - result.clean_probs).sum())
-            change = f"the next-token distribution moved by {shift:.3f} (total variation)"
-        self.summary_label.setText(f"{edit}: {change}.")
+        self.summary_label.setText(steer_summary(result, inputs.feature, inputs.alpha, inputs.ablate))
         self.clean_text.setText("Without: " + "".join(token_labels(tokenizer, result.clean_ids)))
         self.steered_text.setText("With:    " + "".join(token_labels(tokenizer, result.steered_ids)))
 

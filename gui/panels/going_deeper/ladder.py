@@ -16,7 +16,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QPushButton, QSplitter, QVBoxLayout, QWidget
 
-from core.going_deeper.ladder import HELPS, HURTS, WITHIN
+from core.going_deeper.ladder import HELPS, HURTS, WITHIN, record_summary
 from core.going_deeper.recipe import RUNGS
 from gui import theme
 from gui.panels.base import View
@@ -117,21 +117,7 @@ class LadderView(View):
         axis.setTicks([[(index, rung["name"]) for index, rung in enumerate(rungs)]])
         self.plot.setXRange(-0.6, len(rungs) - 0.4, padding=0)
         self._fill_table(rungs)
-        recipe = record.get("recipe", {})
-        seeds = len(rungs[0]["seeds"])
-        best = min(range(len(rungs)), key=lambda i: rungs[i]["mean_nats_per_char"])
-        helps = [rung["name"] for rung in rungs if rung.get("against_previous") == HELPS]
-        hurts = [rung["name"] for rung in rungs if rung.get("against_previous") == HURTS]
-        changes = [rung for rung in rungs if rung.get("change_from_previous") is not None]
-        biggest = min(changes, key=lambda rung: rung["change_from_previous"], default=None)
-        gain = ("" if biggest is None else f" Largest single gain: {biggest['name']} "
-                f"({biggest['change_from_previous']:+.3f} nats against the rung before).")
-        self.summary_label.setText(
-            f"{len(rungs)} rungs, {seeds} seeds each, every run {recipe.get('steps', '?')} steps of "
-            f"{recipe.get('batch_size', '?')} x {recipe.get('seq_len', '?')} characters, scored on the held-out tenth. "
-            f"Lowest mean: {rungs[best]['name']} ({rungs[best]['mean_nats_per_char']:.3f}).{gain} Changes worth more "
-            f"than the seeds' spread: {', '.join(helps) if helps else 'none'}; worse beyond it: "
-            f"{', '.join(hurts) if hurts else 'none'}; the others are within it.")
+        self.summary_label.setText(record_summary(record))
 
     def _fill_table(self, rungs: list[dict]) -> None:
         self.table.setRowCount(len(rungs))

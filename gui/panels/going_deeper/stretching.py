@@ -17,6 +17,7 @@ from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QLabel, QSlider, QSplitter, QVBoxLayout, QWidget
 
 from core.going_deeper.recipe import TRAINED_LENGTH
+from core.going_deeper.stretching import format_loss, summary
 from gui import theme
 from gui.panels.base import View
 from gui.panels.common import caption, fit_table, make_plot, set_cell, table
@@ -42,29 +43,6 @@ def compute_stretching(inputs: StretchInputs, token):
     from core.going_deeper.stretching import stretching
 
     return stretching(inputs.rope_scale, report=token.report, check=token.check)
-
-
-def _format(value: float | None) -> str:
-    return "" if value is None else f"{value:.3f}"
-
-
-def _at(curve, length: int) -> float | None:
-    return next((row.nats_per_char for row in curve.rows if row.length == length), None)
-
-
-def summary(result) -> str:
-    """The figures in words: what the learned table refuses, and each model at the trained length and the longest."""
-    longest = max(row.length for row in result.curves[0].rows)
-    parts = []
-    for curve in (*result.curves, *([result.rescaled] if result.rescaled is not None else [])):
-        name = f"ctx-rope at rope_scale {curve.rope_scale:g}" if curve is result.rescaled else curve.model
-        refused = curve.refused_at
-        if refused is not None:
-            parts.append(f"{name} refuses {refused.length} (a table of {curve.trained_length} rows)")
-            continue
-        short, long = _at(curve, TRAINED_LENGTH), _at(curve, longest)
-        parts.append(f"{name} {_format(short)} at {TRAINED_LENGTH}, {_format(long)} at {longest}")
-    return f"Nats per character on {result.sample_chars:,} held-out characters: " + "; ".join(parts) + "."
 
 
 class StretchingView(View):
@@ -197,7 +175,7 @@ class StretchingView(View):
             set_cell(self.table, row_index, 0, label, swatch=_colour("ctx-rope" if rescaled else curve.model))
             set_cell(self.table, row_index, 1, str(curve.trained_length), right=True)
             for column, row in enumerate(curve.rows, start=2):
-                text = "refused" if row.refused else _format(row.nats_per_char)
+                text = "refused" if row.refused else format_loss(row.nats_per_char)
                 item = set_cell(self.table, row_index, column, text, right=True,
                                 color=QColor(theme.current().warning) if row.refused else None)
                 item.setToolTip(row.refused)

@@ -1,4 +1,5 @@
-"""What the Features views compute on the worker: a feature's dashboard, the text's features, and steering.
+"""What the Features views compute on the worker (a feature's dashboard, the text's features, steering) and the
+captions they write, which an exported page quotes too.
 
 The dashboard reads the held-out Shakespeare (the last tenth of the corpus), 4,096 tokens in windows
 of 128, as `sae stats` does; the text's features and steering read the lab's own tokens.
@@ -6,6 +7,7 @@ of 128, as `sae stats` does; the text's features and steering read the lab's own
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -119,3 +121,28 @@ def top_next(result, count: int = NEXT_TOKENS) -> np.ndarray:
         if index not in order:
             order.append(index)
     return np.array(order[: count + 4])
+
+
+def dashboard_summary(result: DashboardResult) -> str:
+    summary = result.summary
+    return (f"Feature {result.feature} of {result.d_sae}: active on {summary.density:.2%} of the "
+            f"{result.tokens_read:,} held-out tokens (windows of {DASHBOARD_WINDOW}), largest activation "
+            f"{summary.max_activation:.3f}.")
+
+
+def logit_effects(result: DashboardResult, label: Callable[[int], str]) -> str:
+    """The tokens the feature's decoder direction pushes up and down through the unembedding, each with its logit."""
+    summary = result.summary
+    up = ", ".join(f"{label(int(i))} {v:+.2f}" for i, v in zip(summary.up_ids, summary.up_values))
+    down = ", ".join(f"{label(int(i))} {v:+.2f}" for i, v in zip(summary.down_ids, summary.down_values))
+    return f"Its decoder direction through the unembedding pushes up: {up}\nand down: {down}"
+
+
+def steer_summary(result, feature: int, alpha: float, ablate: bool) -> str:
+    edit = f"Feature {feature} removed" if ablate else f"{alpha:+.1f} × feature {feature}"
+    if result.identical:
+        change = "the logits are bit-identical to the model without the SAE (its error term is kept)"
+    else:
+        shift = 0.5 * float(np.abs(result.steered_probs - result.clean_probs).sum())
+        change = f"the next-token distribution moved by {shift:.3f} (total variation)"
+    return f"{edit}: {change}."
