@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 TOKEN_GLYPHS = {" ": "␣", "\n": "⏎", "\t": "⇥", "\r": "␍"}  # characters a chip could not otherwise show
 
 
@@ -68,3 +70,16 @@ def short_counts_apart(*counts: int) -> list[str]:
 def plural(count: int, noun: str, plural_form: str | None = None) -> str:
     """'1 block', '12 blocks': the count with its noun in the right number."""
     return f"{count:,} {noun if count == 1 else (plural_form or noun + 's')}"
+
+
+def format_change(value: float, exact: bool) -> str:
+    """A max |change| as a student should read it: exact zeros say so, tiny leaks keep their digits."""
+    if exact:
+        return "0 (exact)"
+    if math.isnan(value):
+        return "NaN"
+    if value == 0.0:
+        return "0 (not bitwise equal)"
+    if abs(value) < 1e-3:
+        return f"{value:.1e}"
+    return f"{value:.4g}"

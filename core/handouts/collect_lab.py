@@ -6,31 +6,18 @@ Train draws the curves of a training run the student starts: a page cannot train
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any
 
 from core.config import ConfigError
-from core.display import display_token, format_bytes, plural
+from core.display import display_token, format_bytes, format_change, plural
+from core.experiments.shapes_what_if import what_if_config
 from core.handouts.figures import StepFigures, bars, lines, table
 
 DEFAULT_DECODE_STEPS = 8  # gui.panels.generate.kv_cache
 SHAPES_DEFAULTS = {"batch": 1, "seq": 128, "source_seq": 128}  # gui.panels.shapes: B, T and S as they start
 TRAIN_NOTE = ("Training happens in the app: the Train panel draws the curves of a run started in Transformer Explorer, "
               "which a page cannot run.")
-
-
-def format_change(value: float, exact: bool) -> str:
-    """A max |change| as the window writes it (gui.panels.common.format_change)."""
-    if exact:
-        return "0 (exact)"
-    if math.isnan(value):
-        return "NaN"
-    if value == 0.0:
-        return "0 (not bitwise equal)"
-    if abs(value) < 1e-3:
-        return f"{value:.1e}"
-    return f"{value:.4g}"
 
 
 def _shape(shape: tuple[int, ...]) -> str:
@@ -98,17 +85,6 @@ def kv_cache_figures(settings: Mapping[str, Any], lab: Any, model: Any) -> StepF
 
 
 # ---- Tensor shapes --------------------------------------------------------------------------------
-
-def what_if_config(config: Any, d_model: int, heads: int) -> Any:
-    """`config` with another d_model and head count, d_ff keeping its ratio (gui.panels.shapes.what_if_config)."""
-    if (d_model, heads) == (config.d_model, config.n_heads):
-        return config
-    changes: dict[str, Any] = {"d_model": d_model, "n_heads": heads, "name": f"{config.name} (what-if)"}
-    changes["d_ff"] = max(1, round(config.d_ff * d_model / config.d_model))
-    if config.n_kv_heads is not None and heads % config.n_kv_heads:
-        changes["n_kv_heads"] = None
-    return config.replace(**changes)
-
 
 def shapes_figures(settings: Mapping[str, Any], lab_config: Any) -> StepFigures:
     """The traced walk-through: every tensor's shape and memory, and how attention's grows with T."""

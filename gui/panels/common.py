@@ -3,7 +3,6 @@ and the warning that a model was trained with a leaky mask. Not a panel: any pan
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import pyqtgraph as pg
@@ -13,23 +12,11 @@ from PySide6.QtWidgets import (QAbstractItemView, QHeaderView, QLabel, QSizePoli
                                QWidget)
 
 from core.choices import MASK_MODE_LABELS
+from core.display import format_change
 from gui import theme
 from gui.widgets.flow_layout import FlowLayout, control_group
 from gui.widgets.plot_titles import MIN_PLOT_LINES, wrap_title
 from gui.widgets.table_rows import fit_number_columns, never_cut_cells
-
-
-def format_change(value: float, exact: bool) -> str:
-    """A max |change| as a student should read it: exact zeros say so, tiny leaks keep their digits."""
-    if exact:
-        return "0 (exact)"
-    if math.isnan(value):
-        return "NaN"
-    if value == 0.0:
-        return "0 (not bitwise equal)"
-    if abs(value) < 1e-3:
-        return f"{value:.1e}"
-    return f"{value:.4g}"
 
 
 def set_title(plot: pg.PlotWidget, text: str) -> None:

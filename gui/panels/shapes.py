@@ -33,6 +33,7 @@ from PySide6.QtWidgets import (
 
 from core.config import ConfigError, ModelConfig
 from core.display import format_bytes, plural
+from core.experiments.shapes_what_if import what_if_config
 from gui import theme
 from gui.panels.base import Panel, Refusal, View
 from gui.widgets.flow_layout import FlowLayout, control_group
@@ -92,17 +93,6 @@ def compute_shapes(inputs: ShapesInputs, token) -> ShapesResult:
     token.check()
     growth = attention_growth(config, batch, growth_lengths(config.context_length, seq), model=model, source_seq=source)
     return ShapesResult(trace, growth)
-
-
-def what_if_config(config: ModelConfig, d_model: int, heads: int) -> ModelConfig:
-    """`config` with another d_model and head count (d_ff keeps its ratio); raises ConfigError if impossible."""
-    if (d_model, heads) == (config.d_model, config.n_heads):
-        return config
-    changes: dict[str, Any] = {"d_model": d_model, "n_heads": heads, "name": f"{config.name} (what-if)"}
-    changes["d_ff"] = max(1, round(config.d_ff * d_model / config.d_model))
-    if config.n_kv_heads is not None and heads % config.n_kv_heads:
-        changes["n_kv_heads"] = None
-    return config.replace(**changes)
 
 
 class ShapesControls(QWidget):
