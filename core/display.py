@@ -83,3 +83,12 @@ def format_change(value: float, exact: bool) -> str:
     if abs(value) < 1e-3:
         return f"{value:.1e}"
     return f"{value:.4g}"
+
+
+def format_share(share: float) -> str:
+    """A share of a total as a percentage; a nonzero share too small to print says so rather than showing 0.0%."""
+    if share == 0:
+        return "0%"
+    if share < 0.001:
+        return "<0.1%"
+    return f"{share:.1%}"

@@ -29,6 +29,7 @@ from core.config import ModelConfig
 from core.params import ParameterBreakdown, parameter_breakdown
 
 BYTES_PER_VALUE = {"fp32": 4, "bf16": 2, "int8": 1}
+MAX_SWEEP_WIDTH = 16384  # the widest d_model the width sweep reaches (unless the config is wider)
 
 
 class BudgetError(ValueError):
@@ -144,6 +145,15 @@ def scaled_config(config: ModelConfig, width: int) -> ModelConfig:
         )
     except ValueError as error:
         raise BudgetError(f"width {width}: {error}") from None
+
+
+def sweep_widths(config: ModelConfig) -> list[int]:
+    """Widths a quarter-octave apart in whole heads (so heads scale exactly), plus the config's own."""
+    head = config.d_head
+    multiples = {max(1, round(2 ** (i / 4))) for i in range(0, 4 * 15)}
+    widths = {head * k for k in multiples if head * k <= max(MAX_SWEEP_WIDTH, config.d_model)}
+    widths.add(config.d_model)
+    return sorted(widths)
 
 
 def embedding_share_sweep(config: ModelConfig, widths: Sequence[int]) -> EmbeddingShareSweep:

@@ -7,21 +7,13 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from core.display import format_bytes, format_flops, short_count
+from core.display import format_bytes, format_share, short_count
+from core.experiments.budget_captions import budget_rows, budget_summary
+from core.experiments.budgets import sweep_widths
 from core.handouts.figures import StepFigures, bars, lines, table
 from core.presets import PRESETS
 
 DEFAULT_COMPARE = ("gpt2-small", "gpt2-medium")  # gui.panels.parameters.panel
-MAX_SWEEP_WIDTH = 16384  # gui.panels.parameters.sweep
-
-
-def format_share(share: float) -> str:
-    """A share as the Parameters views print it (gui.widgets.pie.format_share)."""
-    if share == 0:
-        return "0%"
-    if share < 0.001:
-        return "<0.1%"
-    return f"{share:.1%}"
 
 
 def meta_count(configs: tuple[Any, ...]) -> str:
@@ -82,15 +74,6 @@ def _compare(settings: Mapping[str, Any], current: Any) -> StepFigures:
     return StepFigures(tuple(figures), {"compare_agree_label": meta_count(tuple(configs))}, values)
 
 
-def sweep_widths(config: Any) -> list[int]:
-    """Widths a quarter-octave apart in whole heads, plus the config's own (gui.panels.parameters.sweep)."""
-    head = config.d_head
-    multiples = {max(1, round(2 ** (i / 4))) for i in range(0, 4 * 15)}
-    widths = {head * k for k in multiples if head * k <= max(MAX_SWEEP_WIDTH, config.d_model)}
-    widths.add(config.d_model)
-    return sorted(widths)
-
-
 def _sweep(settings: Mapping[str, Any], config: Any) -> StepFigures:
     from core.experiments.budgets import embedding_share_sweep, scaled_config
 
@@ -119,18 +102,8 @@ def _budget(config: Any) -> StepFigures:
     from core.experiments.budgets import compute_budget
 
     budget = compute_budget(config)
-    moe = f", of {short_count(budget.total_params)} in all" if budget.active_params != budget.total_params else ""
-    label = (f"{config.name}: N = {short_count(budget.active_params)} parameters per token{moe}. Training ≈ 6N FLOP "
-             f"per token (forward 2N, backward 4N); inference adds the attention scores at T = {budget.seq_len:,}. "
-             "Weights count every parameter; the KV cache holds K and V of every layer.")
-    rows: list[tuple[str, Any]] = [
-        ("training FLOPs per token (6N)", format_flops(budget.training_flops_per_token)),
-        (f"inference FLOPs per token (at T = {budget.seq_len:,})", format_flops(budget.inference_flops_per_token)),
-        ("    of which attention scores", format_flops(budget.attention_flops_per_token)),
-        ("weights", budget.weight_bytes),
-        ("KV cache per token", budget.kv_cache_bytes_per_token),
-        (f"KV cache at the context length ({budget.context_length:,} tokens)", budget.kv_cache_bytes_full_context),
-    ]
+    label = budget_summary(config.name, budget)
+    rows = budget_rows(budget)
     cells = [(name, value, "", "") if isinstance(value, str)  # a FLOP count does not depend on the dtype
              else (name, *(format_bytes(value[dtype]) for dtype in ("fp32", "bf16", "int8"))) for name, value in rows]
     figure = table("budget_table", f"{config.name}: compute and memory", ("quantity", "fp32", "bf16", "int8"), cells)

@@ -17,7 +17,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QRectF, QTimer, Signal
 from PySide6.QtGui import QColor, QFontMetrics, QPainter, QPainterPath, QPolygonF
 
-from core.display import short_count
+from core.display import format_share, short_count
 from gui import theme
 
 INNER_RADIUS = 1.0  # the inner ring is a full pie of this radius
@@ -98,14 +98,6 @@ def readable_text_color(background: QColor) -> QColor:
 def format_count(n: float) -> str:
     """124,439,808 -> '124.4M'; small counts are written out."""
     return short_count(n)
-
-
-def format_share(share: float) -> str:
-    if share == 0:
-        return "0%"
-    if share < 0.001:
-        return "<0.1%"
-    return f"{share:.1%}"
 
 
 class NestedPieItem(pg.GraphicsObject):

@@ -109,7 +109,6 @@ def test_the_pages_start_each_view_where_the_window_starts_it():
     from gui.panels import norms
     from gui.panels.generate import kv_cache
     from gui.panels.parameters import panel as parameters_panel
-    from gui.panels.parameters import sweep
     from gui.panels.tokens import head_split, predictions, worked_head
 
     assert (collect_norms.SEQ, collect_norms.BATCH) == (norms.SEQ, norms.BATCH)
@@ -122,5 +121,4 @@ def test_the_pages_start_each_view_where_the_window_starts_it():
     assert collect_tokens.HEAD_SPLIT_MAX_TOKENS == head_split.HEAD_SPLIT_MAX_TOKENS
     assert collect_tokens.PREDICTIONS_TOP_K == predictions.DEFAULT_TOP_K
     assert collect_parameters.DEFAULT_COMPARE == parameters_panel.DEFAULT_COMPARE
-    assert collect_parameters.MAX_SWEEP_WIDTH == sweep.MAX_SWEEP_WIDTH
     assert collect_lab.DEFAULT_DECODE_STEPS == kv_cache.DEFAULT_DECODE_STEPS

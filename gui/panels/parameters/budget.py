@@ -10,11 +10,11 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QHeaderView, QLabel, QVBoxLayout
 
 from core.config import ConfigError, ModelConfig
-from core.display import format_bytes, format_flops
+from core.display import format_bytes
+from core.experiments.budget_captions import budget_rows, budget_summary
 from gui.panels.base import Refusal, View
 from gui.panels.parameters.common import ParametersControls
 from gui.panels.common import fit_table, set_cell, table
-from gui.widgets.pie import format_count
 
 
 @dataclass(frozen=True)
@@ -59,19 +59,8 @@ class BudgetView(View):
 
     def show_result(self, budget) -> None:
         config = self.shown_inputs.config
-        moe = f", of {format_count(budget.total_params)} in all" if budget.active_params != budget.total_params else ""
-        self.budget_label.setText(
-            f"<b>{html.escape(config.name)}</b>: N = {format_count(budget.active_params)} parameters per token{moe}."
-            f" Training ≈ 6N FLOP per token (forward 2N, backward 4N); inference adds the attention scores at"
-            f" T = {budget.seq_len:,}. Weights count every parameter; the KV cache holds K and V of every layer.")
-        rows: list[tuple[str, Any]] = [
-            ("training FLOPs per token (6N)", format_flops(budget.training_flops_per_token)),
-            (f"inference FLOPs per token (at T = {budget.seq_len:,})", format_flops(budget.inference_flops_per_token)),
-            ("    of which attention scores", format_flops(budget.attention_flops_per_token)),
-            ("weights", budget.weight_bytes),
-            ("KV cache per token", budget.kv_cache_bytes_per_token),
-            (f"KV cache at the context length ({budget.context_length:,} tokens)", budget.kv_cache_bytes_full_context),
-        ]
+        self.budget_label.setText(budget_summary(f"<b>{html.escape(config.name)}</b>", budget))
+        rows = budget_rows(budget)
         budget_table = self.budget_table
         budget_table.clearSpans()
         budget_table.setRowCount(len(rows))

@@ -15,24 +15,13 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QSlider, QVBoxLayout
 
 from core.config import ConfigError, ModelConfig
+from core.experiments.budgets import sweep_widths
 from gui import theme
 from gui.panels.base import Refusal, View
 from gui.panels.parameters.common import ParametersControls
 from gui.widgets.legend import legend_below
 from gui.widgets.pie import format_count, format_share
 from gui.widgets.plot_titles import wrap_title
-
-MAX_SWEEP_WIDTH = 16384
-
-
-def sweep_widths(config: ModelConfig) -> list[int]:
-    """Widths a quarter-octave apart in whole heads (so heads scale exactly), plus the config's own."""
-    head = config.d_head
-    multiples = {max(1, round(2 ** (i / 4))) for i in range(0, 4 * 15)}
-    widths = {head * k for k in multiples if head * k <= max(MAX_SWEEP_WIDTH, config.d_model)}
-    widths.add(config.d_model)
-    return sorted(widths)
-
 
 @dataclass(frozen=True)
 class SweepInputs:
