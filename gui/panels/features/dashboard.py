@@ -10,25 +10,22 @@ from PySide6.QtWidgets import QScrollArea, QSpinBox, QSplitter, QVBoxLayout, QWi
 
 from core.features.views import DASHBOARD_TOKENS, FeatureInputs, compute_dashboard, dashboard_summary, logit_effects
 from gui import theme
-from gui.panels.base import View
 from gui.panels.common import (caption, fit_table, labelled, make_plot, plain_label, set_cell, table, token_label,
                                token_labels)
 from gui.panels.features.contexts import ShadedContexts
+from gui.panels.features.feature_view import FeatureView
 from gui.widgets.flow_layout import FlowLayout
 from gui.widgets.turning_splitter import TurningSplitter
 
 MAX_POSITION = 100_000
 
 
-class DashboardView(View):
+class DashboardView(FeatureView):
     name = "Feature"
-    reads = frozenset({"model", "tokens", "tokenizer"})
     compute_fn = staticmethod(compute_dashboard)
 
     def __init__(self, state, compute, controls, channel_prefix: str = "", parent: QWidget | None = None) -> None:
-        super().__init__(state, compute, channel_prefix, parent)
-        self.controls = controls
-        controls.changed.connect(self.inputs_changed)
+        super().__init__(state, compute, controls, channel_prefix, parent)
         row = FlowLayout()
         self.first_spin, self.last_spin = QSpinBox(), QSpinBox()
         for spin, name, tip in ((self.first_spin, "features-from", "First position of the text searched"),
@@ -127,13 +124,7 @@ class DashboardView(View):
         self.first_spin.setValue(first)
         self.last_spin.setValue(last)
 
-    def inputs(self):
-        model = self.state.model
-        if model is None:
-            return None
-        refusal = self.controls.refusal(self.state)
-        if refusal is not None:
-            return refusal
+    def feature_inputs(self, model):
         last = min(self.last_spin.value(), len(self.state.tokens) - 1)
         first = min(self.first_spin.value(), last)
         return FeatureInputs(model, self.state.tokenizer, self.controls.sae_path, tuple(self.state.tokens),

@@ -9,23 +9,20 @@ from PySide6.QtWidgets import QCheckBox, QDoubleSpinBox, QVBoxLayout, QWidget
 
 from core.features.views import SteerInputs, compute_steering, steer_summary, top_next
 from gui import theme
-from gui.panels.base import View
 from gui.panels.common import labelled, make_plot, plain_label, token_label, token_labels
+from gui.panels.features.feature_view import FeatureView
 from gui.widgets.flow_layout import FlowLayout
 from gui.widgets.legend import legend_below
 
 MAX_ALPHA = 100.0
 
 
-class SteeringView(View):
+class SteeringView(FeatureView):
     name = "Steer"
-    reads = frozenset({"model", "tokens", "tokenizer"})
     compute_fn = staticmethod(compute_steering)
 
     def __init__(self, state, compute, controls, channel_prefix: str = "", parent: QWidget | None = None) -> None:
-        super().__init__(state, compute, channel_prefix, parent)
-        self.controls = controls
-        controls.changed.connect(self.inputs_changed)
+        super().__init__(state, compute, controls, channel_prefix, parent)
         row = FlowLayout()
         self.alpha_spin = QDoubleSpinBox()
         self.alpha_spin.setObjectName("features-alpha")
@@ -58,13 +55,7 @@ class SteeringView(View):
         column.addWidget(self.steered_text)
         self.stale_labels += [self.summary_label, self.clean_text, self.steered_text]
 
-    def inputs(self):
-        model = self.state.model
-        if model is None:
-            return None
-        refusal = self.controls.refusal(self.state)
-        if refusal is not None:
-            return refusal
+    def feature_inputs(self, model):
         return SteerInputs(model, self.controls.sae_path, tuple(self.state.tokens), self.controls.feature,
                            self.alpha_spin.value(), self.ablate_box.isChecked())
 
