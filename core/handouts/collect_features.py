@@ -28,26 +28,16 @@ class _Token:
 
 
 def _sae_problem(model: Any, path: str) -> str | None:
-    """Why the SAE cannot read the lab's model, in the window's words (gui.panels.features.controls), or None."""
+    """Why the SAE at `path` cannot read the lab's model, or None."""
     from pathlib import Path
 
     from core.checkpoint_files import read_json_file
     from core.features.fingerprint import weights_fingerprint
-    from core.features.hook_names import HookNameError, app_hook, hook_width
     from core.features.sae import CFG_FILE, config_from_cfg
+    from core.features.sae_fit import sae_mismatch
 
     config = config_from_cfg(read_json_file(Path(path) / CFG_FILE, "an SAE config"), Path(path) / CFG_FILE)
-    wrong = (f"Model: this SAE reads {config.model_name or 'another model'}'s trained weights at {config.hook_name}, "
-             f"not {model.config.name}'s; load {config.model_name or 'that model'}.")
-    try:
-        app_hook(model, config.hook_name)
-        if hook_width(model, config.hook_name) != config.d_in or model.config.name != config.model_name:
-            return wrong
-    except HookNameError:
-        return wrong
-    if config.model_fingerprint and weights_fingerprint(model) != config.model_fingerprint:
-        return wrong
-    return None
+    return sae_mismatch(model, config, weights_fingerprint)
 
 
 def features_figures(settings: Mapping[str, Any], lab: Any, model: Any) -> StepFigures:

@@ -89,19 +89,11 @@ class FeatureControls(QObject):
         if config is None:
             return Refusal("SAE: no SAE is bundled; train one with `transformer-explorer sae train`.")
         from core.checkpoints import bundled_model_names
-        from core.features.hook_names import HookNameError, app_hook, hook_width
+        from core.features.sae_fit import sae_mismatch
 
-        offer = config.model_name if config.model_name in bundled_model_names() else ""
-        wrong = (f"Model: this SAE reads {config.model_name or 'another model'}'s trained weights at "
-                 f"{config.hook_name}, not {model.config.name}'s; load {config.model_name or 'that model'}.")
-        try:
-            app_hook(model, config.hook_name)
-            if hook_width(model, config.hook_name) != config.d_in or model.config.name != config.model_name:
-                return Refusal(wrong, offer)
-        except HookNameError:
-            return Refusal(wrong, offer)
-        if config.model_fingerprint and self._fingerprint(model) != config.model_fingerprint:
-            return Refusal(wrong, offer)
+        wrong = sae_mismatch(model, config, self._fingerprint)
+        if wrong is not None:
+            return Refusal(wrong, config.model_name if config.model_name in bundled_model_names() else "")
         if state.tokenizer is None or state.tokenizer.vocab_size > model.config.vocab_size:
             return Refusal(f"Model: {model.config.name} has no tokenizer of its own for the text.")
         if not tokens:
