@@ -8,31 +8,12 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from core.diagram_layout import diagram_parts, format_count, format_shape
+from core.config_description import describe_config
+from core.diagram_layout import diagram_parts, format_shape
+from core.experiments.follow_token_text import LENS_HEADERS, TOP_K, TUNED_HEADER, describe_reads, tuned_cell
 from core.handouts.figures import Figure, StepFigures, bars, table
-from core.params import parameter_breakdown
 
-TOP_K = 5  # gui.panels.architecture
-ARCHITECTURE_NAMES = {"decoder": "decoder-only", "encoder": "encoder-only", "encoder-decoder": "encoder-decoder"}
-POSITIONAL_NAMES = {"none": "no positions", "sinusoidal": "sinusoidal positions", "learned": "learned positions",
-                    "rope": "RoPE", "alibi": "ALiBi"}
-LENS_HEADERS = {"next": f"top-{TOP_K} next-token guesses (logit lens)",
-                "here": f"top-{TOP_K} guesses for this position (logit lens)",
-                "": "no lens: the encoder never meets the head"}
 PIXELS_PER_LINE = 14  # the diagram's unit is a line of text
-TUNED_HEADER = "tuned lens (KL: logit → tuned)"  # gui.panels.architecture
-
-
-def describe_config(config: Any) -> str:
-    """The line over the diagram (gui.panels.architecture.describe_config, as plain text)."""
-    total = parameter_breakdown(config).total
-    depth = (f"{config.encoder_layers} + {config.decoder_layers} blocks" if config.architecture == "encoder-decoder"
-             else f"{config.n_layers} block{'s' * (config.n_layers != 1)}")
-    ffn = f"MoE top-{config.top_k} of {config.n_experts}" if config.is_moe else config.activation
-    ffn = "attention-only (no FFN)" if config.attention_only else f"{ffn} FFN"
-    return (f"{config.name}: {ARCHITECTURE_NAMES[config.architecture]}, {depth}, {config.norm_placement}-norm "
-            f"{config.norm}, {POSITIONAL_NAMES[config.positional]}, {ffn}, "
-            f"{'tied' if config.tie_embeddings else 'untied'} head; {format_count(total)} parameters")
 
 
 def diagram_figure(config: Any, seq_len: int) -> Figure:
@@ -105,8 +86,8 @@ def architecture_figures(settings: Mapping[str, Any], lab: Any, model: Any) -> S
         guesses = "  │  ".join(f"{prefix}{label} {prob:.0%}" if prob >= 0.01 else f"{prefix}{label} <1%"
                                for label, prob in zip(result.top_labels[row], result.top_probs[row]))
         rows.append((result.stage_labels[row], f"{result.norms[row]:.2f}", f"{result.update_norms[row]:.2f}",
-                     guesses if result.has_lens else "—", _reads(result, row, ids_only),
-                     *((_tuned_cell(result, row),) if tuned else ())))
+                     guesses if result.has_lens else "—", describe_reads(result, row, ids_only),
+                     *((tuned_cell(result, row),) if tuned else ())))
     figures.append(table("table", f"Token {position} through the model, stage by stage",
                          ("stage", "‖x‖", "‖update‖", LENS_HEADERS[result.predicts], "reads / routes to",
                           *((TUNED_HEADER,) if tuned else ())), rows))
@@ -127,17 +108,6 @@ def architecture_figures(settings: Mapping[str, Any], lab: Any, model: Any) -> S
     return StepFigures(tuple(figures), quotes, values)
 
 
-def _tuned_cell(result: Any, row: int) -> str:
-    """The tuned lens's guesses and both KLs (gui.panels.architecture.tuned_cell)."""
-    if result.tuned_note:
-        return result.tuned_note if row == 0 else ""
-    labels = result.tuned_top_labels[row] if row < len(result.tuned_top_labels) else ()
-    if not labels:
-        return "—"
-    guesses = "  │  ".join(f"{label} {prob:.0%}" for label, prob in zip(labels, result.tuned_top_probs[row]))
-    return f"{guesses}   KL {result.logit_kl[row]:.2f} → {result.tuned_kl[row]:.2f}"
-
-
 def _lens_kl_figure(result: Any, read: list[int]) -> Figure:
     """KL(output || lens) of the logit lens and of the tuned lens at each stage a translator reads."""
     from core.handouts.figures import lines
@@ -149,18 +119,6 @@ def _lens_kl_figure(result: Any, read: list[int]) -> Figure:
     figure.spec["encoding"]["x"]["axis"] = {"labelExpr": f"{json.dumps(stages, ensure_ascii=False)}[datum.value]",
                                             "tickMinStep": 1}
     return figure
-
-
-def _reads(result: Any, stage: int, ids_only: bool) -> str:
-    prefix = "id " if ids_only else ""
-    experts = result.experts(stage)
-    if experts:
-        return "experts " + ", ".join(f"{expert} {weight:.0%}" for expert, weight in experts)
-    reads = result.reads(stage)
-    if not reads:
-        return ""
-    where = "source " if result.stage_kinds[stage] == "cross-attention" else ""
-    return where + "  ".join(f"{position}:{prefix}{label} {weight:.0%}" for position, label, weight in reads)
 
 
 def _caption(result: Any, ids_only: bool) -> str:

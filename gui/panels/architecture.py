@@ -39,9 +39,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.config import ConfigError, ModelConfig
-from core.diagram_layout import Part, describe_part, diagram_parts, format_count
+from core.config import ConfigError
+from core.config_description import describe_config
+from core.diagram_layout import Part, describe_part, diagram_parts
 from core.display import display_token
+from core.experiments.follow_token_text import LENS_HEADERS, TOP_K, TUNED_HEADER, describe_reads, tuned_cell
 from core.params import parameter_breakdown
 from gui import theme
 from gui.model_loader import MAX_INTERACTIVE_PARAMETERS
@@ -52,33 +54,13 @@ from gui.widgets.plot_titles import wrap_title
 from gui.widgets.table_rows import keep_rows_in_view, never_cut_cells
 from gui.widgets.wrapping_label import WrappingLabel
 
-TOP_K = 5
 MAX_LAYERS = 1024  # core.config's limit
-LENS_HEADERS = {"next": f"top-{TOP_K} next-token guesses (logit lens)",
-                "here": f"top-{TOP_K} guesses for this position (logit lens)", "": "no lens: the encoder never meets the head"}
 # The lens before what a stage read: at a laptop's width the table scrolls sideways past the last column.
 COLUMNS = ("stage", "‖x‖", "‖update‖", LENS_HEADERS["next"], "reads / routes to")
 LENS_COLUMN, READS_COLUMN = 3, 4
 TOWER_CHOICES = (("decoder", "decoder (target) token"), ("encoder", "encoder (source) token"))
 HOVER_HINT = ("Hover any part of the diagram: what it does, its parameter count and its output shape. "
               "Click it to open the panel that studies it.")
-ARCHITECTURE_NAMES = {"decoder": "decoder-only", "encoder": "encoder-only", "encoder-decoder": "encoder-decoder"}
-POSITIONAL_NAMES = {"none": "no positions", "sinusoidal": "sinusoidal positions", "learned": "learned positions",
-                    "rope": "RoPE", "alibi": "ALiBi"}
-
-
-def describe_config(config: ModelConfig) -> str:
-    """One line naming what the diagram shows (rich text; the name is escaped)."""
-    total = parameter_breakdown(config).total
-    depth = (f"{config.encoder_layers} + {config.decoder_layers} blocks" if config.architecture == "encoder-decoder"
-             else f"{config.n_layers} block{'s' * (config.n_layers != 1)}")
-    ffn = f"MoE top-{config.top_k} of {config.n_experts}" if config.is_moe else config.activation
-    ffn = "attention-only (no FFN)" if config.attention_only else f"{ffn} FFN"
-    return (f"<b>{html.escape(config.name)}</b>: {ARCHITECTURE_NAMES[config.architecture]}, {depth}, "
-            f"{config.norm_placement}-norm {config.norm}, {POSITIONAL_NAMES[config.positional]}, {ffn}, "
-            f"{'tied' if config.tie_embeddings else 'untied'} head; {format_count(total)} parameters")
-
-
 def default_position(count: int, chosen: int | None) -> int | None:
     """The followed position: the chosen one clamped to the text, else the second to last token."""
     if count == 0:
@@ -119,20 +101,8 @@ def compute_follow(inputs: FollowInputs, token) -> Any:
     return with_tuned_lens(result, inputs.model, list(inputs.tokens), inputs.tokenizer, TOP_K)
 
 
-TUNED_HEADER = "tuned lens (KL: logit → tuned)"
 TUNED_TIP = ("The bundled tuned lens: an affine translator per block, trained so that the stream entering block i "
              "predicts the model's output; beside its guesses, KL(output || lens) in nats of the logit lens and of it")
-
-
-def tuned_cell(result, row: int) -> str:
-    """The tuned lens's guesses and both KLs at a stage a translator reads; why not, or a dash, elsewhere."""
-    if result.tuned_note:
-        return result.tuned_note if row == 0 else ""
-    labels = result.tuned_top_labels[row] if row < len(result.tuned_top_labels) else ()
-    if not labels:
-        return "—"
-    guesses = "  │  ".join(f"{label} {prob:.0%}" for label, prob in zip(labels, result.tuned_top_probs[row]))
-    return f"{guesses}   KL {result.logit_kl[row]:.2f} → {result.tuned_kl[row]:.2f}"
 
 
 READS_TIP = ("Attention: the keys this token's query weighted most (the mean over heads), as position:token weight; "
@@ -162,19 +132,6 @@ def follow_caption(result, named) -> str:
     transform = ", the head transform" if "head-transform" in result.stage_kinds else ""
     norm = "the final norm" if "final-norm" in result.stage_kinds else "no final norm"
     return what + f" Each row reads the vector after a stage through {norm}{transform} and the head (a logit lens)."
-
-
-def describe_reads(result, stage: int, ids_only: bool = False) -> str:
-    """What a stage read, as the table's cell: the keys of largest mean weight, or the chosen experts."""
-    prefix = "id " if ids_only else ""
-    experts = result.experts(stage)
-    if experts:
-        return "experts " + ", ".join(f"{expert} {weight:.0%}" for expert, weight in experts)
-    reads = result.reads(stage)
-    if not reads:
-        return ""
-    where = "source " if result.stage_kinds[stage] == "cross-attention" else ""
-    return where + "  ".join(f"{position}:{prefix}{label} {weight:.0%}" for position, label, weight in reads)
 
 
 class FollowTokenView(View):
@@ -558,7 +515,7 @@ class ArchitecturePanel(Panel):
         self.diagram_rebuilds += 1
         self.view.set_diagram(diagram_parts(config, len(self.state.tokens)))
         self.picture.sync_size()
-        self.config_label.setText(describe_config(config))
+        self.config_label.setText(describe_config(config, lambda name: f"<b>{html.escape(name)}</b>"))
         self.tower_combo.setVisible(config.architecture == "encoder-decoder")
         hovered = self.view.hovered
         self.hover_label.setText(describe_part(hovered, self.diagram.seq_len) if hovered is not None else HOVER_HINT)
