@@ -8,25 +8,17 @@ numbers for the same lesson step).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
+from core.experiments.worked_head_text import (head_text, key_cells, key_headers, key_rows, keys_caption,
+                                             tolerance_text, vector_cells, vector_headers, vectors_caption)
 from core.handouts.figures import Figure, StepFigures, bars, heatmap, table
 
-TOP_KEYS = 12  # the One head view lists this many keys until "All keys" is ticked (gui.panels.tokens.worked_head)
 HEAD_SPLIT_MAX_TOKENS = 24  # gui.panels.tokens.head_split
 PREDICTIONS_TOP_K = 10  # the Predictions view's top-k spin as it starts
-
-
-def _number(value: float, digits: int = 4) -> str:
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "-∞" if value < 0 else "∞"
-    return f"{value:.{digits}g}"
 
 
 def _sequence_problem(model: Any, tokens: list[int]) -> None:
@@ -162,9 +154,9 @@ def worked_head_figures(settings: Mapping[str, Any], lab: Any, model: Any, token
     keys_figure, keys_caption = _keys(worked, all_keys)
     key = int(worked.keys_by_weight()[0])
     vectors_figure, vectors_caption = _vectors(worked, key)
-    quotes = {"worked_verdict": f"Hand result {worked.verdict}", "worked_head_caption": _head_text(worked),
+    quotes = {"worked_verdict": f"Hand result {worked.verdict}", "worked_head_caption": head_text(worked),
               "worked_keys_caption": keys_caption, "worked_vectors_caption": vectors_caption,
-              "worked_tolerance_caption": _tolerance_text(worked)}
+              "worked_tolerance_caption": tolerance_text(worked)}
     weights = np.nan_to_num(worked.weights)
     values = {"hand_equals_model": "yes" if worked.equal else "no", "top_key": key,
               "top_weight": float(weights[key]), "weights_sum": float(weights.sum()),
@@ -172,86 +164,17 @@ def worked_head_figures(settings: Mapping[str, Any], lab: Any, model: Any, token
     return StepFigures((keys_figure, vectors_figure), quotes, values)
 
 
-def _head_text(worked: Any) -> str:
-    label = worked.labels[worked.query]
-    parts = [f"{worked.block_label.capitalize()}, head {worked.head}, query {worked.query} '{label}' "
-             f"({worked.mask_mode} mask). d_head = {worked.d_head}, so the scores are divided by "
-             f"√{worked.d_head} = {math.sqrt(worked.d_head):.4g}"
-             + (" (left out here)." if "scale" in worked.omitted else ".")]
-    if worked.n_kv_heads < worked.n_heads:
-        others = [h for h in worked.shared_heads if h != worked.head]
-        sharing = (f"shared with query head{'s' if len(others) > 1 else ''} {', '.join(map(str, others))}"
-                   if others else "read by this head alone")
-        kind = "multi-query" if worked.n_kv_heads == 1 else "grouped-query"
-        parts.append(f"{kind.capitalize()} attention: {worked.n_heads} query heads, {worked.n_kv_heads} key/value "
-                     f"head{'s' if worked.n_kv_heads > 1 else ''}; this head reads kv head {worked.kv_head}, "
-                     f"{sharing}.")
-    if worked.positional == "rope":
-        parts.append("RoPE rotates each (even, odd) pair of q and every k by position × its frequency before q.k"
-                     + (" (left out here)." if "rope" in worked.omitted else "."))
-    if worked.alibi_slope is not None:
-        parts.append(f"ALiBi adds -{worked.alibi_slope:.4g} × distance to each score"
-                     + (" (left out here)." if "alibi" in worked.omitted else "."))
-    return " ".join(parts)
-
-
 def _keys(worked: Any, all_keys: bool) -> tuple[Figure, str]:
-    n_keys = worked.n_keys
-    if all_keys or n_keys <= TOP_KEYS:
-        rows = list(range(n_keys))
-    else:
-        rows = sorted(int(k) for k in worked.keys_by_weight()[:TOP_KEYS])
-    alibi = worked.alibi_slope is not None
-    scaled = "not scaled" if "scale" in worked.omitted else f"÷√{worked.d_head}"
-    header = ["", "token", "q.k", scaled, *(["ALiBi"] if alibi else []), "mask", "score", "weight"]
-    cells = []
-    for key in rows:
-        visible, zeroed = bool(worked.visible[key]), bool(worked.zeroed_after_softmax[key])
-        mask = "visible" if visible and not zeroed else ("zeroed after" if zeroed else "masked: -∞")
-        cells.append([f"key {key}", worked.labels[key], _number(worked.dots[key]), _number(worked.scaled[key]),
-                      *([_number(worked.alibi_penalty[key])] if alibi else []), mask, _number(worked.scores[key]),
-                      _number(float(worked.weights[key]))])
-    finite = np.nan_to_num(worked.weights)
-    listed = "Every key" if len(rows) == n_keys else f"The {len(rows)} keys of largest weight, of {n_keys}"
-    caption = (f"{listed}; {int(worked.visible.sum())} of {n_keys} visible to query {worked.query}. Weights shown "
-               f"sum to {float(finite[rows].sum()):.4f} (all keys: {float(finite.sum()):.4f}).")
-    return table("worked_keys_table", f"Query {worked.query}: every step for each key", header, cells), caption
+    rows = key_rows(worked, all_keys)
+    cells = [[f"key {key}", *key_cells(worked, key)] for key in rows]
+    return (table("worked_keys_table", f"Query {worked.query}: every step for each key", ["", *key_headers(worked)],
+                  cells), keys_caption(worked, rows))
 
 
 def _vectors(worked: Any, key: int) -> tuple[Figure, str]:
-    rope = worked.rope_angles is not None
-    rotated = rope and "rope" not in worked.omitted
-    header = ["", "q", *(["q rotated"] if rotated else []), f"k{key}", *([f"k{key} rotated"] if rotated else []),
-              f"q·k{key} term", f"v{key}", f"w{key}·v{key}", "hand output", "model output", "|difference|"]
-    products = worked.q * worked.k[key]  # (d_head,) the terms of q . k_key
-    contribution = np.nan_to_num(worked.weights[key]) * worked.v[key]  # (d_head,)
-    difference = np.abs(worked.hand_output - worked.model_output)  # (d_head,)
-    cells = []
-    for i in range(worked.d_head):
-        values = [worked.q_before[i], *([worked.q[i]] if rotated else []), worked.k_before[key, i],
-                  *([worked.k[key, i]] if rotated else []), products[i], worked.v[key, i], contribution[i],
-                  worked.hand_output[i], worked.model_output[i], difference[i]]
-        cells.append([f"dim {i}", *(_number(float(v)) for v in values)])
-    angle = ""
-    if rope:
-        turns = "would turn (left out here)" if not rotated else "turns"
-        angles = worked.rope_angles
-        angle = (f" RoPE {turns} pair 0 by {angles[worked.query, 0]:.4g} rad at the query, {angles[key, 0]:.4g} at "
-                 f"the key; the slowest pair by {angles[worked.query, -1]:.3g} and {angles[key, -1]:.3g}.")
-    caption = (f"Query {worked.query} and key {key} '{worked.labels[key]}': the q·k terms sum to "
-               f"{_number(float(worked.dots[key]))}; weight {_number(float(worked.weights[key]))} × v{key} is this "
-               f"key's share of the output.{angle}")
-    return table("worked_vectors_table", f"Query {worked.query} and key {key}, dimension by dimension", header,
-                 cells), caption
-
-
-def _tolerance_text(worked: Any) -> str:
-    checks = ", ".join(f"{step} {difference:.1e}" + ("" if difference <= tolerance else " (above its tolerance)")
-                       for step, difference, tolerance in worked.step_checks)
-    return (f"Tolerance: the hand path runs in float64; the same steps in {worked.dtype}, every sum reversed, move "
-            f"the output by {worked.rounding:.1e}, which is {worked.dtype} rounding here. The model sums in its "
-            f"kernels' own order, so it is held to {worked.reorder_factor:g} × that + {worked.floor_ulps} ulps = "
-            f"{worked.tolerance:.1e}. Against the model's hook_q, hook_k, hook_v: {checks}.")
+    cells = [[f"dim {i}", *row] for i, row in enumerate(vector_cells(worked, key))]
+    return table("worked_vectors_table", f"Query {worked.query} and key {key}, dimension by dimension",
+                 ["", *vector_headers(worked, key)], cells), vectors_caption(worked, key)
 
 
 # ---- Predictions ----------------------------------------------------------------------------------

@@ -109,7 +109,7 @@ def test_the_pages_start_each_view_where_the_window_starts_it():
     from gui.panels import norms
     from gui.panels.generate import kv_cache
     from gui.panels.parameters import panel as parameters_panel
-    from gui.panels.tokens import head_split, predictions, worked_head
+    from gui.panels.tokens import head_split, predictions
 
     assert (collect_norms.SEQ, collect_norms.BATCH) == (norms.SEQ, norms.BATCH)
     assert collect_norms.NORMS_DEFAULTS["depth"] == norms.DEFAULT_DEPTH
@@ -117,7 +117,6 @@ def test_the_pages_start_each_view_where_the_window_starts_it():
     assert collect_norms.NORMS_DEFAULTS["n_heads"] == norms.DEFAULT_HEADS
     assert (collect_norms.MAX_DEPTH, collect_norms.MAX_WIDTH, collect_norms.MAX_STACK_WEIGHTS) == (
         norms.MAX_DEPTH, norms.MAX_WIDTH, norms.MAX_STACK_WEIGHTS)
-    assert collect_tokens.TOP_KEYS == worked_head.TOP_KEYS
     assert collect_tokens.HEAD_SPLIT_MAX_TOKENS == head_split.HEAD_SPLIT_MAX_TOKENS
     assert collect_tokens.PREDICTIONS_TOP_K == predictions.DEFAULT_TOP_K
     assert collect_parameters.DEFAULT_COMPARE == parameters_panel.DEFAULT_COMPARE

@@ -7,7 +7,6 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QFontMetrics
 from PySide6.QtWidgets import (
@@ -24,13 +23,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from core.experiments.worked_head_text import (TOP_KEYS, head_text, key_cells, key_headers, key_rows, keys_caption,
+                                             tolerance_text, vector_cells, vector_headers, vectors_caption)
 from gui import theme
 from gui.panels.base import Refusal, View
 from gui.panels.tokens.common import TokensControls, sync_layer_head_spins
 from gui.panels.common import caption, sequence_refusal
 from gui.widgets.flow_layout import FlowLayout, control_group
 
-TOP_KEYS = 12  # keys listed until "all keys" is ticked: the largest weights, in key order
 MIN_ROWS = 5  # rows each table keeps in view
 RESIZE_ROWS = 64  # rows a column's width is measured on: the numbers' widths vary little, 1,024 rows add nothing
 LAST_TOKEN = -1  # the query spin's special value: follow the last token as the text changes
@@ -62,14 +62,6 @@ def compute_worked_head(inputs: WorkedHeadInputs, token) -> Any:
     return worked_head(inputs.model, list(inputs.tokens), inputs.layer, inputs.head, inputs.query,
                        mask_mode=inputs.mask_mode, omit=(inputs.omit,) if inputs.omit else (),
                        tokenizer_or_labels=inputs.tokenizer)
-
-
-def number(value: float, digits: int = 4) -> str:
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "-\u221e" if value < 0 else "\u221e"
-    return f"{value:.{digits}g}"
 
 
 class NumberTable(QAbstractTableModel):
@@ -333,102 +325,32 @@ class WorkedHeadView(View):
         self.verdict_label.setText(f"Hand result {worked.verdict}")
         self.verdict_label.setStyleSheet(f"color: {palette.text if worked.equal else palette.warning};")
         self.verdict_label.setFont(theme.font(1.15, bold=True))
-        self.head_caption.setText(self._head_text(worked))
+        self.head_caption.setText(head_text(worked))
         self._draw_keys(worked)
         self._draw_vectors(worked)
-        self.tolerance_caption.setText(self._tolerance_text(worked))
-
-    def _head_text(self, worked) -> str:
-        label = worked.labels[worked.query]
-        parts = [f"{worked.block_label.capitalize()}, head {worked.head}, query {worked.query} '{label}' "
-                 f"({worked.mask_mode} mask). d_head = {worked.d_head}, so the scores are divided by "
-                 f"\u221a{worked.d_head} = {math.sqrt(worked.d_head):.4g}"
-                 + (" (left out here)." if "scale" in worked.omitted else ".")]
-        if worked.n_kv_heads < worked.n_heads:
-            others = [h for h in worked.shared_heads if h != worked.head]
-            sharing = (f"shared with query head{'s' if len(others) > 1 else ''} {', '.join(map(str, others))}"
-                       if others else "read by this head alone")
-            kind = "multi-query" if worked.n_kv_heads == 1 else "grouped-query"
-            parts.append(f"{kind.capitalize()} attention: {worked.n_heads} query heads, {worked.n_kv_heads} "
-                         f"key/value head{'s' if worked.n_kv_heads > 1 else ''}; this head reads kv head "
-                         f"{worked.kv_head}, {sharing}.")
-        if worked.positional == "rope":
-            parts.append("RoPE rotates each (even, odd) pair of q and every k by position \u00d7 its frequency "
-                         "before q.k" + (" (left out here)." if "rope" in worked.omitted else "."))
-        if worked.alibi_slope is not None:
-            parts.append(f"ALiBi adds -{worked.alibi_slope:.4g} \u00d7 distance to each score"
-                         + (" (left out here)." if "alibi" in worked.omitted else "."))
-        return " ".join(parts)
+        self.tolerance_caption.setText(tolerance_text(worked))
 
     def _draw_keys(self, worked) -> None:
-        n_keys = worked.n_keys
-        if self.all_keys_box.isChecked() or n_keys <= TOP_KEYS:
-            rows = list(range(n_keys))
-        else:
-            rows = sorted(int(k) for k in worked.keys_by_weight()[:TOP_KEYS])
+        rows = key_rows(worked, self.all_keys_box.isChecked())
         self._key_rows = rows
-        alibi = worked.alibi_slope is not None
-        scaled = "not scaled" if "scale" in worked.omitted else f"\u00f7\u221a{worked.d_head}"
-        headers = ["token", "q.k", scaled, *(["ALiBi"] if alibi else []), "mask", "score", "weight"]
         cells, bars, muted = [], [], set()
         for row, key in enumerate(rows):
-            visible = bool(worked.visible[key])
-            zeroed = bool(worked.zeroed_after_softmax[key])
-            mask = "visible" if visible and not zeroed else ("zeroed after" if zeroed else "masked: -\u221e")
+            cells.append(key_cells(worked, key))
             weight = float(worked.weights[key])
-            cells.append([worked.labels[key], number(worked.dots[key]), number(worked.scaled[key]),
-                          *([number(worked.alibi_penalty[key])] if alibi else []), mask, number(worked.scores[key]),
-                          number(weight)])
             bars.append(0.0 if math.isnan(weight) else weight)
-            if not visible or zeroed:
+            if not worked.visible[key] or worked.zeroed_after_softmax[key]:
                 muted.add(row)
+        headers = key_headers(worked)
         self.keys_model.set_rows(headers, [f"key {k}" for k in rows], cells, {len(headers) - 1: bars}, muted)
-        finite = np.nan_to_num(worked.weights)
-        shown = float(finite[rows].sum())
-        total = float(finite.sum())
-        listed = "Every key" if len(rows) == n_keys else f"The {len(rows)} keys of largest weight, of {n_keys}"
-        self.keys_caption.setText(
-            f"{listed}; {int(worked.visible.sum())} of {n_keys} visible to query {worked.query}. Weights shown sum "
-            f"to {shown:.4f} (all keys: {total:.4f}).")
+        self.keys_caption.setText(keys_caption(worked, rows))
 
     def _draw_vectors(self, worked) -> None:
         key = self.selected_key
         if key is None:
             key = int(worked.keys_by_weight()[0])
-        rope = worked.rope_angles is not None
-        rotated = rope and "rope" not in worked.omitted
-        headers = ["q", *(["q rotated"] if rotated else []), f"k{key}", *([f"k{key} rotated"] if rotated else []),
-                   f"q\u00b7k{key} term", f"v{key}", f"w{key}\u00b7v{key}", "hand output", "model output",
-                   "|difference|"]
-        products = worked.q * worked.k[key]  # display only: the terms of q . k_key
-        contribution = np.nan_to_num(worked.weights[key]) * worked.v[key]
-        difference = np.abs(worked.hand_output - worked.model_output)
-        cells = []
-        for i in range(worked.d_head):
-            values = [worked.q_before[i], *([worked.q[i]] if rotated else []), worked.k_before[key, i],
-                      *([worked.k[key, i]] if rotated else []), products[i], worked.v[key, i], contribution[i],
-                      worked.hand_output[i], worked.model_output[i], difference[i]]
-            cells.append([number(float(v)) for v in values])
-        self.vectors_model.set_rows(headers, [f"dim {i}" for i in range(worked.d_head)], cells)
-        angle = ""
-        if rope:
-            turns = "would turn (left out here)" if not rotated else "turns"
-            angles = worked.rope_angles
-            angle = (f" RoPE {turns} pair 0 by {angles[worked.query, 0]:.4g} rad at the query, {angles[key, 0]:.4g} "
-                     f"at the key; the slowest pair by {angles[worked.query, -1]:.3g} and {angles[key, -1]:.3g}.")
-        self.vectors_caption.setText(
-            f"Query {worked.query} and key {key} '{worked.labels[key]}': the q\u00b7k terms sum to "
-            f"{number(float(worked.dots[key]))}; weight {number(float(worked.weights[key]))} \u00d7 v{key} is this "
-            f"key's share of the output.{angle}")
-
-    def _tolerance_text(self, worked) -> str:
-        checks = ", ".join(f"{step} {difference:.1e}" + ("" if difference <= tolerance else " (above its tolerance)")
-                           for step, difference, tolerance in worked.step_checks)
-        return (f"Tolerance: the hand path runs in float64; the same steps in {worked.dtype}, every sum reversed, "
-                f"move the output by {worked.rounding:.1e}, which is {worked.dtype} rounding here. The model sums in "
-                f"its kernels' own order, so it is held to {worked.reorder_factor:g} \u00d7 that + "
-                f"{worked.floor_ulps} ulps = {worked.tolerance:.1e}. Against the model's hook_q, hook_k, hook_v: "
-                f"{checks}.")
+        self.vectors_model.set_rows(vector_headers(worked, key), [f"dim {i}" for i in range(worked.d_head)],
+                                    vector_cells(worked, key))
+        self.vectors_caption.setText(vectors_caption(worked, key))
 
     def refresh_hover(self) -> None:
         """No hover readouts: the selected key is redrawn with the result."""
