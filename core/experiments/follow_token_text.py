@@ -6,6 +6,7 @@ table from here, so they say the same.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 TOP_K = 5  # guesses the lens columns show
@@ -39,4 +40,34 @@ def describe_reads(result: Any, stage: int, ids_only: bool = False) -> str:
     return where + "  ".join(f"{position}:{prefix}{label} {weight:.0%}" for position, label, weight in reads)
 
 
-__all__ = ["LENS_HEADERS", "TOP_K", "TUNED_HEADER", "describe_reads", "tuned_cell"]
+def follow_caption(result: Any, token: Callable[[str], str], model_name: str) -> str:
+    """The caption over the table: which token, what its head is asked, what the model answers.
+
+    `token` writes a token's label as the caller shows it (quoted or as an id, plain or marked up) and
+    `model_name` is the model's name as the caller writes it.
+    """
+    name = model_name
+    if result.tower == "encoder":
+        return (f"Source token {result.position} {token(result.token_label)} through {name}'s encoder: its last "
+                "vector is one row of the memory that every decoder block's cross-attention reads. The encoder's "
+                "vectors never reach the head, so its stages have no logit lens.")
+    top = f"{token(result.top_labels[-1][0])} ({result.top_probs[-1][0]:.0%})"
+    if result.predicts == "here":
+        what = (f"Token {result.position} {token(result.token_label)} of an encoder: it attends both ways, and its "
+                "masked-LM head scores which token belongs at this position (filling in a blank), not what comes "
+                f"next; {name} puts {top} first here.")
+    else:
+        following = (f"the text continues with {token(result.next_token_label)}"
+                     if result.next_token_label is not None else "the last token (the text has no next one)")
+        what = f"Token {result.position} {token(result.token_label)}: {following}; {name} predicts {top}."
+    if result.architecture == "encoder-decoder":
+        what += (f" Its encoder read a source of {len(result.source_labels)} tokens (here the same text); the "
+                 "cross-attention rows say which source tokens this token read.")
+    transform = ", the head transform" if "head-transform" in result.stage_kinds else ""
+    norm = "the final norm" if "final-norm" in result.stage_kinds else "no final norm"
+    post = " Post-norm: each stage includes its norm." if result.placement == "post" else ""
+    return (what + f" Each row reads the vector after a stage through {norm}{transform} and the head (a logit lens)."
+            + post)
+
+
+__all__ = ["follow_caption", "LENS_HEADERS", "TOP_K", "TUNED_HEADER", "describe_reads", "tuned_cell"]

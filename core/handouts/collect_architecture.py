@@ -10,7 +10,8 @@ from typing import Any
 
 from core.config_description import describe_config
 from core.diagram_layout import diagram_parts, format_shape
-from core.experiments.follow_token_text import LENS_HEADERS, TOP_K, TUNED_HEADER, describe_reads, tuned_cell
+from core.experiments.follow_token_text import (LENS_HEADERS, TOP_K, TUNED_HEADER, describe_reads, follow_caption,
+                                              tuned_cell)
 from core.handouts.figures import Figure, StepFigures, bars, table
 
 PIXELS_PER_LINE = 14  # the diagram's unit is a line of text
@@ -122,32 +123,10 @@ def _lens_kl_figure(result: Any, read: list[int]) -> Figure:
 
 
 def _caption(result: Any, ids_only: bool) -> str:
-    """The caption over the table (gui.panels.architecture.follow_caption, as plain text)."""
     def named(label: str) -> str:
         return f"id {label}" if ids_only else f"'{label}'"
 
-    name = result.model_name
-    if result.tower == "encoder":
-        return (f"Source token {result.position} {named(result.token_label)} through {name}'s encoder: its last "
-                "vector is one row of the memory that every decoder block's cross-attention reads. The encoder's "
-                "vectors never reach the head, so its stages have no logit lens.")
-    top = f"{named(result.top_labels[-1][0])} ({result.top_probs[-1][0]:.0%})"
-    if result.predicts == "here":
-        what = (f"Token {result.position} {named(result.token_label)} of an encoder: it attends both ways, and its "
-                "masked-LM head scores which token belongs at this position (filling in a blank), not what comes "
-                f"next; {name} puts {top} first here.")
-    else:
-        following = (f"the text continues with {named(result.next_token_label)}"
-                     if result.next_token_label is not None else "the last token (the text has no next one)")
-        what = f"Token {result.position} {named(result.token_label)}: {following}; {name} predicts {top}."
-    if result.architecture == "encoder-decoder":
-        what += (f" Its encoder read a source of {len(result.source_labels)} tokens (here the same text); the "
-                 "cross-attention rows say which source tokens this token read.")
-    transform = ", the head transform" if "head-transform" in result.stage_kinds else ""
-    norm = "the final norm" if "final-norm" in result.stage_kinds else "no final norm"
-    post = " Post-norm: each stage includes its norm." if result.placement == "post" else ""
-    return (what + f" Each row reads the vector after a stage through {norm}{transform} and the head (a logit lens)."
-            + post)
+    return follow_caption(result, named, result.model_name)
 
 
 __all__ = ["architecture_figures", "describe_config", "diagram_figure"]

@@ -43,7 +43,8 @@ from core.config import ConfigError
 from core.config_description import describe_config
 from core.diagram_layout import Part, describe_part, diagram_parts
 from core.display import display_token
-from core.experiments.follow_token_text import LENS_HEADERS, TOP_K, TUNED_HEADER, describe_reads, tuned_cell
+from core.experiments.follow_token_text import (LENS_HEADERS, TOP_K, TUNED_HEADER, describe_reads, follow_caption,
+                                              tuned_cell)
 from core.params import parameter_breakdown
 from gui import theme
 from gui.model_loader import MAX_INTERACTIVE_PARAMETERS
@@ -108,30 +109,6 @@ TUNED_TIP = ("The bundled tuned lens: an affine translator per block, trained so
 READS_TIP = ("Attention: the keys this token's query weighted most (the mean over heads), as position:token weight; "
              "cross-attention reads the encoder's output of the source. A mixture of experts: the experts the router "
              "chose and their mixing weights.")
-
-
-def follow_caption(result, named) -> str:
-    """The caption over the table (rich text): which token, what its head is asked, what the model answers."""
-    name = html.escape(result.model_name)
-    if result.tower == "encoder":
-        return (f"Source token {result.position} <b>{named(result.token_label)}</b> through {name}'s encoder: its last "
-                f"vector is one row of the memory that every decoder block's cross-attention reads. The encoder's "
-                "vectors never reach the head, so its stages have no logit lens.")
-    top = f"<b>{named(result.top_labels[-1][0])}</b> ({result.top_probs[-1][0]:.0%})"
-    if result.predicts == "here":
-        what = (f"Token {result.position} <b>{named(result.token_label)}</b> of an encoder: it attends both ways, and "
-                f"its masked-LM head scores which token belongs at this position (filling in a blank), not what comes "
-                f"next; {name} puts {top} first here.")
-    else:
-        following = (f"the text continues with <b>{named(result.next_token_label)}</b>"
-                     if result.next_token_label is not None else "the last token (the text has no next one)")
-        what = f"Token {result.position} <b>{named(result.token_label)}</b>: {following}; {name} predicts {top}."
-    if result.architecture == "encoder-decoder":
-        what += (f" Its encoder read a source of {len(result.source_labels)} tokens (here the same text); the "
-                 "cross-attention rows say which source tokens this token read.")
-    transform = ", the head transform" if "head-transform" in result.stage_kinds else ""
-    norm = "the final norm" if "final-norm" in result.stage_kinds else "no final norm"
-    return what + f" Each row reads the vector after a stage through {norm}{transform} and the head (a logit lens)."
 
 
 class FollowTokenView(View):
@@ -242,10 +219,10 @@ class FollowTokenView(View):
         def named(label: str) -> str:  # a label is the token's text, or its id where the model has no tokenizer
             return f"id {html.escape(label)}" if ids_only else f"'{html.escape(label)}'"
 
-        post = " Post-norm: each stage includes its norm." if result.placement == "post" else ""
         ids_note = (" Token ids only: the text's tokenizer has another vocabulary than this model's "
                     f"{self.shown_inputs.model.config.vocab_size:,} tokens." if ids_only else "")
-        self.caption.setText(follow_caption(result, named) + post + ids_note)
+        caption = follow_caption(result, lambda label: f"<b>{named(label)}</b>", html.escape(result.model_name))
+        self.caption.setText(caption + ids_note)
         self.table.horizontalHeaderItem(LENS_COLUMN).setText(LENS_HEADERS[result.predicts])
         self._fill_table(result)
         self._update_bars(result)
