@@ -10,6 +10,9 @@ import pytest
 
 from core.cli import main
 from core.lessons import load_lesson
+from tests.float32 import assert_printed_close
+from tests.handouts.test_pages import shown_score
+
 
 def open_page(browser, path) -> None:
     browser.get(path.as_uri())
@@ -122,7 +125,8 @@ def test_the_positions_view_page_shows_its_score_and_a_slider(browser, tmp_path,
     assert main(["export-html", "--panel", "Positions", "--out", str(out)]) == 0
     capsys.readouterr()
     open_page(browser, out)
-    assert "rope score: 5.9478093347" in browser.find_element(By.TAG_NAME, "body").text
+    assert_printed_close(str(shown_score(browser.find_element(By.TAG_NAME, "body").text, "rope")), "5.9478093347",
+                         5.9478)
     assert wait_drawn(browser, "figure-1-0") > 0 and wait_drawn(browser, "figure-1-1") > 0
     sliders = browser.find_elements(By.CSS_SELECTOR, "input[type=range]")
     assert len(sliders) == 2
