@@ -405,6 +405,7 @@ def rss_probe(timeout_s: float = 600.0) -> int:
 
     from core.presets import get_preset
     from gui.main_window import MainWindow
+    from gui.panels.base import AwaitingStart
     from resources import resource_path
 
     app = QApplication.instance() or QApplication([sys.argv[0], "-style", "Fusion"])
@@ -461,6 +462,10 @@ def rss_probe(timeout_s: float = 600.0) -> int:
                 sub_tabs.setCurrentWidget(view)
             app.processEvents()
             wait_until(lambda v=view: (v.shown_inputs is not None and not v.is_stale) or v.showing_message)
+            if isinstance(view.inputs(), AwaitingStart):  # a training view: pressed, as a user would, and measured
+                view.start()
+                app.processEvents()
+                wait_until(lambda v=view: (v.shown_inputs is not None and not v.is_stale) or v.refused)
     wait_until(lambda: not window.compute.busy)
     app.processEvents()  # the last result
     from core.kernels import describe

@@ -41,40 +41,59 @@ class SAEStats:
                 "ce_zero": self.ce_zero, "tokens": self.tokens}
 
 
-def _next_token_loss(logits: torch.Tensor, windows: torch.Tensor) -> float:
-    """Mean cross-entropy over every next-token prediction of every window, in float64."""
-    return float(F.cross_entropy(logits[:, :-1].double().flatten(0, 1), windows[:, 1:].flatten()))
+LOGITS_PER_CHUNK = 8_388_608  # float32 logits held at once (32 MB): a 50,257-token head reads 1 window of 128 a chunk
+
+
+def _next_token_loss_sum(logits: torch.Tensor, windows: torch.Tensor) -> float:
+    """Summed cross-entropy over every next-token prediction of every window, in float64 (on the CPU: MPS has none)."""
+    return float(F.cross_entropy(logits[:, :-1].cpu().double().flatten(0, 1), windows[:, 1:].cpu().flatten(),
+                                 reduction="sum"))
+
+
+def _windows_per_chunk(windows: torch.Tensor, vocab_size: int) -> int:
+    return max(1, LOGITS_PER_CHUNK // max(1, windows.shape[1] * vocab_size))
 
 
 @torch.inference_mode()
 def sae_stats(model, sae: SparseAutoencoder, windows: torch.Tensor) -> SAEStats:
+    """The four figures over `windows` (W, T), run a few windows at a time so that the three sets of logits a
+    large vocabulary makes (clean, spliced, zeroed) are never held for the whole text at once."""
     config = sae.config
     in_hook = app_hook(model, config.hook_name)
     out_hook = app_hook(model, config.hook_name_out) if config.is_transcoder else in_hook
     device = next(model.parameters()).device
     windows = windows.to(device)  # (W, T)
-    with capture(model, list(dict.fromkeys([in_hook, out_hook]))) as captured:
-        clean_logits = model(windows)  # (W, T, V)
-    x = captured[in_hook]  # (W, T, d_in)
-    target = captured[out_hook]  # (W, T, d_out)
-    features = sae.encode(x)  # (W, T, F)
-    reconstruction = sae.decode(features)  # (W, T, d_out)
-    target64 = target.double().flatten(0, 1)  # (N, d_out)
-    error = (target64 - reconstruction.double().flatten(0, 1)).pow(2).sum()
-    spread = (target64 - target64.mean(dim=0)).pow(2).sum()
-    active = features.flatten(0, 1) > 0  # (N, F)
-    with intervene(model, [(out_hook, lambda _output, _name: reconstruction)]):
-        spliced_logits = model(windows)  # (W, T, V)
-    with intervene(model, [(out_hook, lambda output, _name: torch.zeros_like(output))]):
-        zero_logits = model(windows)  # (W, T, V)
-    ce_clean = _next_token_loss(clean_logits, windows)
-    ce_spliced = _next_token_loss(spliced_logits, windows)
-    ce_zero = _next_token_loss(zero_logits, windows)
+    targets: list[torch.Tensor] = []
+    error = torch.zeros((), dtype=torch.float64)
+    active_count = torch.zeros((), dtype=torch.float64)
+    ever_active = torch.zeros(config.d_sae, dtype=torch.bool)
+    ce_sums = {"clean": 0.0, "spliced": 0.0, "zero": 0.0}
+    step = _windows_per_chunk(windows, model.config.vocab_size)
+    for start in range(0, windows.shape[0], step):
+        chunk = windows[start:start + step]  # (C, T)
+        with capture(model, list(dict.fromkeys([in_hook, out_hook]))) as captured:
+            ce_sums["clean"] += _next_token_loss_sum(model(chunk), chunk)  # model(chunk): (C, T, V)
+        features = sae.encode(captured[in_hook])  # (C, T, F)
+        reconstruction = sae.decode(features)  # (C, T, d_out)
+        target64 = captured[out_hook].flatten(0, 1).cpu().double()  # (C*T, d_out)
+        targets.append(target64)
+        error += (target64 - reconstruction.flatten(0, 1).cpu().double()).pow(2).sum()
+        active = (features.flatten(0, 1) > 0).cpu()  # (C*T, F)
+        active_count += active.sum(dtype=torch.float64)
+        ever_active |= active.any(dim=0)
+        with intervene(model, [(out_hook, lambda _output, _name: reconstruction)]):
+            ce_sums["spliced"] += _next_token_loss_sum(model(chunk), chunk)
+        with intervene(model, [(out_hook, lambda output, _name: torch.zeros_like(output))]):
+            ce_sums["zero"] += _next_token_loss_sum(model(chunk), chunk)
+    everything = torch.cat(targets)  # (N, d_out)
+    spread = (everything - everything.mean(dim=0)).pow(2).sum()
+    predictions = windows.shape[0] * (windows.shape[1] - 1)
+    ce_clean, ce_spliced, ce_zero = (ce_sums[key] / predictions for key in ("clean", "spliced", "zero"))
     denominator = ce_zero - ce_clean
     return SAEStats(
         variance_explained=float(1.0 - error / spread) if float(spread) > 0 else float("nan"),
-        l0=float(active.sum(dim=-1).double().mean()),
-        dead_fraction=float((~active.any(dim=0)).double().mean()),
+        l0=float(active_count / everything.shape[0]),
+        dead_fraction=float((~ever_active).double().mean()),
         ce_recovered=(ce_zero - ce_spliced) / denominator if denominator != 0 else float("nan"),
         ce_clean=ce_clean, ce_spliced=ce_spliced, ce_zero=ce_zero, tokens=int(windows.numel()),
     )

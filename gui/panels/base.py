@@ -53,7 +53,8 @@ fix ("Source: character 'ä' ... is not in the model's vocabulary; remove it"); 
 readouts and `stale_labels` are cleared, so no old number stays beside it. The controls stay visible
 and enabled, so the input is corrected where it was made, and the result comes back on the next
 valid inputs without leaving the view. A refusal with an `offer` shows a button that loads the model
-it names. An input that can only be wrong one way is not typed: a picker or spin bounded by the
+it names. A computation too long to start on its own (training) returns `AwaitingStart` until its button is
+pressed: one line says what pressing it does, and a change of any input asks for a new press. An input that can only be wrong one way is not typed: a picker or spin bounded by the
 model (rebuilt when the model changes) leaves nothing to refuse.
 
 A **panel** is a tab of the main window: shared controls and one or more views (usually a QTabWidget
@@ -108,6 +109,14 @@ class Refusal:
 
     message: str
     offer: str = ""
+
+
+@dataclass(frozen=True)
+class AwaitingStart:
+    """Inputs that are valid but wait for the user to start them (a Train button): the message says what to press.
+    Nothing computes and nothing is refused; the controls stay as they are."""
+
+    message: str
 
 
 def _restyle_plots(root: QWidget, skip: Sequence[QWidget] = ()) -> None:
@@ -288,6 +297,9 @@ class View(QWidget):
         if inputs is None:
             self._show_message(WAITING_FOR_TORCH if self.needs_torch and not self.state.torch_ready
                                else WAITING_FOR_MODEL)
+            return
+        if isinstance(inputs, AwaitingStart):
+            self._show_message(inputs.message)
             return
         if isinstance(inputs, Refusal):
             self._show_message(inputs.message, inputs.offer)

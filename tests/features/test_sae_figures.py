@@ -47,10 +47,16 @@ def _run(model, windows, replacement=None):
     return logits, seen["x"]
 
 
+@pytest.mark.parametrize("one_window_a_chunk", [False, True], ids=["whole", "chunked"])
 @pytest.mark.parametrize("architecture", ["topk", "standard"])
-def test_the_four_figures_follow_their_definitions(architecture):
+def test_the_four_figures_follow_their_definitions(architecture, one_window_a_chunk, monkeypatch):
     model, windows = small_model(), small_windows()
     sae = small_sae(architecture)
+    if one_window_a_chunk:  # as GPT-2's 50,257-token head is read: one window's logits at a time
+        import core.features.sae_stats as module
+
+        monkeypatch.setattr(module, "LOGITS_PER_CHUNK", 1)
+        assert windows.shape[0] > 1
     stats = sae_stats(model, sae, windows)
 
     clean_logits, x = _run(model, windows)

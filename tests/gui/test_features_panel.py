@@ -97,8 +97,13 @@ def test_an_sae_trained_in_the_window_draws_its_loss_reports_its_figures_and_sav
     view.k_spin.setValue(8)
     partials = []
     view.show_partial = lambda losses, original=view.show_partial: (partials.append(losses), original(losses))
+    computations = view.computations
+    panel.tabs.setCurrentIndex(SUB_TABS.index("Train"))
+    qtbot.waitUntil(lambda: view.showing_message and "Press Train" in view.message.text())
+    # Showing the tab trains nothing: the event loop has run the view's update, which only asked for the press.
+    assert view.computations == computations and view.result is None and not partials
     with qtbot.waitSignal(view.result_shown, timeout=120_000):
-        panel.tabs.setCurrentIndex(SUB_TABS.index("Train"))
+        view.train_button.click()
     assert partials and partials[-1][-1][0] == 20  # drawn while it trained, to the last step
     assert "64 features, k = 8, at blocks.2.hook_resid_post: 20 steps" in view.summary_label.text()
     assert f"variance explained {view.result.stats.variance_explained:.3f}" in view.summary_label.text()
@@ -110,3 +115,7 @@ def test_an_sae_trained_in_the_window_draws_its_loss_reports_its_figures_and_sav
     view.save_to(str(tmp_path / "theirs"))  # a folder the app did not write is left untouched
     assert view.saved_label.text().startswith("Not saved:")
     assert (tmp_path / "theirs" / "notes.txt").read_text() == "mine"
+    view.steps_spin.setValue(30)  # new settings: the old figures go, and the next training waits for a press
+    assert view.summary_label.text() == ""  # at once, before the event loop runs
+    qtbot.waitUntil(lambda: view.showing_message and "Press Train" in view.message.text())
+    assert view.result is None

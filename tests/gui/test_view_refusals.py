@@ -145,6 +145,16 @@ def _bundled_tiny_gpt(lab):
     lab.use(loaded.model, loaded.tokenizer, TEXT)
 
 
+def _train_on(lab, view, model, steps=None):
+    lab.use(model, text=TEXT)
+    if steps is not None:
+        view.steps_spin.setValue(steps)
+    from gui.panels.base import AwaitingStart
+
+    assert isinstance(view.inputs(), AwaitingStart)  # nothing trains before the press
+    view.train_button.click()
+
+
 def _induction_encoder(lab, view):
     lab.use(family_models.encoder(), family_models.encoder_tokenizer(), TEXT)
 
@@ -162,8 +172,9 @@ RECIPES: dict[str, Recipe | None] = {
     **dict.fromkeys(("DashboardView", "SteeringView"), Recipe(
         lambda lab, view: lab.use(lab.base, text=TEXT), lambda lab, view: _bundled_tiny_gpt(lab),
         lambda lab, view: _bundled_tiny_gpt(lab), phrase="small-decoder")),
-    "TrainView": Recipe(_induction_encoder, lambda lab, view: lab.use(lab.base, text=TEXT),
-                        lambda lab, view: view.steps_spin.setValue(10), phrase="decoder"),
+    # Training starts on its button: the corrected model waits for a new press.
+    "TrainView": Recipe(_induction_encoder, lambda lab, view: _train_on(lab, view, lab.base),
+                        lambda lab, view: _train_on(lab, view, lab.base, steps=10), phrase="decoder"),
     "InductionView": Recipe(_induction_encoder, lambda lab, view: lab.use(lab.base, text=TEXT), phrase="decoder"),
     # A width that does not split into the heads.
     "NormsView": Recipe(_norms_heads(5), lambda lab, view: _norms_heads(4)(lab, view), phrase="5 heads"),

@@ -1,5 +1,9 @@
 """Train a TopK SAE on the lab's model in the window: the loss drawn as it trains, the four figures on held-out text
-when it ends, and a folder in SAELens's layout saved on request (as `sae train` writes it)."""
+when it ends, and a folder in SAELens's layout saved on request (as `sae train` writes it).
+
+Training starts on the Train button, never on its own: it takes seconds to minutes and, on a model with a large
+vocabulary, memory that showing the tab must not cost. Any change of the settings or the model asks for a new press.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,7 @@ from typing import Any
 from PySide6.QtWidgets import QComboBox, QFileDialog, QPushButton, QSpinBox, QVBoxLayout, QWidget
 
 from gui import theme
-from gui.panels.base import Refusal, View
+from gui.panels.base import AwaitingStart, Refusal, View
 from gui.panels.common import labelled, make_plot, plain_label
 from gui.widgets.flow_layout import FlowLayout
 
@@ -98,6 +102,12 @@ class TrainView(View):
         labelled(row, "features", self.d_sae_spin)
         labelled(row, "k", self.k_spin)
         labelled(row, "steps", self.steps_spin)
+        self.train_button = QPushButton("Train")
+        self.train_button.setObjectName("features-train-start")
+        self.train_button.setToolTip("Train an SAE with these settings on the lab's model")
+        self.train_button.clicked.connect(self.start)
+        row.addWidget(self.train_button)
+        self._started: TrainInputs | None = None  # the settings the last press started: only they compute
         self.add_controls(row)
         state.model_changed.connect(self._fill_hooks)
         self._fill_hooks()
@@ -130,7 +140,25 @@ class TrainView(View):
         self.hook_combo.setCurrentIndex(max(0, names.index(current) if current in names else names.index(default)))
         self.hook_combo.blockSignals(False)
 
+    def start(self) -> None:
+        """Train the settings shown now (the button); pressing again while they train changes nothing."""
+        settings = self._settings()
+        if isinstance(settings, TrainInputs):
+            self._started = settings
+            self.inputs_changed()
+
     def inputs(self):
+        settings = self._settings()
+        if not isinstance(settings, TrainInputs):
+            self._started = None
+            return settings
+        if settings != self._started:
+            self._started = None
+            return AwaitingStart(f"Press Train to train a {settings.d_sae}-feature SAE (k = {settings.k}) at "
+                                 f"{settings.hook} for {settings.steps:,} steps of {BATCH_TOKENS:,} tokens.")
+        return settings
+
+    def _settings(self):
         model = self.state.model
         if model is None:
             return None
