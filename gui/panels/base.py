@@ -54,8 +54,9 @@ readouts and `stale_labels` are cleared, so no old number stays beside it. The c
 and enabled, so the input is corrected where it was made, and the result comes back on the next
 valid inputs without leaving the view. A refusal with an `offer` shows a button that loads the model
 it names. A computation too long to start on its own (training) returns `AwaitingStart` until its button is
-pressed: one line says what pressing it does, and a change of any input asks for a new press. An input that can only be wrong one way is not typed: a picker or spin bounded by the
-model (rebuilt when the model changes) leaves nothing to refuse.
+pressed: one line says what pressing it does, and a change of any input asks for a new press. An input
+that can only be wrong one way is not typed: a picker or spin bounded by the model (rebuilt when the
+model changes) leaves nothing to refuse.
 
 A **panel** is a tab of the main window: shared controls and one or more views (usually a QTabWidget
 of them). Panels that have not been split into views yet implement `refresh()` and `submit()` as
