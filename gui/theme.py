@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QFont, QPalette
-from PySide6.QtWidgets import QApplication, QProxyStyle
+from PySide6.QtWidgets import QApplication, QProxyStyle, QStyleFactory
 
 if TYPE_CHECKING:
     import pyqtgraph as pg
@@ -139,11 +139,15 @@ def apply_theme(app: QApplication, name: str, scale: float = 1.0) -> Theme:
     if _base_point_size is None:
         size = app.font().pointSizeF()
         _base_point_size = size if size > 0 else 10.0
-    # Fusion is chosen where the QApplication is made (gui.app passes -style Fusion); the proxy over it is
-    # set once, before the palette (a new style resets the palette), and its sizes follow the scale.
+    # Fusion is chosen where the QApplication is made (gui.app passes -style Fusion). Text at 100% takes
+    # Fusion as it is; larger text takes the proxy over it, whose sizes follow the scale. The proxy answers
+    # every one of the style's size questions in Python, hundreds a repaint, and each waits for the
+    # interpreter's lock while the worker runs Python: so it is set only where its sizes differ from
+    # Fusion's. Either is set before the palette (a new style resets the palette).
     global _style
-    if _style is None or app.style() is not _style:
-        _style = scaled_style()
+    scaled = abs(font_scale() - 1.0) > 1e-9
+    if _style is None or app.style() is not _style or isinstance(_style, QProxyStyle) != scaled:
+        _style = scaled_style() if scaled else QStyleFactory.create("Fusion")
         app.setStyle(_style)
     app.setPalette(_palette(theme))
     font = QFont(app.font())

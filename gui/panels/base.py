@@ -496,12 +496,6 @@ class View(QWidget):
         if event.type() == QEvent.Type.ParentChange:
             self.schedule_update()
 
-    def resizeEvent(self, event) -> None:
-        super().resizeEvent(event)
-        if self._stale.dimmed:
-            self._stale._dim()
-
-
 class Panel(QWidget):
     """A tab of the main window: shared controls and views (or, not yet split, refresh() + submit())."""
 
