@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import tempfile
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from core.whole_file import write_text_whole  # noqa: E402 (after the path above)
 
 START, END = "[//]: # (bench-table:start)", "[//]: # (bench-table:end)"
 
@@ -63,14 +65,7 @@ def update(page: Path, text: str) -> None:
     head, rest = content.split(START, 1)
     tail = rest.split(END, 1)[1]
     new = f"{head}{START}\n\n{text}\n\n{END}{tail}"  # blank lines: the markers stay out of the table
-    handle, temporary = tempfile.mkstemp(dir=page.parent, prefix=f".{page.name}.")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(new)
-        os.replace(temporary, page)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    write_text_whole(page, new)
 
 
 def main(argv: list[str] | None = None) -> int:

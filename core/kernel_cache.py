@@ -11,9 +11,10 @@ from __future__ import annotations
 import json
 import os
 import platform
-import tempfile
 from importlib import metadata
 from pathlib import Path
+
+from core.whole_file import write_text_whole
 
 KERNEL_PATHS = ("default", "onednn")
 KERNEL_OPTIONS = ("auto", *KERNEL_PATHS)
@@ -78,19 +79,7 @@ def write_cache(path: Path, key: str, entry: dict) -> None:
     entries[key] = entry
     entries = dict(list(entries.items())[-CACHE_MAX_ENTRIES:])
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=".kernels-", suffix=".json", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            json.dump({"format": 1, "entries": entries}, stream, indent=1)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        try:
-            os.unlink(temporary)
-        except OSError:
-            pass
-        raise
+    write_text_whole(path, json.dumps({"format": 1, "entries": entries}, indent=1))
 
 
 def version_lines(path: Path | None = None) -> list[str]:

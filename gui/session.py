@@ -1,15 +1,13 @@
 """Sessions: the lab's state (config, seed, text and tokens, selection, panel settings) as JSON.
 
 Reading validates the whole file before anything is applied, so a corrupt or foreign file gives
-one clear message and changes nothing. Writing goes to a temporary file in the same folder and is
-moved into place with os.replace, so a crash mid-write never leaves a truncated session.
+one clear message and changes nothing. Writing is whole or not at all
+(core.whole_file), so a crash mid-write never leaves a truncated session.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,10 +15,8 @@ from typing import Any
 from core.config import ConfigError, ModelConfig
 from core.json_files import JsonFileError, read_json_document
 from core.limits import DEVICE_NAME, DEVICE_NAMES_HINT, MAX_SEED, MAX_TEXT_CHARS, settings_problem
+from core.whole_file import write_text_whole
 
-# The process umask, read once (os.umask can only be read by setting it).
-_UMASK = os.umask(0)
-os.umask(_UMASK)
 
 SESSION_FORMAT = "transformer-explorer-session"
 SESSION_VERSION = 1
@@ -124,29 +120,16 @@ def read_session(path: str | Path) -> Session:
 
 
 def write_session(path: str | Path, session: Session) -> Path:
-    """Write atomically: a temporary file in the same folder, flushed, then os.replace."""
+    """Write whole or not at all (core.whole_file)."""
     path = Path(path)
     try:
         text = json.dumps(session.to_json(), indent=2, ensure_ascii=False) + "\n"
     except (TypeError, ValueError) as error:  # a panel's settings that JSON cannot hold (an object, a set)
         raise SessionError(f"the session cannot be written as JSON: {error}") from None
     try:
-        handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    except OSError as error:
-        raise SessionError(f"cannot write in {path.parent}: {error.strerror or error}") from None
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
-            stream.flush()
-            os.fsync(stream.fileno())
-        # mkstemp makes owner-only files; a saved file should get the usual permissions.
-        os.chmod(temporary, 0o666 & ~_UMASK)
-        os.replace(temporary, path)
+        write_text_whole(path, text)
     except OSError as error:
         raise SessionError(f"cannot write {path}: {error.strerror or error}") from None
-    finally:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
     return path
 
 

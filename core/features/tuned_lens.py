@@ -12,7 +12,6 @@ weight @ h) and `layer_translators.{i}.bias`, and the model's name in its metada
 from __future__ import annotations
 
 import os
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ from torch import nn
 
 from core.checkpoint_files import CheckpointError, read_safetensors
 from core.features.activations import collect
+from core.whole_file import replacing
 
 FORMAT = "transformer-explorer-tuned-lens"
 MAX_HEADER_BYTES = 1 << 20
@@ -149,7 +149,7 @@ def lens_kl(model, lens: TunedLens | None, windows: torch.Tensor) -> dict[str, l
 
 
 def save_lens(lens: TunedLens, path: str | Path) -> Path:
-    """Write the file whole or not at all: a temporary file beside it, then one rename."""
+    """Write the file whole or not at all (core.whole_file)."""
     path = Path(os.path.abspath(path))
     tensors = {name: tensor.detach().float().contiguous().cpu() for name, tensor in lens.state_dict().items()}
     n_layers = len(lens.layer_translators)
@@ -157,22 +157,10 @@ def save_lens(lens: TunedLens, path: str | Path) -> Path:
                 "n_layers": str(n_layers),
                 "d_model": str(lens.layer_translators[0].weight.shape[0]),
                 "reads": "blocks.{i}.hook_resid_pre", "applied_as": "h + weight @ h + bias"}
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
-    os.close(handle)
-    try:
-        save_file(tensors, temporary, metadata=metadata)
-        os.chmod(temporary, 0o666 & ~_umask())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    with replacing(path) as temporary:
+        save_file(tensors, str(temporary), metadata=metadata)
     return path
 
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def read_lens_header(path: str | Path) -> dict[str, str]:

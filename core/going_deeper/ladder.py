@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
+
+from core.whole_file import write_text_whole
 
 LADDER_FILE = "ladder.json"
 MAX_RECORD_BYTES = 1_000_000
@@ -79,16 +79,8 @@ def record_summary(record: dict[str, Any]) -> str:
             f"{', '.join(hurts) if hurts else 'none'}; the others are within it.")
 
 def write_record(path: Path, record: dict[str, Any]) -> None:
-    """Write the record whole or not at all (a temporary file beside it, then renamed over it)."""
-    text = json.dumps(record, indent=2) + "\n"
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    """Write the record whole or not at all (core.whole_file)."""
+    write_text_whole(path, json.dumps(record, indent=2) + "\n")
 
 
 def _number(value: Any, where: str) -> float:

@@ -11,7 +11,6 @@ import hashlib
 import json
 import os
 import re
-import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from typing import Any
 from core.handouts.figures import Figure, StepFigures
 from core.handouts.predictions import PredictionError, answer_text, expected_answer
 from core.lessons import PLACEHOLDER, Lesson, LessonStep
+from core.whole_file import write_text_whole
 from resources import resource_path
 
 TEMPLATES_DIR = resource_path("handouts")
@@ -151,26 +151,15 @@ def write_problem(path: str | Path) -> str:
 
 
 def write_page(path: str | Path, html: str) -> Path:
-    """Write the page whole (a temporary file in the same folder, then os.replace) or not at all."""
+    """Write the page whole or not at all (core.whole_file)."""
     path = Path(path)
     problem = write_problem(path)
     if problem:
         raise PageError(problem)
     try:
-        handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
-    except OSError as error:
-        raise PageError(f"cannot write in {path.parent}: {error.strerror or error}") from None
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(html)
-        os.chmod(temporary, 0o644)
-        os.replace(temporary, path)
+        return write_text_whole(path, html)
     except OSError as error:
         raise PageError(f"cannot write {path}: {error.strerror or error}") from None
-    finally:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-    return path
 
 
 __all__ = ["MAX_PAGE_BYTES", "NOT_ON_PAGE", "PageError", "lesson_page", "view_page", "write_page", "write_problem"]

@@ -10,8 +10,6 @@ size of its own (the whole block diagram) is scaled to fit instead, centred on t
 
 from __future__ import annotations
 
-import os
-import tempfile
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
@@ -21,12 +19,10 @@ from PySide6.QtGui import QColor, QImage, QPainter
 from PySide6.QtSvg import QSvgGenerator
 from PySide6.QtWidgets import QApplication, QGraphicsView, QWidget
 
+from core.whole_file import replacing
 from gui import theme
 from gui.widgets.svg_flatten import flatten_svg_file
 
-# The process umask, read once (os.umask can only be read by setting it).
-_UMASK = os.umask(0)
-os.umask(_UMASK)
 
 FORMATS = ("png", "svg")
 LAYOUT_ROUNDS = 3  # rounds of posted layout events after a resize: pyqtgraph's nested layouts settle in two
@@ -52,23 +48,12 @@ def export(target: QWidget | pg.PlotItem, path: str | Path, width: int = 1600, h
         raise ExportError(f"choose a size between 16 and 16384 pixels (got {width} x {height})")
     if not path.parent.is_dir():
         raise ExportError(f"the folder {path.parent} does not exist")
-    # Write beside the target and move into place, so a failed export never leaves half a file.
+    # Written whole or not at all (core.whole_file): a failed export never leaves half a file.
     try:
-        handle, temporary = tempfile.mkstemp(prefix=".export-", suffix=f".{kind}", dir=path.parent)
-    except OSError as error:
-        raise ExportError(f"cannot write in {path.parent}: {error.strerror or error}") from None
-    os.close(handle)
-    try:
-        with nullcontext() if include_covers else covers_hidden(shown_widget(target)):
-            _export_widget(target, temporary, kind, width, height)
-        # mkstemp makes owner-only files; a saved file should get the usual permissions.
-        os.chmod(temporary, 0o666 & ~_UMASK)
-        os.replace(temporary, path)
+        with replacing(path) as temporary, nullcontext() if include_covers else covers_hidden(shown_widget(target)):
+            _export_widget(target, str(temporary), kind, width, height)
     except OSError as error:
         raise ExportError(f"could not write {path}: {error.strerror or error}") from None
-    finally:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
     return path
 
 

@@ -7,16 +7,15 @@ from __future__ import annotations
 
 import errno
 import json
-import os
 
 import pytest
 import torch
 
 import core.model
+import core.whole_file as whole_file_module
 from core.cli import main as cli_main
 from core.device import MemoryBudgetError, check_fits, estimate_memory, is_out_of_memory, run_with_cpu_fallback
 from core.presets import get_preset
-from gui import session as session_module
 from gui.session import Session, SessionError, read_session, write_session
 
 # ---- out of memory on an accelerator ------------------------------------------------------------
@@ -148,11 +147,11 @@ def _session(seed: int) -> Session:
 
 
 def _interrupt_writes_after(monkeypatch, chars: int, error: BaseException) -> None:
-    """Make the next session write put `chars` characters on disk and then fail."""
-    real_fdopen = os.fdopen
+    """Make the next whole-file write put `chars` characters on disk and then fail."""
+    real_open = open
 
-    def fdopen(fd, *args, **kwargs):
-        stream = real_fdopen(fd, *args, **kwargs)
+    def opened(file, *args, **kwargs):
+        stream = real_open(file, *args, **kwargs)
         real_write = stream.write
 
         def write(text):
@@ -163,7 +162,7 @@ def _interrupt_writes_after(monkeypatch, chars: int, error: BaseException) -> No
         stream.write = write
         return stream
 
-    monkeypatch.setattr(session_module.os, "fdopen", fdopen)
+    monkeypatch.setattr(whole_file_module, "open", opened, raising=False)
 
 
 @pytest.mark.parametrize("error", [OSError(errno.ENOSPC, "No space left on device"), KeyboardInterrupt()],
@@ -197,7 +196,7 @@ def test_a_failing_replace_keeps_the_old_file(tmp_path, monkeypatch):
     def broken_replace(src, dst):
         raise OSError(errno.EXDEV, "Invalid cross-device link")
 
-    monkeypatch.setattr(session_module.os, "replace", broken_replace)
+    monkeypatch.setattr(whole_file_module.os, "replace", broken_replace)
     with pytest.raises(SessionError):
         write_session(path, _session(2))
     assert read_session(path).seed == 1
