@@ -19,7 +19,6 @@ from core.handouts.figures import FIGURE_WIDTH, MAX_CELLS, Figure, _number, _too
 # gui.panels.positions.scrubber: at most this many circles, the fast, middle and slow pairs when there are more
 MAX_ARROW_PAIRS = 8
 CIRCLE_GAP = 2.6  # centre to centre, in circle radii
-LEARNED_MAX_CELLS = 40_000  # a 256 x 128 table whole; a larger one is thinned and its title says so
 
 
 # ---- Positions > RoPE scrubber -----------------------------------------------------------------------
@@ -69,8 +68,8 @@ def rotation_figure(q: np.ndarray, k: np.ndarray, count: int, m: int, n: int, ba
     colour = {"field": "vector", "type": "nominal", "title": None, "legend": {"orient": "bottom"}}
     layers: list[dict[str, Any]] = [
         {"data": {"values": circles}, "mark": {"type": "line", "color": "#b8bfcc", "strokeWidth": 1},
-         "encoding": {"x": {"field": "cx", **x}, "y": {"field": "cy", **y}, "detail": {"field": "slot", "type": "nominal"},
-                      "order": {"field": "t", "type": "quantitative"}}},
+         "encoding": {"x": {"field": "cx", **x}, "y": {"field": "cy", **y},
+                      "detail": {"field": "slot", "type": "nominal"}, "order": {"field": "t", "type": "quantitative"}}},
         {"transform": tips, "mark": {"type": "rule", "strokeWidth": 2.5},
          "encoding": {"x": {"field": "centre", **x}, "y": {"field": "origin", **y}, "x2": {"field": "tip_x"},
                       "y2": {"field": "tip_y"}, "color": colour}},
@@ -81,7 +80,8 @@ def rotation_figure(q: np.ndarray, k: np.ndarray, count: int, m: int, n: int, ba
                                            ("y", "quantitative", "odd")])}},
         {"data": {"values": labels}, "transform": [{"calculate": f"datum.slot * {CIRCLE_GAP}", "as": "centre"}],
          "mark": {"type": "text", "baseline": "top", "lineBreak": "\n", "fontSize": 11},
-         "encoding": {"x": {"field": "centre", **x}, "y": {"datum": -1.2, **y}, "text": {"field": "text", "type": "nominal"}}},
+         "encoding": {"x": {"field": "centre", **x}, "y": {"datum": -1.2, **y},
+                      "text": {"field": "text", "type": "nominal"}}},
     ]
     first = "Each (even, odd) pair rotates: q at m, k at n"
     inputs = f"{source}, base {base:g}, scale {scale:g}; the longest pair reaches the circle"
@@ -120,11 +120,15 @@ def learned_table_figure(model: Any) -> Figure:
                                    "with learned positions (the tiny-gpt preset) to see one.")
     learned = positions.learned_position_table(model)
     table = learned.table  # (P, d)
-    step = thinning(table.size, LEARNED_MAX_CELLS)
-    shown = "" if step == 1 else f"; every {step}th position and dimension shown"
+    step = thinning(table.size)  # a lesson may show it on several steps: a page stays well under its size bound
+    shown = "" if step == 1 else f"; every {_ordinal(step)} position and dimension shown"
     return heatmap("learned_map", f"Learned positions of the model: {learned.label}{shown}", table,
                    [str(p) for p in range(table.shape[0])], [str(d) for d in range(table.shape[1])], "position",
-                   "dimension", "value", max_cells=LEARNED_MAX_CELLS)
+                   "dimension", "value")
+
+
+def _ordinal(step: int) -> str:
+    return {2: "second", 3: "third"}.get(step, f"{step}th")
 
 
 def alibi_figure(heads: int, length: int, head: int) -> Figure:
@@ -172,8 +176,8 @@ def router_map_figure(result: Any, layer: int) -> Figure:
 
 def running_total_figure(probabilities: np.ndarray, order: Sequence[int], labels: Sequence[str], uniform: float,
                          inputs: str) -> Figure:
-    """The draw's running total over the bars, most likely first: the draw takes the first bar where it passes u. Part of
-    the window's sampling plot, so a lesson shows or covers it with that plot."""
+    """The draw's running total over the bars, most likely first: the draw takes the first bar where it passes u.
+    Part of the window's sampling plot, so a lesson shows or covers it with that plot."""
     running = np.cumsum(np.asarray(probabilities, dtype=np.float64)[list(order)])  # (N,)
     first = "Running total of the draw's probabilities, most likely first"
     second = f"{inputs}: the draw takes the first bar where it passes u = {uniform:.6f}"

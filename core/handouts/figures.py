@@ -60,17 +60,16 @@ def _label_axis(labels: Sequence[str], angle: int = 0) -> dict[str, Any]:
     return {"labelExpr": f"{literal}[datum.value]", "labelAngle": angle, "labelOverlap": True}
 
 
-def thinning(size: int, max_cells: int = MAX_CELLS) -> int:
+def thinning(size: int) -> int:
     """Every how many rows and columns a heatmap of `size` cells keeps (1: all of them)."""
-    return max(1, math.ceil(math.sqrt(size / max_cells)))
+    return max(1, math.ceil(math.sqrt(size / MAX_CELLS)))
 
 
 def heatmap(part: str, title: str, values: np.ndarray, rows: Sequence[str], columns: Sequence[str], row_title: str,
-            column_title: str, value_title: str = "value", scale: str = "linear",
-            max_cells: int = MAX_CELLS) -> Figure:
+            column_title: str, value_title: str = "value", scale: str = "linear") -> Figure:
     """A (rows, columns) grid of coloured cells; hovering a cell shows its row, column and value."""
     values = np.asarray(values, dtype=np.float64)  # (R, C)
-    step = thinning(values.size, max_cells)
+    step = thinning(values.size)
     data = [{"r": i, "c": j, "v": _number(values[i, j])}
             for i in range(0, values.shape[0], step) for j in range(0, values.shape[1], step)]
     colour: dict[str, Any] = {"field": "v", "type": "quantitative", "title": value_title}
