@@ -137,11 +137,14 @@ def test_a_router_step_on_a_decoder_says_so_in_one_line(browser, tmp_path):
     from core.handouts.page import lesson_page
     from core.lessons import Lesson, LessonStep
 
-    step = LessonStep(title="The router", text="Which expert reads each token?", panel="Families",
-                      state={"preset": "tiny-gpt"}, panel_settings={"tab": "Router"})
-    lesson = Lesson("Router", "", (step,))
+    steps = tuple(LessonStep(title="The router", text="Which expert reads each token?", panel="Families",
+                             state={"preset": preset}, panel_settings={"tab": "Router"})
+                  for preset in ("tiny-gpt", "tiny-moe"))
+    lesson = Lesson("Router", "", steps)
     path = write_page(tmp_path / "router.html", lesson_page(lesson, lesson_figures(lesson)))
     open_page(browser, path)
+    drawn = browser.find_elements(By.CSS_SELECTOR, "#step-2 [data-part]")
+    assert [element.get_attribute("data-part") for element in drawn] == ["router_map", "load_plot"]
     section = browser.find_element(By.ID, "step-1")
     assert section.find_elements(By.CSS_SELECTOR, "[data-part]") == []  # no empty map, no empty bars
     note = section.find_element(By.CSS_SELECTOR, ".note").text
