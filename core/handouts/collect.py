@@ -67,7 +67,7 @@ class _GivenModel(_Models):
 def _figures(step: LessonStep, settings: Mapping[str, Any], values: Mapping[str, Any], models: _Models) -> StepFigures:
     panel = step.panel
     if panel == "Positions":
-        return collect_views.positions_figures(settings)
+        return collect_views.positions_figures(settings, _encodings_model(settings, values, models))
     if panel == "Norms":
         return collect_norms.norms_figures(settings, int(values.get("seed", 0)))
     if panel == "Going deeper":  # its own models, not the lab's
@@ -109,6 +109,14 @@ def _figures(step: LessonStep, settings: Mapping[str, Any], values: Mapping[str,
         return collect_views.causal_lab_figures(settings["tab"], result, lab)
     lab.base_tokens = _tokens_before(values, lab, models)
     return collect_views.families_figures(settings["tab"], result, lab, settings)
+
+
+def _encodings_model(settings: Mapping[str, Any], values: Mapping[str, Any], models: _Models) -> Any:
+    """The lab's model, which the Encodings view reads for its learned position table (None for other views)."""
+    if settings.get("tab") != "Encodings":
+        return None
+    lab = _lab_state(values, models, PRESETS[DEFAULT_PRESET], DEFAULT_TEXT)
+    return models.model(lab.config, lab.seed)
 
 
 def _tokens_before(values: Mapping[str, Any], lab: Any, models: _Models) -> list[int] | None:

@@ -89,16 +89,18 @@ def _propagation_verdict(diff: Any) -> str:
 
 # ---- Positions ------------------------------------------------------------------------------------
 
-def positions_figures(settings: Mapping[str, Any]) -> StepFigures:
-    """The RoPE scrubber and the score grids on the reading's seeded (q, k) pair."""
+def positions_figures(settings: Mapping[str, Any], model: Any = None) -> StepFigures:
+    """The RoPE scrubber and the score grids on the reading's seeded (q, k) pair; the Encodings view draws `model`'s
+    learned position table (the lab's model, as the window's view reads it)."""
     from core.experiments import positions
+    from core.handouts.collect_secondary import rotation_figure
 
     settings = {**POSITIONS_DEFAULTS, **settings}
     tab = settings["tab"]
     if tab == "Permutation":
         return _permutation_figures(settings)
     if tab == "Encodings":
-        return _encodings_figures(settings)
+        return _encodings_figures(settings, model)
     if tab not in ("RoPE scrubber", "Score grids") or settings["source"] != "random":
         return StepFigures(note=f"The {tab} sub-tab of Positions (q and k from {settings['source']}) is drawn in "
                                 "the app only.")
@@ -146,7 +148,8 @@ def positions_figures(settings: Mapping[str, Any]) -> StepFigures:
                             f"over m = 0..{count - 1}: {_difference(q_drift)} and {_difference(k_drift)} (rotations "
                             "keep lengths)")
     values["norm_drift"] = max(q_drift, k_drift)
-    return StepFigures((trace, row, norm_plot), quotes, values)
+    arrows = rotation_figure(pair.q, pair.k, count, m, n, base, scale, pair.label)
+    return StepFigures((trace, row, arrows, norm_plot), quotes, values)
 
 
 def _difference(value: float) -> str:
@@ -192,10 +195,11 @@ def _permutation_figures(settings: Mapping[str, Any]) -> StepFigures:
                         "yes" if "none" in blind else "no"})
 
 
-def _encodings_figures(settings: Mapping[str, Any]) -> StepFigures:
+def _encodings_figures(settings: Mapping[str, Any], model: Any) -> StepFigures:
     """The Encodings view's sinusoidal table: one row per position, one column per dimension, and a row's
-    fingerprint."""
+    fingerprint; the model's learned table (or why it has none) and one head's ALiBi penalty."""
     from core.experiments import positions
+    from core.handouts.collect_secondary import alibi_figure, learned_table_figure
 
     count = settings.get("positions", POSITIONS_DEFAULTS["positions"])
     width = settings.get("encoding_d_model", 32)
@@ -206,9 +210,13 @@ def _encodings_figures(settings: Mapping[str, Any]) -> StepFigures:
                     "value")
     fingerprint = bars("fingerprint_plot", f"Position {row}'s fingerprint", [str(d) for d in range(width)],
                        data.table[row], "dimension", "value")
-    wavelengths = bars("wavelength_plot", "Wavelength of each (sin, cos) pair, in positions", list(data.pair_labels),
-                       data.wavelengths, "pair", "positions per turn", scale="log")
-    return StepFigures((table, fingerprint, wavelengths), {},
+    # points on a log axis, as the window draws them: a bar from 0 has no place on a log scale
+    wavelengths = lines("wavelength_plot", "Wavelength of each (sin, cos) pair, in positions",
+                        list(range(len(data.wavelengths))), {"wavelength": data.wavelengths},
+                        "pair i (dims 2i, 2i+1)", "positions per turn", scale="log")
+    alibi = alibi_figure(int(settings.get("alibi_heads", 8)), int(settings.get("alibi_length", 24)),
+                         int(settings.get("alibi_head", 0)))
+    return StepFigures((table, fingerprint, wavelengths, learned_table_figure(model), alibi), {},
                        {"longest_wavelength": float(data.wavelengths[-1]),
                         "shortest_wavelength": float(data.wavelengths[0])})
 
@@ -239,7 +247,11 @@ def generate_figures(settings: Mapping[str, Any], lab: Any, model: Any) -> StepF
                                           settings["top_k"] or None, None if top_p >= 1 else top_p,
                                           settings["seed"], 0)
     kept = sampling.draw_order(torch.from_numpy(result.probabilities)).numpy()[:result.kept_count]  # (K,)
-    order = kept[:BARS_SHOWN] if len(kept) >= BARS_SHOWN else np.argsort(-result.model_probabilities)[:BARS_SHOWN]
+    # The draw's order, then the cut tokens in the model's order, ties by id (gui.panels.generate.sampling)
+    cut = np.nonzero(~result.kept)[0]  # (V - K,)
+    cut = cut[np.lexsort((cut, -logits.numpy()[cut]))]  # (V - K,)
+    ranking = np.concatenate([kept, cut])  # (V,)
+    order = ranking[:BARS_SHOWN]  # (N,)
     labels = _labels(lab.tokenizer, order.tolist())
     figure = lines("sampling_plot", "Next-token probabilities, most likely first", list(range(len(order))),
                    {"after temperature and cut-offs": result.probabilities[order],
@@ -252,17 +264,19 @@ def generate_figures(settings: Mapping[str, Any], lab: Any, model: Any) -> StepF
                f"{result.kept_count:,} of {vocab:,} tokens, which held {result.kept_mass:.3f} of the tempered "
                "probability.")
     ranked = ", ".join(f"{rank + 1}: '{label}'" for rank, label in enumerate(labels))
-    # The draw as the window words it: the drawn token's rank in the draw's order, the cut tokens after the kept
-    cut = np.nonzero(~result.kept)[0]  # (V - K,)
-    cut = cut[np.lexsort((cut, -logits.numpy()[cut]))]  # (V - K,) the model's order, ties by id
-    rank = int(np.nonzero(np.concatenate([kept, cut]) == result.token)[0][0])
+    rank = int(np.nonzero(ranking == result.token)[0][0])  # the drawn token's rank in the draw's order
     passed = ("the running total first passes u at its bar" if rank < BARS_SHOWN
               else f"the running total passes u below the {BARS_SHOWN} bars shown")
     draw = (f"Seed {settings['seed']}, draw 0: u = {result.uniform:.6f} lands on '{drawn}' (rank {rank + 1}, p = "
             f"{_probability(float(result.probabilities[result.token]))} after the cut-offs, "
             f"{_probability(float(result.model_probabilities[result.token]))} in the model's own distribution): "
             f"{passed}.")
-    return StepFigures((figure,), {"entropy_label": entropy, "draw_label": draw},
+    from core.handouts.collect_secondary import running_total_figure
+
+    cut_offs = (f"T = {round(float(settings['temperature']), 2):g}, top-k {settings['top_k'] or 'off'}, top-p "
+                f"{'off' if top_p >= 1 else f'{top_p:g}'}, seed {settings['seed']}, draw 0")
+    running = running_total_figure(result.probabilities, order.tolist(), labels, float(result.uniform), cut_offs)
+    return StepFigures((figure, running), {"entropy_label": entropy, "draw_label": draw},
                        {"top_token": labels[0], "drawn_token": drawn, "kept_count": result.kept_count,
                         "entropy_nats": float(result.entropy_nats), "ranking": ranked})
 
@@ -379,10 +393,16 @@ def causal_lab_figures(tab: str, result: Any, lab: Any) -> StepFigures:
         return StepFigures((figure,), {"patching_summary": summary, "patching_checks": checks},
                            {"restoring_position": restoring, "last_position_row": later[0] if later else -1,
                             "corrupted_position": result.changed_positions[0] if result.changed_positions else -1})
+    from core.handouts.collect_secondary import heads_map_figure
+
     parts = sorted(result.components, key=lambda part: -abs(part.value))[:24]
     figure = bars("attribution_plot", "Direct logit attribution (largest parts)", [part.name for part in parts],
                   [part.value for part in parts], "part", "share of the logit")
-    return StepFigures((figure,), {}, {"attribution_total": float(result.total)})
+    metric = f"logit({_labels(lab.tokenizer, [result.answer])[0]})"
+    if result.foil is not None:
+        metric += f" - logit({_labels(lab.tokenizer, [result.foil])[0]})"
+    heads = heads_map_figure(result, config, metric)
+    return StepFigures((heads, figure), {}, {"attribution_total": float(result.total)})
 
 
 def _fill_verdict(lab: Any, blank: int, top_k: int) -> str:
@@ -440,6 +460,8 @@ def families_figures(tab: str, result: Any, lab: Any, settings: Mapping[str, Any
         figure = heatmap("cross_map", "Cross-attention, mean over layers and heads", mean, list(result.input_labels),
                          source_labels, "decoder step", "source token", "weight")
         return StepFigures((figure,), {"cross_output": output}, {"output": output})
+    from core.handouts.collect_secondary import router_map_figure
+
     layer = min(int(settings.get("router_layer", 0)), result.n_layers - 1)
     load = result.load[layer]
     figure = bars("load_plot", f"Tokens each expert received (layer {layer})",
@@ -453,7 +475,7 @@ def families_figures(tab: str, result: Any, lab: Any, settings: Mapping[str, Any
     summary = "Tokens per expert: " + "; ".join(
         f"layer {layer} " + ", ".join(f"E{e} {n}" for e, n in enumerate(result.load[layer]))
         for layer in range(result.n_layers)) + f" (evenly spread: {result.balanced_load:g} each)."
-    return StepFigures((figure,), {"active_label": active, "load_summary": summary},
+    return StepFigures((router_map_figure(result, layer), figure), {"active_label": active, "load_summary": summary},
                        {"idle_experts": int((load == 0).sum()), "active_parameters": result.active_parameters})
 
 

@@ -29,6 +29,7 @@ class Figure:
     title: str
     spec: dict[str, Any]  # a Vega-Lite specification; {} for a table
     table: tuple[tuple[str, ...], ...] = ()  # a table's header row, then its rows, as the view's cells read
+    note: str = ""  # one line in place of a figure the view does not draw for these inputs (spec and table empty)
 
 
 @dataclass(frozen=True)
@@ -59,11 +60,16 @@ def _label_axis(labels: Sequence[str], angle: int = 0) -> dict[str, Any]:
     return {"labelExpr": f"{literal}[datum.value]", "labelAngle": angle, "labelOverlap": True}
 
 
+def thinning(size: int) -> int:
+    """Every how many rows and columns a heatmap of `size` cells keeps (1: all of them)."""
+    return max(1, math.ceil(math.sqrt(size / MAX_CELLS)))
+
+
 def heatmap(part: str, title: str, values: np.ndarray, rows: Sequence[str], columns: Sequence[str], row_title: str,
             column_title: str, value_title: str = "value", scale: str = "linear") -> Figure:
     """A (rows, columns) grid of coloured cells; hovering a cell shows its row, column and value."""
     values = np.asarray(values, dtype=np.float64)  # (R, C)
-    step = max(1, math.ceil(math.sqrt(values.size / MAX_CELLS)))
+    step = thinning(values.size)
     data = [{"r": i, "c": j, "v": _number(values[i, j])}
             for i in range(0, values.shape[0], step) for j in range(0, values.shape[1], step)]
     colour: dict[str, Any] = {"field": "v", "type": "quantitative", "title": value_title}
@@ -148,9 +154,14 @@ def bars(part: str, title: str, labels: Sequence[str], values: Sequence[float], 
     return Figure(part, title, spec)
 
 
+def note(part: str, text: str) -> Figure:
+    """One line where the view draws no figure for these inputs (a model without a learned table, say)."""
+    return Figure(part, text, {}, note=text)
+
+
 def table(part: str, title: str, header: Sequence[str], rows: Sequence[Sequence[Any]]) -> Figure:
     """A table drawn as an HTML table: the view's cells as the view writes them (plain text)."""
     return Figure(part, title, {}, (tuple(map(str, header)), *(tuple(map(str, row)) for row in rows)))
 
 
-__all__ = ["Figure", "StepFigures", "bars", "heatmap", "lines", "table"]
+__all__ = ["Figure", "StepFigures", "bars", "heatmap", "lines", "note", "table", "thinning"]

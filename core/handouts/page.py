@@ -78,6 +78,9 @@ def _step_context(number: int, step: LessonStep, result: StepFigures, specs: dic
             ids.append({"id": figure_id, "part": figure.part, "title": figure.title, "header": figure.table[0],
                         "rows": figure.table[1:]})
             continue
+        if figure.note:
+            ids.append({"id": figure_id, "part": figure.part, "note": figure.note})
+            continue
         specs[figure_id] = figure.spec
         ids.append({"id": figure_id, "part": figure.part})
     prediction = step.prediction

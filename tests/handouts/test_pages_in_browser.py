@@ -129,17 +129,19 @@ def test_the_positions_view_page_shows_its_score_and_a_slider(browser, tmp_path,
                          5.9478)
     assert wait_drawn(browser, "figure-1-0") > 0 and wait_drawn(browser, "figure-1-1") > 0
     sliders = browser.find_elements(By.CSS_SELECTOR, "input[type=range]")
-    assert len(sliders) == 2
+    assert len(sliders) == 4  # m of the trace, n of the row, m and n of the rotating pairs
 
-    def marked_points() -> list[str]:
-        return browser.execute_script("return [...document.querySelectorAll('#figure-1-0 .mark-symbol path')]"
+    def marked_points(figure: str) -> list[str]:
+        return browser.execute_script(f"return [...document.querySelectorAll('#{figure} .mark-symbol path')]"
                                       ".map(e => e.getAttribute('transform'))")
 
-    before = marked_points()
-    browser.execute_script("arguments[0].value = 40; arguments[0].dispatchEvent(new Event('input'));", sliders[0])
     from selenium.webdriver.support.ui import WebDriverWait
 
-    WebDriverWait(browser, 10).until(lambda _: marked_points() != before)  # the marked m follows the slider
+    for slider, figure in ((sliders[0], "figure-1-0"), (sliders[2], "figure-1-2")):
+        before = marked_points(figure)
+        assert before
+        browser.execute_script("arguments[0].value = 40; arguments[0].dispatchEvent(new Event('input'));", slider)
+        WebDriverWait(browser, 10).until(lambda _: marked_points(figure) != before)  # the marks follow the slider
     assert_no_console_errors_nor_network(browser)
 
 
