@@ -10,11 +10,11 @@ where training never put a query. A length the model's positions cannot reach is
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 
+from core.going_deeper.length_row import LengthRow
 from core.model import Transformer
 
 MIN_LENGTH = 2  # a window of one token predicts nothing
@@ -24,21 +24,6 @@ BATCH_TOKENS = 32_768  # windows per forward: about this many tokens, whatever t
 class ExtrapolationError(ValueError):
     """Lengths or a text that cannot be scored; the message says why."""
 
-
-@dataclass(frozen=True)
-class LengthRow:
-    length: int
-    nats_per_char: float | None  # None where refused
-    nats_per_char_beyond: float | None  # None where no prediction lies past the trained length, or refused
-    windows: int
-    refused: str = ""
-
-    def to_dict(self) -> dict:
-        row = {"length": self.length, "nats_per_char": self.nats_per_char,
-               "nats_per_char_beyond": self.nats_per_char_beyond, "windows": self.windows}
-        if self.refused:
-            row["refused"] = self.refused
-        return row
 
 
 def cut_windows(ids: torch.Tensor, length: int) -> torch.Tensor:

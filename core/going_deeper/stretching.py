@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from core.going_deeper.extrapolation import LengthRow, extrapolate
+from core.going_deeper.length_row import LengthRow
 from core.going_deeper.recipe import TRAINED_LENGTH, context_model_names, held_out_text
 
 LENGTHS = (32, 64, 128, 256, 512)
@@ -63,6 +63,8 @@ def _sample_ids() -> list[int]:
 
 
 def _curve(model, lengths, on_progress) -> Curve:
+    from core.going_deeper.extrapolation import extrapolate  # torch: on the worker only
+
     config = model.config
     rows = extrapolate(model, _sample_ids(), lengths, config.context_length, on_progress=on_progress)
     return Curve(config.name, config.context_length, config.positional, config.rope_scale, tuple(rows))
