@@ -468,8 +468,9 @@ class TokenStrip(QWidget):
     def set_tokenizer(self, tokenizer) -> None:
         """Use this tokenizer for labels, the vocabulary list and text validation (a mark of an edit goes with the
         old one)."""
-        if tokenizer is not self._tokenizer:
-            self.chips.set_marked(-1)
+        if tokenizer is self._tokenizer and (tokenizer is None or self._vocab_labels):
+            return  # the same tokenizer (an edit of the text passes it again): its labels are those shown
+        self.chips.set_marked(-1)
         self._tokenizer = tokenizer
         labels: list[str] = []
         if tokenizer is not None:

@@ -24,6 +24,7 @@ class FeatureControls(QObject):
         self.feature_spin.setRange(0, 0)
         self.feature_spin.setToolTip("The feature shown and steered with: bounded by the SAE's width")
         self._fingerprints: tuple[object, str] | None = None
+        self._fit: tuple | None = None  # (model, SAE config, sae_mismatch's answer)
         self._configs: dict[str, object] = {}
         from core.features.library import bundled_sae_names, sae_path
 
@@ -91,7 +92,10 @@ class FeatureControls(QObject):
         from core.checkpoints import bundled_model_names
         from core.features.sae_fit import sae_mismatch
 
-        wrong = sae_mismatch(model, config, self._fingerprint)
+        # Read once per model and SAE: the answer walks the model's modules, and every edit of the text asks again.
+        if self._fit is None or self._fit[0] is not model or self._fit[1] != config:
+            self._fit = (model, config, sae_mismatch(model, config, self._fingerprint))
+        wrong = self._fit[2]
         if wrong is not None:
             return Refusal(wrong, config.model_name if config.model_name in bundled_model_names() else "")
         if state.tokenizer is None or state.tokenizer.vocab_size > model.config.vocab_size:
