@@ -144,11 +144,6 @@ class _Worker(QThread):
         self._controller = controller
 
     def run(self) -> None:
-        try:
-            self._controller._configure_worker_thread()
-        except Exception:
-            # A torch that cannot be imported: the first job meets the same error and reports it.
-            log.exception("could not configure torch on the worker thread")
         while self._controller._run_next():
             pass
 
@@ -183,6 +178,7 @@ class ComputeController(QObject):
         self._trash: list[Any] = []
         self._stopping = False
         self._torch_threads = torch_threads
+        self._worker_configured = False  # torch's thread count set, on the worker, before its first job
         self._busy_name = ""
         self.stopped_cleanly = True  # False once shutdown() had to leave the worker inside a torch call
         self._started_on_worker.connect(self._on_started)
@@ -349,6 +345,15 @@ class ComputeController(QObject):
         request = self._take_next()
         if request is None:
             return False
+        if not self._worker_configured:
+            # At the first job, not when the thread starts: the thread starts while the window is being built,
+            # and importing torch then would hold the interpreter's lock for the seconds the window waits on.
+            self._worker_configured = True
+            try:
+                self._configure_worker_thread()
+            except Exception:
+                # A torch that cannot be imported: the job meets the same error and reports it.
+                log.exception("could not configure torch on the worker thread")
         finished = self._execute(request)
         # The request's callbacks belong to widgets: the GUI thread, which drops the request on delivery,
         # must drop the last reference, so this thread lets go before the result is on its way.

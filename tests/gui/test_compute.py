@@ -251,3 +251,29 @@ def test_quitting_during_a_long_computation_exits_cleanly(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "still running" in done.stdout
     assert "Destroyed while thread" not in done.stderr
+
+
+def test_the_worker_imports_torch_at_its_first_job_not_while_the_window_is_built(qtbot, monkeypatch):
+    """The worker thread starts with the window; configuring torch there would import it while the window is being
+    built, and the import holds the interpreter's lock for the seconds the window waits."""
+    from gui.compute import ComputeController
+
+    events: list[str] = []
+    waiting = threading.Event()
+    take_next = ComputeController._take_next
+
+    def recording_take_next(self):
+        waiting.set()  # the worker reached its queue: whatever it does at start has been done
+        return take_next(self)
+
+    monkeypatch.setattr(ComputeController, "_take_next", recording_take_next)
+    monkeypatch.setattr(ComputeController, "_configure_worker_thread", lambda self: events.append("configure"))
+    controller = ComputeController(torch_threads=1)
+    try:
+        assert waiting.wait(timeout=10)
+        assert events == []
+        with qtbot.waitSignal(controller.result_delivered, timeout=5000):
+            controller.submit("first", lambda: events.append("job"), lambda _: None, "first job")
+        assert events == ["configure", "job"]
+    finally:
+        controller.shutdown()
