@@ -5,15 +5,14 @@ app keeps working, and the next request works."""
 from __future__ import annotations
 
 import errno
-import os
 import sys
 
 import pytest
 import torch
 
 import core.model
+import core.whole_file as whole_file_module
 from core.presets import get_preset
-from gui import session as session_module
 from gui.panels.shapes import ShapesPanel, ShapesView
 from gui.session import read_session
 
@@ -142,10 +141,10 @@ def test_a_save_interrupted_half_way_keeps_the_old_session(qtbot, window, tmp_pa
     before = path.read_bytes()
     window.state.set_seed(8)
 
-    real_fdopen = os.fdopen
+    real_open = open
 
-    def half_write_fdopen(fd, *args, **kwargs):
-        stream = real_fdopen(fd, *args, **kwargs)
+    def half_write_open(file, *args, **kwargs):
+        stream = real_open(file, *args, **kwargs)
         real_write = stream.write
 
         def write(text):
@@ -156,12 +155,12 @@ def test_a_save_interrupted_half_way_keeps_the_old_session(qtbot, window, tmp_pa
         stream.write = write
         return stream
 
-    monkeypatch.setattr(session_module.os, "fdopen", half_write_fdopen)
+    monkeypatch.setattr(whole_file_module, "open", half_write_open, raising=False)
     assert window.save_session(path) is False
     assert "No space left on device" in window.message_boxes[-1].text()
     assert path.read_bytes() == before and read_session(path).seed == 7
     assert [p.name for p in tmp_path.iterdir()] == ["lab.json"]
-    monkeypatch.setattr(session_module.os, "fdopen", real_fdopen)
+    monkeypatch.delattr(whole_file_module, "open")
     assert window.save_session(path)
     assert read_session(path).seed == 8
 
