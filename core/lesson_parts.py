@@ -166,7 +166,7 @@ PANEL_PARTS: dict[str, PanelParts] = {
         {"seed": SEED, "d": _int(2, 256), "layer": _int(0, 1023), "head": _int(0, 1023), "query_token": _int(0, 1_000_000),
          "key_token": _int(0, 1_000_000), "base": _float(2.0, 1e8), "scale": _float(0.25, 64.0), "positions": _int(8, 512),
          "encoding_d_model": _int(2, 1024), "fingerprint": _int(0, 127), "alibi_heads": _int(1, 64),
-         "alibi_length": _int(2, 256), "permutation_length": _int(2, 64), "permutation_d_model": _int(2, 512),
+         "alibi_head": _int(0, 63), "alibi_length": _int(2, 256), "permutation_length": _int(2, 64), "permutation_d_model": _int(2, 512),
          "permutation_seed": SEED, "source": _choice("random", "model"), "m": _int(0, 511), "n": _int(0, 511),
          "lock_offset": BOOL, "compare_sinusoidal": BOOL, "permutation": Setting("int_list", high=64, none_ok=True),
          "tab": _choice(*POSITIONS_SUB_TABS), "reading_script": BOOL, "reading_seed": SEED},

@@ -202,9 +202,10 @@ def _encodings_figures(settings: Mapping[str, Any], model: Any) -> StepFigures:
     from core.handouts.collect_secondary import alibi_figure, learned_table_figure
 
     count = settings.get("positions", POSITIONS_DEFAULTS["positions"])
-    width = settings.get("encoding_d_model", 32)
+    # The window's defaults: the table as wide as the model (even), the fingerprint of position 3.
+    width = settings.get("encoding_d_model", max(2, model.config.d_model - model.config.d_model % 2) if model else 32)
     data = positions.sinusoidal_heatmap(count, width, float(settings.get("base", 10000.0)))
-    row = min(settings.get("fingerprint", 0), count - 1)
+    row = min(settings.get("fingerprint", 3), count - 1)
     table = heatmap("sinusoid_map", "Sinusoidal table PE[position, dimension]", data.table,
                     [str(p) for p in range(count)], [str(d) for d in range(width)], "position", "dimension",
                     "value")

@@ -82,6 +82,7 @@ class ChipRow(QWidget):
         self._fonts_key: tuple[str, str] | None = None
         self._layout_width = -1
         self._layout_pending = False  # chips handed over while hidden: laid out when shown
+        self._reveal = -1  # a chip to scroll into view once laid out (the first past the trained length)
 
     # ---- data ----------------------------------------------------------------------------------
     def set_chips(self, ids: Sequence[int], labels: Sequence[str]) -> None:
@@ -132,6 +133,14 @@ class ChipRow(QWidget):
         if length != self._trained:
             self._trained = length
             self.update()
+            if length < len(self._labels):  # the first dashed chip may lie below the strip's visible rows
+                self._reveal = length
+                QTimer.singleShot(0, self, self._reveal_if_laid_out)  # after the scroll area takes the new height
+
+    def _reveal_if_laid_out(self) -> None:
+        if 0 <= self._reveal < len(self._geometry.rects) and not self._layout_pending and self.isVisible():
+            self._ensure_visible(self._geometry.rects[self._reveal])
+            self._reveal = -1
 
     @property
     def selected(self) -> int:
@@ -174,6 +183,8 @@ class ChipRow(QWidget):
             self.relayout()
             if 0 <= self._selected < len(self._geometry.rects):  # selected while hidden: scrolled to now
                 self._ensure_visible(self._geometry.rects[self._selected])
+        if self._reveal >= 0:
+            QTimer.singleShot(0, self, self._reveal_if_laid_out)
 
     def _apply_geometry(self, geometry: ChipGeometry) -> None:
         self._geometry = geometry

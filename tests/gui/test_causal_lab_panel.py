@@ -206,3 +206,18 @@ def test_no_unitless_axis_of_a_view_writes_a_scale_factor(qtbot, lab):
             axis = plot.getAxis(name)
             axis.setRange(0.0, 0.004)
             assert "(x" not in axis.labelString() and axis.autoSIPrefixScale == 1.0, (plot.objectName(), name)
+
+
+def test_both_strips_mark_positions_past_the_models_trained_length(lab, loaded):
+    from core.model import Transformer
+
+    state, panel = lab
+    strips = (panel.clean_strip, panel.controls.corrupt_strip)
+    assert all(strip.past_label.isHidden() for strip in strips)
+    config = loaded.model.config.replace(positional="rope", context_length=8, name="short-rope")
+    state.set_model(Transformer.from_seed(config, 0))  # trained at 8, computes past it
+    clean = panel.clean_strip
+    assert not clean.past_label.isHidden() and clean.chips._trained == 8
+    assert clean.past_label.text().startswith("Positions 8 and beyond (dashed) lie past the length")
+    assert panel.controls.corrupt_strip.chips._trained in (8, 1 << 30)  # dashed only where it is past 8 itself
+    assert panel.controls.corrupt_strip._trained == 8

@@ -216,3 +216,13 @@ def test_cross_attention_marks_a_source_outside_the_dates_translators_spellings(
     with qtbot.waitSignal(view.result_shown, timeout=RESULT_TIMEOUT_MS):
         panel.source_edit.setText("March 5, 2021")
     assert "⚠" not in panel.cross_output.text()
+
+
+def test_the_strip_marks_positions_past_the_models_trained_length(qtbot, lab):
+    state, panel = lab
+    assert panel.strip.past_label.isHidden()  # the encoder's table holds the whole text
+    short = family_models.encoder(seed=1, positional="rope", context_length=16)  # trained at 16, computes past it
+    state.set_model(short)
+    assert not panel.strip.past_label.isHidden()
+    assert panel.strip.past_label.text().startswith("Positions 16 and beyond (dashed) lie past the length")
+    assert panel.strip.chips._trained == 16

@@ -584,3 +584,22 @@ def test_the_score_grids_titles_wrap_between_words_beside_a_lesson_at_projector_
         theme.apply_theme(qapp, theme.DEFAULT_THEME, 1.0)
         state.set_theme(theme.DEFAULT_THEME)
         state.set_font_scale(1.0)
+
+
+def test_the_alibi_head_on_show_is_saved_and_restored(qtbot, panel):
+    """A session (and a page exported from it) shows the head the student picked, not head 0."""
+    view = show_tab(qtbot, panel, "Encodings")
+    panel.alibi_head_combo.setCurrentIndex(5)
+    saved = json.loads(json.dumps(panel.settings()))
+    assert saved["alibi_head"] == 5
+    alibi = alibi_matrix(panel.alibi_heads_spin.value(), panel.alibi_length_spin.value())
+    np.testing.assert_array_equal(panel.alibi_map.matrix, alibi.bias[5].astype(panel.alibi_map.matrix.dtype))
+    panel.alibi_head_combo.setCurrentIndex(0)
+    with qtbot.waitSignal(view.result_shown, timeout=RESULT_TIMEOUT_MS):
+        panel.restore_settings({**saved, "alibi_heads": 4, "alibi_head": 6})  # more than the layer has: its last
+    assert panel.alibi_head_combo.count() == 4 and panel.settings()["alibi_head"] == 3
+    np.testing.assert_array_equal(panel.alibi_map.matrix, alibi_matrix(4, panel.alibi_length_spin.value())
+                                  .bias[3].astype(panel.alibi_map.matrix.dtype))
+    with qtbot.waitSignal(view.result_shown, timeout=RESULT_TIMEOUT_MS):
+        panel.restore_settings({"alibi_heads": 8})
+    assert panel.settings()["alibi_head"] == 6  # the head asked for, once the layer has it again

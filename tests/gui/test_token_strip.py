@@ -151,3 +151,30 @@ def test_a_whole_text_of_new_same_width_chips_is_one_repaint_not_one_a_chip(qtbo
     assert updated == [()]  # the whole strip, once
     paint(strip.scroll.viewport())
     assert chips._chip_text(0).text() == digits[1] and chips._chip_text(len(ids) - 1).text() == digits[0]
+
+
+@pytest.mark.parametrize("hidden_first", [False, True])
+def test_the_first_position_past_the_trained_length_is_scrolled_into_view(qtbot, hidden_first):
+    """A text that outgrows the trained length: its first dashed chip is brought into the strip's rows, shown now or
+    when the strip is next shown."""
+    strip = TokenStrip()
+    qtbot.addWidget(strip)
+    strip.resize(500, 300)
+    strip.set_tokenizer(CharTokenizer.from_text(TEXT))
+    strip.set_max_tokens(4096, 256)  # positions the model computes past the 256 it trained at
+    if not hidden_first:
+        strip.show()
+        qtbot.waitExposed(strip)
+    strip.set_tokens(strip._tokenizer.encode(TEXT[:1000]))
+    strip.show()
+    qtbot.waitExposed(strip)
+    bar, chips = strip.scroll.verticalScrollBar(), strip.chips
+    qtbot.waitUntil(lambda: bar.value() > 0)
+    viewport = strip.scroll.viewport()
+    first_past = chips.chip_rect(256)
+    top_left = chips.mapTo(viewport, first_past.topLeft())
+    assert viewport.rect().contains(top_left) and viewport.rect().contains(chips.mapTo(viewport, first_past.bottomRight()))
+    bar.setValue(0)  # the student scrolls back: a longer text past the same length does not pull the strip again
+    strip.set_tokens(strip._tokenizer.encode(TEXT[:1100]))
+    QApplication.processEvents()
+    assert bar.value() == 0

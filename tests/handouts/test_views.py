@@ -121,3 +121,26 @@ def test_the_pages_start_each_view_where_the_window_starts_it():
     assert collect_tokens.PREDICTIONS_TOP_K == predictions.DEFAULT_TOP_K
     assert collect_parameters.DEFAULT_COMPARE == parameters_panel.DEFAULT_COMPARE
     assert collect_lab.DEFAULT_DECODE_STEPS == kv_cache.DEFAULT_DECODE_STEPS
+
+
+def test_the_encodings_page_starts_where_the_window_starts_it(qtbot):
+    """The sinusoid table as wide as the model and the fingerprint of the window's position, head 0 of ALiBi."""
+    from gui.compute import ComputeController
+    from gui.panels.positions import PositionsPanel
+    from gui.state import LabState
+
+    from tests.gui.panel_labs import close_panel_lab
+
+    state, compute = LabState(), ComputeController(torch_threads=1)
+    panel = PositionsPanel(state, compute)
+    window = panel.settings()
+    close_panel_lab(qtbot, compute, panel)
+    result = view_figures(replace(default_view("Positions"), settings={"tab": "Encodings"}))
+    table, fingerprint = (figure.spec for figure in result.figures[:2])
+    columns = {cell["c"] for cell in table["data"]["values"]}
+    assert len(columns) == window["encoding_d_model"] == state.config.d_model
+    assert fingerprint["title"] == f"Position {window['fingerprint']}'s fingerprint"
+    from core.experiments.positions import alibi_matrix
+
+    first_head = alibi_matrix(window["alibi_heads"], window["alibi_length"]).head_labels[window["alibi_head"]]
+    assert result.figures[-1].spec["title"].startswith(f"ALiBi penalty added to scores, {first_head} ")

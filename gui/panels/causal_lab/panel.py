@@ -102,7 +102,10 @@ class CausalLabPanel(Panel):
     def _follow_model(self) -> None:
         model = self.state.model
         if model is not None:
-            self.controls.follow_model(self.state.tokenizer, model.config.vocab_size, model.config.name)
+            config = model.config
+            self.controls.follow_model(self.state.tokenizer, config.vocab_size, config.name)
+            for strip in (self.clean_strip, self.controls.corrupt_strip):  # positions past the trained length: dashed
+                strip.set_max_tokens(config.accepted_length, config.context_length)
 
     def _replace_clean(self, position: int, token: int) -> None:
         tokens = list(self.state.tokens)

@@ -107,10 +107,12 @@ class FamiliesPanel(Panel):
         return self.tabs.currentWidget()
 
     def _follow_family(self) -> None:
-        """A model the tab on screen cannot use, but another tab can: turn to that tab."""
+        """A new model: the strip marks positions past its trained length; a model the tab on screen cannot use, but
+        another tab can, turns to that tab."""
         model = self.state.model
         if model is None:
             return
+        self.strip.set_max_tokens(model.config.accepted_length, model.config.context_length)  # past it: dashed
         from core.experiments.cross_attention import seq2seq_problem
         from core.experiments.fill_mask import encoder_problem
         from core.experiments.routing import moe_problem

@@ -92,7 +92,8 @@ class EncodingsView(View):
         self.alibi_length_spin = make_spin(2, 256, 24, "Positions of the ALiBi matrix")
         self.alibi_head_combo = QComboBox()
         self.alibi_head_combo.setToolTip("Which head's penalty to show")
-        self.alibi_head_combo.currentIndexChanged.connect(lambda _index: self._redraw_alibi())
+        self._alibi_head = 0  # the head asked for; the combo gets its entries with the first result
+        self.alibi_head_combo.currentIndexChanged.connect(self._alibi_head_picked)
         labelled(row, "sinusoid d_model", self.encoding_width_spin)
         labelled(row, "fingerprint of position", self.fingerprint_spin)
         labelled(row, "ALiBi heads", self.alibi_heads_spin)
@@ -170,12 +171,28 @@ class EncodingsView(View):
                                       col_labels=[str(d) for d in range(learned.shape[1])])
             self.learned_map.show()
         heads = data.alibi.head_labels
-        current = self.alibi_head_combo.currentIndex()
         self.alibi_head_combo.blockSignals(True)
         self.alibi_head_combo.clear()
         self.alibi_head_combo.addItems(list(heads))
-        self.alibi_head_combo.setCurrentIndex(min(max(current, 0), len(heads) - 1))
+        self.alibi_head_combo.setCurrentIndex(min(self._alibi_head, len(heads) - 1))
         self.alibi_head_combo.blockSignals(False)
+        self._redraw_alibi()
+
+    @property
+    def alibi_head(self) -> int:
+        """The ALiBi head on show (0-based), or the one asked for until the heads are known."""
+        shown = self.alibi_head_combo.currentIndex()
+        return shown if shown >= 0 else self._alibi_head
+
+    def set_alibi_head(self, head: int) -> None:
+        """Show this head's penalty (the last head where the layer has fewer)."""
+        self._alibi_head = min(max(0, head), self.alibi_heads_spin.maximum() - 1)
+        if self.alibi_head_combo.count():
+            self.alibi_head_combo.setCurrentIndex(min(self._alibi_head, self.alibi_head_combo.count() - 1))
+
+    def _alibi_head_picked(self, index: int) -> None:
+        if index >= 0:
+            self._alibi_head = index
         self._redraw_alibi()
 
     def refresh_hover(self) -> None:

@@ -238,6 +238,7 @@ class PositionsPanel(Panel):
             tab=self.tabs.tabText(self.tabs.currentIndex()),
             reading_script=self.reading_script,
             reading_seed=self.reading_seed_spin.value(),
+            alibi_head=self.encodings_view.alibi_head,
         )
         return data
 
@@ -266,6 +267,9 @@ class PositionsPanel(Panel):
             except ValueError:
                 order = None
             self.permutation_view.set_permutation(order)
+        head = data.get("alibi_head")
+        if isinstance(head, int) and not isinstance(head, bool):
+            self.encodings_view.set_alibi_head(head)
         tab = data.get("tab")
         if tab in SUB_TABS:
             self.tabs.setCurrentIndex(SUB_TABS.index(tab))
