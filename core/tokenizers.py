@@ -42,6 +42,11 @@ class Tokenizer(Protocol):
 
 
 def _check_ids(ids: list[int], vocab_size: int) -> None:
+    try:
+        if len(ids) == 0 or (0 <= min(ids) and max(ids) < vocab_size):  # in C: a text of 10,000 ids costs no loop
+            return
+    except TypeError:  # ids of mixed kinds: each is read below
+        pass
     for token_id in ids:
         if not 0 <= int(token_id) < vocab_size:
             raise UnknownTokenError(f"token id {token_id} is outside the vocabulary (0..{vocab_size - 1})")
@@ -254,6 +259,16 @@ class HuggingFaceTokenizer:
             if isinstance(entry, dict) and isinstance(entry.get("content"), str)
         }
         self._prefix, self._suffix = self._special_affixes()
+        # The vocabulary, read once: a chip label or a lookup per token is then a list or dict access, not a
+        # call into the library (with standard error silenced around it) per token.
+        vocab = _native(backend.get_vocab, with_added_tokens=True)
+        self._ids_by_piece: dict[str, int] = dict(vocab)
+        self._vocab_size = _native(backend.get_vocab_size, with_added_tokens=True)
+        pieces: list[str | None] = [None] * self._vocab_size
+        for piece, token_id in vocab.items():
+            if 0 <= token_id < self._vocab_size:
+                pieces[token_id] = piece
+        self._pieces = pieces
 
     def _special_affixes(self) -> tuple[list[int], list[int]]:
         """The ids the post-processor puts before and after a text (e.g. [<s>] and [])."""
@@ -269,7 +284,7 @@ class HuggingFaceTokenizer:
 
     @property
     def vocab_size(self) -> int:
-        return _native(self._tokenizer.get_vocab_size, with_added_tokens=True)
+        return self._vocab_size
 
     @property
     def special_prefix(self) -> list[int]:
@@ -299,10 +314,7 @@ class HuggingFaceTokenizer:
     def piece(self, token_id: int) -> str:
         """The token as the vocabulary writes it ('Ġto', '▁to', '<s>')."""
         _check_ids([token_id], self.vocab_size)
-        try:
-            piece = _native(self._tokenizer.id_to_token, int(token_id))
-        except _NativeFailure:
-            piece = None
+        piece = self._pieces[int(token_id)]
         return piece if piece is not None else f"<{token_id}>"
 
     def token_bytes(self, token_id: int) -> bytes | None:
@@ -347,10 +359,7 @@ class HuggingFaceTokenizer:
         raise UnknownTokenError(f"{token!r} is not a token of this tokenizer")
 
     def _lookup(self, piece: str) -> int | None:
-        try:
-            return _native(self._tokenizer.token_to_id, piece)
-        except (UnicodeEncodeError, _NativeFailure):  # a lone surrogate is no piece of any vocabulary
-            return None
+        return self._ids_by_piece.get(piece)
 
     def to_json(self) -> dict[str, Any]:
         return self._spec

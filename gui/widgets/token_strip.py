@@ -134,8 +134,12 @@ class ChipRow(QWidget):
             self._trained = length
             self.update()
             if length < len(self._labels):  # the first dashed chip may lie below the strip's visible rows
-                self._reveal = length
-                QTimer.singleShot(0, self, self._reveal_if_laid_out)  # after the scroll area takes the new height
+                self.scroll_to_soon(length)
+
+    def scroll_to_soon(self, index: int) -> None:
+        """Bring this chip into the strip's rows once the scroll area has taken the chips' new height."""
+        self._reveal = index
+        QTimer.singleShot(0, self, self._reveal_if_laid_out)
 
     def _reveal_if_laid_out(self) -> None:
         if 0 <= self._reveal < len(self._geometry.rects) and not self._layout_pending and self.isVisible():
@@ -381,6 +385,8 @@ class TokenStrip(QWidget):
         self._max_tokens = 1 << 30
         self._trained: int | None = None
         self._vocab_labels: list[str] = []
+        self._vocab_pending = False  # a new tokenizer's labels are made when first needed
+        self._chips_pending = self._text_pending = False  # changes that wait for the strip to be shown
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(4)
@@ -479,15 +485,15 @@ class TokenStrip(QWidget):
     def set_tokenizer(self, tokenizer) -> None:
         """Use this tokenizer for labels, the vocabulary list and text validation (a mark of an edit goes with the
         old one)."""
-        if tokenizer is self._tokenizer and (tokenizer is None or self._vocab_labels):
+        if tokenizer is self._tokenizer and (tokenizer is None or self._vocab_labels or self._vocab_pending):
             return  # the same tokenizer (an edit of the text passes it again): its labels are those shown
         self.chips.set_marked(-1)
         self._tokenizer = tokenizer
-        labels: list[str] = []
-        if tokenizer is not None:
-            labels = [self._label(i) for i in range(tokenizer.vocab_size)]
-        self._vocab_labels = labels
-        self._vocab_model.setStringList(labels)
+        self._vocab_labels = []
+        self._vocab_pending = True
+        if self._waits_until_shown():
+            self._chips_pending = True
+            return
         self._show_chips()
 
     def set_tokens(self, ids: Sequence[int]) -> None:
@@ -496,6 +502,9 @@ class TokenStrip(QWidget):
         if ids != self._ids:
             self.chips.set_marked(-1)
         self._ids = ids
+        if self._waits_until_shown():
+            self._chips_pending = self._text_pending = True
+            return
         self._show_chips()
         self._sync_text_with_tokens()
 
@@ -508,6 +517,9 @@ class TokenStrip(QWidget):
         """The longest input the model accepts, and the length it was trained at (positions past it are marked)."""
         self._max_tokens = max(1, int(count))
         self._trained = trained_length
+        if self._waits_until_shown():
+            self._chips_pending = True
+            return
         self._show_chips()
 
     def set_marked(self, position: int) -> None:
@@ -577,6 +589,7 @@ class TokenStrip(QWidget):
         """The id of a typed token (its text or its chip label); shows a message and returns None if unknown."""
         if self._tokenizer is None or not text:
             return None
+        self._make_vocab_labels()
         if text in self._vocab_labels:
             return self._vocab_labels.index(text)
         candidates = [text, "".join(_FROM_GLYPH.get(c, c) for c in text)]
@@ -618,7 +631,32 @@ class TokenStrip(QWidget):
         except Exception:  # an id the tokenizer cannot name still gets a chip
             return f"<{token_id}>"
 
+    def _waits_until_shown(self) -> bool:
+        """On a tab that is not on screen, in a window that is: the vocabulary, the chips and the text field wait
+        until the strip is shown (every panel has a strip, and a new text of 10,000 tokens or GPT-2's 50,257
+        labels would be laid out for no one)."""
+        return not self.isVisible() and self.window().isVisible()
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        if self._chips_pending:
+            self._chips_pending = False
+            self._show_chips()
+            if self.chips.selected >= 0:  # selected while hidden: scrolled to now
+                self.chips.scroll_to_soon(self.chips.selected)
+        if self._text_pending:
+            self._text_pending = False
+            self._sync_text_with_tokens()
+
+    def _make_vocab_labels(self) -> None:
+        if self._vocab_pending:
+            self._vocab_pending = False
+            tokenizer = self._tokenizer
+            self._vocab_labels = [self._label(i) for i in range(tokenizer.vocab_size)] if tokenizer is not None else []
+            self._vocab_model.setStringList(self._vocab_labels)
+
     def _show_chips(self) -> None:
+        self._make_vocab_labels()
         known, ids = self._vocab_labels, self._ids  # every id's label, made once per tokenizer
         if self._tokenizer is None:
             labels = [str(i) for i in ids]

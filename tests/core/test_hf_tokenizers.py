@@ -10,6 +10,7 @@ from core.display import display_token
 from core.tokenizers import (
     HuggingFaceTokenizer,
     TokenizerFileError,
+    UnknownTokenError,
     byte_level_alphabet,
     load_pretrained_tokenizer,
     tokenizer_from_json,
@@ -120,3 +121,19 @@ def test_broken_tokenizer_folders_get_a_message(tmp_path, files, message):
         (tmp_path / name).write_text(content, encoding="utf-8")
     with pytest.raises(TokenizerFileError, match=message):
         load_pretrained_tokenizer(tmp_path)
+
+
+@pytest.mark.parametrize("layout", ["gpt2", "llama"])
+def test_pieces_and_lookups_are_the_librarys(gpt2_dirs, llama_dir, layout):
+    """The vocabulary read once at load answers as the library does for every id and piece."""
+    folder = gpt2_dirs["tokenizer.json"] if layout == "gpt2" else llama_dir
+    tokenizer = load_pretrained_tokenizer(folder)
+    backend = tokenizer._tokenizer
+    assert tokenizer.vocab_size == backend.get_vocab_size(with_added_tokens=True)
+    for token_id in range(tokenizer.vocab_size):
+        piece = backend.id_to_token(token_id)
+        assert tokenizer.piece(token_id) == (piece if piece is not None else f"<{token_id}>")
+        if piece is not None:
+            assert tokenizer.id_of(piece) == backend.token_to_id(piece)
+    with pytest.raises(UnknownTokenError):
+        tokenizer.id_of("\ud800 no such piece")  # a lone surrogate is no piece of any vocabulary

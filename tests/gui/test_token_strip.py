@@ -178,3 +178,22 @@ def test_the_first_position_past_the_trained_length_is_scrolled_into_view(qtbot,
     strip.set_tokens(strip._tokenizer.encode(TEXT[:1100]))
     QApplication.processEvents()
     assert bar.value() == 0
+
+
+def test_a_hidden_strip_makes_no_labels_and_reads_no_text_until_shown(qtbot, tabs, monkeypatch):
+    """Every panel has a strip: those on tabs not on screen hold a new tokenizer and text until they are shown."""
+    widget, strip, tokenizer = tabs
+    new_tokenizer = CharTokenizer.from_text(TEXT + "XYZ")
+    labelled, decoded = [], []
+    monkeypatch.setattr(type(new_tokenizer), "token_text", lambda self, i: labelled.append(i) or self.chars[i])
+    monkeypatch.setattr(type(new_tokenizer), "decode", lambda self, ids: decoded.append(1) or "".join(self.chars[i] for i in ids))
+    strip.set_tokenizer(new_tokenizer)
+    strip.set_tokens(new_tokenizer.encode("XYZ to be"))
+    assert labelled == [] and decoded == []
+    widget.setCurrentIndex(1)
+    qtbot.waitUntil(strip.isVisible)
+    assert sorted(labelled) == list(range(new_tokenizer.vocab_size))  # each label made once, when shown
+    from core.display import display_token
+
+    assert strip.chips._labels == [display_token(c) for c in "XYZ to be"] and strip.text_edit.text() == "XYZ to be"
+    assert strip._vocab_model.stringList()[new_tokenizer.id_of("X")] == "X"
