@@ -11,7 +11,8 @@ from core.limits import MAX_TEXT_CHARS
 from core.tokenizers import CharTokenizer
 from gui import theme
 from gui.widgets import chip_layout
-from gui.widgets.token_strip import ChipRow, TokenStrip
+from gui.widgets.chip_row import ChipRow
+from gui.widgets.token_strip import TokenStrip
 
 TEXT = ("To be, or not to be, that is the question: " * 300)[:MAX_TEXT_CHARS]
 
