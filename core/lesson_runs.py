@@ -185,9 +185,9 @@ def _sequence(lab: LabState, field: str = "'text'") -> None:
     config = lab.config
     if not lab.tokens:
         raise StepProblem(f"{field}: the text has no tokens")
-    if len(lab.tokens) > config.context_length:
-        raise StepProblem(f"{field}: {len(lab.tokens)} tokens exceed {config.name}'s context of "
-                          f"{config.context_length}")
+    too_long = config.length_refusal(len(lab.tokens))  # the window's bound: past the trained length where positions allow
+    if too_long:
+        raise StepProblem(f"{field}: {config.name}: {too_long}")
     if max(lab.tokens) >= config.vocab_size:
         raise StepProblem(f"'preset': token id {max(lab.tokens)} is outside {config.name}'s vocabulary")
 

@@ -34,3 +34,16 @@ def test_an_unreadable_file_is_a_problem_not_a_traceback(tmp_path, capsys):
     path.write_text("{not json")
     assert main(["check-lesson", str(path), str(tmp_path / "missing.json")]) == 2
     assert len(capsys.readouterr().out.splitlines()) == 2
+
+
+def test_a_text_past_the_trained_length_passes_where_the_window_takes_it(tmp_path, capsys):
+    """The Causal lab and Families views take a text past the trained length where positions compute it (RoPE);
+    a learned table's context is its bound, as in the window."""
+    text = "ROMEO: But soft, what light through yonder window breaks? It is the east, and Juliet is the sun."
+    for preset, expected in (("ctx-rope", 0), ("ctx-learned", 2)):
+        path = tmp_path / f"{preset}.json"
+        path.write_text(json.dumps({"title": "t", "steps": [
+            {"title": "a", "text": "x", "panel": "Causal lab", "state": {"preset": preset, "text": text},
+             "panel_settings": {"tab": "Attribution"}}]}))
+        assert main(["check-lesson", str(path)]) == expected, capsys.readouterr().out
+    assert "96 tokens exceed the model's context length of 64" in capsys.readouterr().out
