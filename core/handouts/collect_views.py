@@ -202,8 +202,11 @@ def _encodings_figures(settings: Mapping[str, Any], model: Any) -> StepFigures:
     from core.handouts.collect_secondary import alibi_figure, learned_table_figure
 
     count = settings.get("positions", POSITIONS_DEFAULTS["positions"])
-    # The window's defaults: the table as wide as the model (even), the fingerprint of position 3.
-    width = settings.get("encoding_d_model", max(2, model.config.d_model - model.config.d_model % 2) if model else 32)
+    # The window's defaults: the table as wide as the model it starts with (even), the fingerprint of position 3.
+    from core.presets import DEFAULT_PRESET, PRESETS
+
+    start_width = PRESETS[DEFAULT_PRESET].d_model
+    width = settings.get("encoding_d_model", max(2, start_width - start_width % 2))
     data = positions.sinusoidal_heatmap(count, width, float(settings.get("base", 10000.0)))
     row = min(settings.get("fingerprint", 3), count - 1)
     table = heatmap("sinusoid_map", "Sinusoidal table PE[position, dimension]", data.table,
